@@ -1,0 +1,137 @@
+#pragma once
+// Aggregating request records into statistics, and writing them out: the
+// terminal table, summary.json, requests.csv, stages.csv, stacks.folded,
+// flamegraph.svg and trace.json. Nothing here knows about CLI11 or libtorch.
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "inferprof/timing.hpp"
+
+namespace inferprof {
+
+// Facts about the run that the records do not carry; filled in by replay.
+struct RunInfo {
+  std::string command = "run";
+  std::string tool_version;
+  std::string libtorch_version;
+  std::string hostname;
+  std::string started_at;  // ISO 8601, UTC
+  std::string model_path;
+  std::string model_arch;  // from the model's metadata, "unknown" if none
+  std::int64_t model_parameters = 0;
+  std::int64_t model_bytes = 0;  // file size
+  std::string profile_name;
+  std::string profile_source;  // a path, or "<embedded default>"
+  std::string trace_path;
+  std::uint64_t trace_bytes = 0;
+  std::string device = "cpu";
+  bool copies_applicable = false;  // h2d/d2h mean something (GPU); on CPU they print n/a
+  int threads = 1;                 // intra-op threads, as set
+  int concurrency = 1;             // replay workers
+  std::string mode = "closed-loop";  // or "open-loop"
+  double speed = 1.0;                // open loop: trace time is divided by this
+  std::uint64_t limit = 0;           // 0: whole trace
+  bool ops = false;                  // --ops: aten operators recorded under compute
+  double load_ms = 0;                // model load: read + deserialise + to device
+  int warmup = 0;                    // warm-up iterations asked for
+  std::vector<double> warmup_us;     // latency of each warm-up iteration, in order
+  double wall_s = 0;                 // measured replay wall time (warm-up excluded)
+  std::uint64_t skipped_invalid = 0;  // trace lines skipped by --skip-invalid
+  std::vector<std::string> skipped_examples;
+  double peak_rss_mb = 0;
+  std::vector<std::string> warnings;  // shown under the table and in summary.json
+};
+
+// Statistics of one stage (or of the total) over the measured requests, in µs.
+struct StageStats {
+  std::uint64_t count = 0;  // requests where the stage took > 0 ns or was recorded
+  double total_us = 0;      // sum over all requests
+  double mean_us = 0;       // total_us / number of requests (not / count), so means add up
+  double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0, min_us = 0;
+  double share = 0;         // total_us / total of the request root
+  bool applicable = true;   // false: h2d/d2h on CPU (printed n/a)
+};
+
+struct OpStats {
+  std::string name;       // "aten::conv2d"
+  std::uint64_t calls = 0;
+  double self_us = 0;     // time in the op minus its child ops
+  double total_us = 0;    // inclusive time (nested calls of the same op counted once per call)
+  double share_of_compute = 0;  // self_us / compute total
+};
+
+struct RunSummary {
+  RunInfo info;
+  std::uint64_t requests = 0;  // measured requests
+  std::uint64_t failed = 0;
+  std::array<StageStats, kStageCount> stages{};
+  StageStats total;            // the request root: arrival to end
+  double throughput_rps = 0;   // requests / info.wall_s
+  std::vector<OpStats> top_ops;  // by self time, at most 25
+  std::uint64_t spans = 0;       // events written (or that would be) to trace.json per request root + spans
+  std::uint64_t trace_json_requests = 0;  // requests trace.json holds (capped)
+  std::uint64_t csv_rows = 0;
+};
+
+struct CollectorOptions {
+  std::string out_dir;  // empty: aggregate only, write no files
+  // trace.json keeps the first N requests' spans so it stays openable; the
+  // summary says how many it holds. 0 = no cap.
+  std::uint64_t trace_json_max_requests = 20000;
+  bool copies_applicable = false;
+  Nanos epoch = 0;      // now_ns() at replay start; trace.json timestamps are relative to it
+};
+
+// Aggregates request records as they complete: histograms per stage,
+// folded-stack totals per span path, op statistics; streams requests.csv rows
+// and trace.json events to temporary files in out_dir. Memory is bounded by
+// the number of distinct span paths, not by the number of requests.
+class Collector {
+ public:
+  explicit Collector(CollectorOptions options);
+  ~Collector();  // removes any temporary file not committed
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  void add(const RequestRecord& record);  // thread-safe
+
+  RunSummary summarize(const RunInfo& info) const;
+  // Folded stacks "request;compute;aten::linear" -> µs of self time, with
+  // values rounded so that they sum exactly to round(total request µs).
+  std::vector<std::pair<std::string, std::uint64_t>> folded() const;
+
+  // Writes the six files of DESIGN.md into out_dir, each to a temp file then
+  // renamed, so each is complete or absent. Throws Error on I/O failure
+  // (after removing what it wrote).
+  void commit(const RunSummary& summary);
+  // Drops the temporary files (a run that failed leaves nothing behind).
+  void discard() noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Renderers for stdout (--format) and for the report files.
+std::string render_table(const RunSummary& s);     // for people, with units
+std::string render_summary_json(const RunSummary& s);
+std::string render_stages_csv(const RunSummary& s);
+std::string render_markdown(const RunSummary& s);
+std::string render_folded(const std::vector<std::pair<std::string, std::uint64_t>>& folded);
+// A self-contained SVG flame graph (hover titles with µs and percent).
+std::string render_flamegraph_svg(const std::vector<std::pair<std::string, std::uint64_t>>& folded,
+                                  const std::string& title);
+
+// Writes `content` to dir/name atomically (temp file + rename). Throws Error.
+void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content);
+
+// Checks up front that `dir` can hold reports (creating it if needed), so a
+// bad --out fails before any work. Throws Error(bad_input) naming the folder.
+void ensure_output_dir(const std::string& dir);
+
+}  // namespace inferprof

@@ -1,0 +1,111 @@
+#pragma once
+// Host timers and the span model every request is recorded in.
+//
+// A request is a tree of timed spans. Its root is the request itself (implicit:
+// RequestRecord::arrival..end); the root's children are the stages of
+// DESIGN.md; stages have children of their own (one per preprocessing op, one
+// per aten op, one per cache tier). Names are interned once so recording a
+// span is two clock reads and a push into a reused vector.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+#include <deque>
+
+namespace inferprof {
+
+using Nanos = std::int64_t;
+
+// Monotonic nanoseconds since an arbitrary epoch (steady_clock).
+inline Nanos now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The top-level stages, in report order. Their values double as name ids.
+enum class Stage : std::uint8_t { queue, cache, load, input, preprocess, h2d, compute, d2h, overhead };
+inline constexpr std::size_t kStageCount = 9;
+inline constexpr std::array<std::string_view, kStageCount> kStageNames = {
+    "queue", "cache", "load", "input", "preprocess", "h2d", "compute", "d2h", "overhead"};
+constexpr std::string_view stage_name(Stage s) { return kStageNames[static_cast<std::size_t>(s)]; }
+constexpr std::uint32_t name_id(Stage s) { return static_cast<std::uint32_t>(s); }
+// Name id of the request root ("request"), right after the stages.
+inline constexpr std::uint32_t kRequestNameId = kStageCount;
+
+// Process-wide table of span names. Ids 0..8 are the stages, 9 is "request".
+// intern() takes a lock; call it once per distinct name (at set-up, or cached
+// by the caller), not per span. name() is lock-free for ids already handed out.
+class NameTable {
+ public:
+  static NameTable& global();
+  std::uint32_t intern(std::string_view name);
+  std::string_view name(std::uint32_t id) const;
+  std::size_t size() const;
+
+ private:
+  NameTable();
+  mutable std::mutex mutex_;
+  std::deque<std::string> names_;  // deque: references stay valid as it grows
+  std::unordered_map<std::string_view, std::uint32_t> ids_;
+};
+
+struct Span {
+  std::uint32_t name = 0;    // NameTable id
+  std::int32_t parent = -1;  // index into RequestRecord::spans; -1 = child of the request root
+  Nanos start = 0;           // absolute now_ns()
+  Nanos dur = 0;
+};
+
+// Everything recorded about one request. Reused across requests by a worker
+// (reset() keeps the vectors' capacity) so steady-state recording allocates nothing.
+struct RequestRecord {
+  std::uint64_t seq = 0;     // 0-based position among measured requests
+  std::uint64_t id = 0;      // the trace's id (default: line number)
+  std::uint64_t line = 0;    // line in the trace file
+  std::string key;           // cache identity of the input
+  std::uint32_t worker = 0;  // which replay worker served it
+  Nanos arrival = 0;         // when it was due (open loop) or taken (closed loop)
+  Nanos start = 0;           // service start
+  Nanos end = 0;             // service end
+  std::array<Nanos, kStageCount> stage{};  // summed top-level stage time; overhead set by finish()
+  std::vector<Span> spans;                 // every span, parents before children
+  std::string cache_outcome = "none";      // "none" when no cache tier is configured
+  bool ok = true;
+  std::string error;                       // when !ok: why the request failed
+
+  void reset();
+  Nanos total() const noexcept { return end - arrival; }
+
+  // Opens a span now and returns its index; pair with close(). Top-level
+  // stage spans (parent -1, name < kStageCount) add to stage[] when closed.
+  std::int32_t open(std::uint32_t name, std::int32_t parent = -1);
+  void close(std::int32_t index) noexcept;
+  // Records a finished span (e.g. from observer callbacks or the queue wait).
+  std::int32_t add(std::uint32_t name, std::int32_t parent, Nanos start, Nanos dur);
+  // Sets `end` if unset, the queue stage from arrival..start, and overhead =
+  // total - sum(other stages): the time no stage explains.
+  void finish();
+};
+
+// RAII span: opens on construction, closes on destruction.
+class ScopedSpan {
+ public:
+  ScopedSpan(RequestRecord& r, std::uint32_t name, std::int32_t parent = -1)
+      : record_(r), index_(r.open(name, parent)) {}
+  ScopedSpan(RequestRecord& r, Stage s) : ScopedSpan(r, name_id(s), -1) {}
+  ~ScopedSpan() { record_.close(index_); }
+  ScopedSpan(const ScopedSpan&) = delete;
+  ScopedSpan& operator=(const ScopedSpan&) = delete;
+  std::int32_t index() const noexcept { return index_; }
+
+ private:
+  RequestRecord& record_;
+  std::int32_t index_;
+};
+
+}  // namespace inferprof

@@ -1,0 +1,107 @@
+#pragma once
+// The request trace (requests.jsonl): its record types, a streaming reader and
+// the synthetic trace generator. See DESIGN.md "Inputs" for the schema.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inferprof {
+
+enum class DType : std::uint8_t { uint8, int8, int16, int32, int64, float16, float32, float64, boolean };
+std::string_view dtype_name(DType d);                   // "uint8", "float32", ..., "bool"
+std::optional<DType> parse_dtype(std::string_view name);  // accepts the names above
+std::size_t dtype_size(DType d);                          // bytes per element
+
+// "[1, 3, 224, 224]"
+std::string format_shape(const std::vector<std::int64_t>& shape);
+
+struct InputSpec {
+  enum class Kind : std::uint8_t { none, seed, file, data };
+  Kind kind = Kind::none;
+  std::vector<std::int64_t> shape;  // empty: the profile's or the model's default
+  std::optional<DType> dtype;       // unset: the profile's or the model's default
+  std::uint64_t seed = 0;           // kind == seed: deterministic synthetic tensor
+  std::string file;                 // kind == file: .npy path, resolved against the trace's folder
+  std::vector<double> data;         // kind == data: inline numbers, row-major
+};
+
+struct TraceRequest {
+  std::uint64_t id = 0;          // "id", default: the line number
+  std::optional<double> ts_ms;   // arrival time since trace start
+  std::string key;               // "key", or a hash of the input spec ("h:" + 16 hex digits)
+  bool key_given = false;
+  std::string model;             // optional "name@version" or "name"
+  InputSpec input;
+};
+
+struct TraceEvent {
+  std::string type;              // "model_update"
+  std::string model;
+  std::string version;
+  std::optional<double> ts_ms;
+};
+
+// One non-blank line of the trace.
+struct TraceRecord {
+  enum class Kind : std::uint8_t { request, event };
+  Kind kind = Kind::request;
+  std::uint64_t line = 0;  // 1-based line number in the file
+  TraceRequest request;    // valid when kind == request
+  TraceEvent event;        // valid when kind == event
+};
+
+// Streams a JSONL trace with simdjson, one line at a time through a fixed-size
+// buffer, so traces larger than memory replay in bounded memory. Every line is
+// validated against DESIGN.md's schema; a bad line throws Error(bad_input)
+// "FILE:LINE: what was expected", or with skip_invalid is counted and skipped.
+class TraceReader {
+ public:
+  struct Options {
+    bool skip_invalid = false;
+    std::size_t buffer_bytes = 1 << 20;  // grows for a longer line
+  };
+  // Throws Error(bad_input) if the file cannot be opened.
+  explicit TraceReader(std::string path);
+  TraceReader(std::string path, Options options);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  // Fills `out` (reusing its allocations) with the next record; false at end of file.
+  bool next(TraceRecord& out);
+
+  const std::string& path() const noexcept;
+  std::uint64_t lines() const noexcept;       // lines consumed so far, blank ones included
+  std::uint64_t bytes() const noexcept;       // bytes consumed so far
+  std::uint64_t skipped() const noexcept;     // invalid lines skipped (skip_invalid)
+  // The first few skipped lines' messages, for the report.
+  const std::vector<std::string>& skipped_examples() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The key DESIGN.md assigns when a request has none: a hash of the input spec.
+std::string input_spec_key(const InputSpec& spec);
+
+struct GenTraceOptions {
+  std::uint64_t requests = 1000;
+  std::uint64_t keys = 100;                  // distinct inputs
+  double zipf = 1.0;                         // popularity skew; 0 = uniform
+  double rate = 100.0;                       // Poisson arrivals per second; 0 = no ts_ms (closed loop only)
+  std::vector<std::int64_t> shape = {1, 16};
+  DType dtype = DType::float32;
+  std::uint64_t seed = 1;
+  double update_every_ms = 0;                // > 0: a model_update event every so many ms
+  std::string model = "model";               // name used by model_update events
+};
+
+// Writes a reproducible trace (same options, same bytes) to `out_path`
+// atomically. Equal keys always carry equal input specs.
+void generate_trace(const GenTraceOptions& options, const std::string& out_path);
+
+}  // namespace inferprof

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages inferprof builds, tests and demos with.
+# Idempotent: only missing packages are fetched. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git python3
+  libtorch-dev
+  libcli11-dev libfmt-dev libsimdjson-dev libtomlplusplus-dev
+  libhiredis-dev liblmdb-dev libxxhash-dev libcurl4-openssl-dev
+  doctest-dev libbenchmark-dev
+  redis-server
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

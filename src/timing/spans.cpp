@@ -1,0 +1,82 @@
+#include <cassert>
+
+#include "inferprof/timing.hpp"
+
+namespace inferprof {
+
+NameTable& NameTable::global() {
+  static NameTable table;
+  return table;
+}
+
+NameTable::NameTable() {
+  for (auto name : kStageNames) intern(name);
+  intern("request");
+}
+
+std::uint32_t NameTable::intern(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = ids_.find(name); it != ids_.end()) return it->second;
+  names_.emplace_back(name);
+  auto id = static_cast<std::uint32_t>(names_.size() - 1);
+  ids_.emplace(names_.back(), id);
+  return id;
+}
+
+std::string_view NameTable::name(std::uint32_t id) const {
+  // Ids are only handed out after their string is in the deque, and deque
+  // elements never move; the lock guards against a concurrent push_back
+  // reallocating the deque's block map while we index it.
+  std::lock_guard<std::mutex> lock(mutex_);
+  return names_.at(id);
+}
+
+std::size_t NameTable::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return names_.size();
+}
+
+void RequestRecord::reset() {
+  seq = id = line = 0;
+  key.clear();
+  worker = 0;
+  arrival = start = end = 0;
+  stage.fill(0);
+  spans.clear();
+  cache_outcome = "none";
+  ok = true;
+  error.clear();
+}
+
+std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
+  spans.push_back(Span{name, parent, now_ns(), 0});
+  return static_cast<std::int32_t>(spans.size() - 1);
+}
+
+void RequestRecord::close(std::int32_t index) noexcept {
+  Span& s = spans[static_cast<std::size_t>(index)];
+  s.dur = now_ns() - s.start;
+  if (s.parent < 0 && s.name < kStageCount) stage[s.name] += s.dur;
+}
+
+std::int32_t RequestRecord::add(std::uint32_t name, std::int32_t parent, Nanos start_ns, Nanos dur) {
+  spans.push_back(Span{name, parent, start_ns, dur});
+  if (parent < 0 && name < kStageCount) stage[name] += dur;
+  return static_cast<std::int32_t>(spans.size() - 1);
+}
+
+void RequestRecord::finish() {
+  if (end == 0) end = now_ns();
+  if (arrival == 0) arrival = start;
+  const auto queue = static_cast<std::size_t>(Stage::queue);
+  if (start > arrival && stage[queue] == 0) {
+    // Parents must precede children; the queue span has none, so appending is fine.
+    add(name_id(Stage::queue), -1, arrival, start - arrival);
+  }
+  Nanos explained = 0;
+  for (std::size_t i = 0; i < kStageCount; ++i)
+    if (i != static_cast<std::size_t>(Stage::overhead)) explained += stage[i];
+  stage[static_cast<std::size_t>(Stage::overhead)] = total() - explained;
+}
+
+}  // namespace inferprof
