@@ -1,0 +1,80 @@
+#pragma once
+// The request pipeline: a loaded TorchScript model plus the profile's
+// preprocessing, run one request at a time with every stage timed. libtorch
+// stays behind this header (pimpl) so the rest of inferprof compiles fast.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferprof/profile.hpp"
+#include "inferprof/timing.hpp"
+#include "inferprof/trace.hpp"
+
+namespace inferprof {
+
+// What gen-model records inside the archive (extra file "inferprof.json").
+struct ModelMetadata {
+  std::string arch = "unknown";
+  std::vector<std::int64_t> input_shape;
+  std::optional<DType> input_dtype;
+  std::int64_t parameters = 0;
+  std::uint64_t seed = 0;
+};
+
+struct ModelInfo {
+  std::string path;
+  ModelMetadata meta;
+  std::int64_t file_bytes = 0;
+  std::int64_t parameters = 0;  // counted from the loaded module
+  double load_ms = 0;           // read + deserialise + move to device
+};
+
+struct PipelineOptions {
+  std::string device = "cpu";
+  bool record_ops = false;  // aten operators as children of `compute`
+};
+
+class Pipeline {
+ public:
+  // Loads the model. Throws Error(bad_input) if the file is missing,
+  // Error(runtime) if it is not a loadable TorchScript archive.
+  Pipeline(const std::string& model_path, const Profile& profile, const PipelineOptions& options);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  const ModelInfo& model() const noexcept;
+
+  // input -> preprocess -> compute for one request, on the calling thread,
+  // recording each stage (and its children) in `record`. Safe to call from
+  // several threads at once. Throws Error naming the request on failure:
+  // bad_input for an unreadable input file, runtime when the model rejects it.
+  void serve(const TraceRequest& request, RequestRecord& record);
+
+  // The shape/dtype a seed input gets when the request leaves them out.
+  std::vector<std::int64_t> default_shape() const;
+  DType default_dtype() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Sets libtorch's intra-op thread count (0: one per core) and returns the
+// count in effect, as read back from libtorch.
+int configure_threads(int requested);
+std::string libtorch_version();
+
+struct GenModelOptions {
+  std::string arch = "mlp";  // mlp | cnn | resnet18
+  std::uint64_t seed = 0;
+  std::string out_path;
+};
+// Builds the architecture in C++ as TorchScript (random weights from `seed`)
+// and saves it atomically with its metadata. Returns the metadata written.
+ModelMetadata generate_model(const GenModelOptions& options);
+const std::vector<std::string>& model_archs();
+
+}  // namespace inferprof

@@ -1,0 +1,62 @@
+#pragma once
+// Profiles (profiles/*.toml): the pipeline a request goes through -- model
+// settings, input defaults and the ordered preprocessing ops. Parsed and
+// validated here with toml++; executed by the pipeline module.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inferprof/trace.hpp"
+
+namespace inferprof {
+
+// One preprocessing op with its parameters (only those its kind uses are set).
+struct PreprocessOp {
+  std::string op;                    // to_float, to_half, scale, normalize, resize, center_crop, layout
+  double factor = 1.0;               // scale
+  std::vector<double> mean, std;     // normalize (per channel, dim 1)
+  std::vector<std::int64_t> size;    // resize / center_crop: [height, width]
+  std::string mode = "bilinear";     // resize: bilinear | nearest
+  std::string from, to;              // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
+  std::size_t line = 0;              // where it is defined, for errors
+};
+
+// The names accepted for PreprocessOp::op, in the order error messages list them.
+const std::vector<std::string_view>& preprocess_op_names();
+
+struct Profile {
+  std::string name = "default";
+  std::string source = "<embedded default>";  // path it was read from
+  std::string description;
+  struct Model {
+    std::string device = "cpu";
+    int threads = 1;   // 0: one per core
+    int warmup = 3;
+  } model;
+  struct Input {
+    std::vector<std::int64_t> shape;  // empty: from the model's metadata
+    std::optional<DType> dtype;
+  } input;
+  std::vector<PreprocessOp> preprocess;
+
+  // A canonical text of everything that changes a preprocessed tensor, so the
+  // preprocessed-input cache key changes when the profile does.
+  std::string preprocess_fingerprint() const;
+};
+
+// Parses TOML text; `source` names it in errors ("profiles/x.toml:12: ...").
+// Throws Error(bad_input) for bad syntax, unknown ops, wrong types.
+Profile parse_profile(std::string_view toml_text, const std::string& source);
+
+// NAME (looked up as NAME.toml in the profile folders) or PATH (contains '/'
+// or ends in .toml). An empty spec gives the embedded default profile.
+// Folders searched for a name: $INFERPROF_PROFILES_DIR, the folder next to the
+// installed binary (../share/inferprof/profiles), then the source tree's profiles/.
+Profile load_profile(const std::string& name_or_path);
+
+// Names of the profiles found in the search folders (for help and errors).
+std::vector<std::string> available_profiles();
+
+}  // namespace inferprof

@@ -1,0 +1,23 @@
+#pragma once
+// The command line (the only user of CLI11). Each subcommand registers its
+// options, validates them into the settings struct of the module it drives,
+// and runs it; errors are inferprof::Error, printed once by main().
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace inferprof::cli {
+
+// Adds a subcommand to `app`; the returned callable runs it after parsing and
+// returns the exit code.
+using Runner = std::function<int()>;
+Runner add_run_command(CLI::App& app);
+Runner add_gen_model_command(CLI::App& app);
+Runner add_gen_trace_command(CLI::App& app);
+
+// Parses argv and runs the chosen subcommand. Returns the process exit code.
+int run_cli(int argc, char** argv);
+
+}  // namespace inferprof::cli

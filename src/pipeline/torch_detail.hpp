@@ -1,0 +1,65 @@
+#pragma once
+// Private to the pipeline module: the only place that includes libtorch.
+#include <torch/script.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "inferprof/profile.hpp"
+#include "inferprof/timing.hpp"
+#include "inferprof/trace.hpp"
+
+namespace inferprof::detail {
+
+at::ScalarType to_scalar_type(DType d);
+std::optional<DType> from_scalar_type(at::ScalarType t);
+
+// libtorch errors carry a C++ or TorchScript backtrace; users need the one
+// line that says what went wrong ("mat1 and mat2 shapes cannot be multiplied").
+std::string torch_error_line(const std::exception& e);
+
+// The request's raw input tensor: synthesised from its seed, read from its
+// .npy file, or built from inline data. Throws Error(bad_input).
+at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape,
+                      DType default_dtype);
+// Reads a NumPy .npy file (C order, little-endian). Throws Error(bad_input) naming the file.
+at::Tensor read_npy(const std::string& path);
+
+// The profile's preprocessing ops, with their constants prepared once.
+class Preprocessor {
+ public:
+  explicit Preprocessor(const std::vector<PreprocessOp>& ops);
+  // Runs every op as its own child span of `parent`. Throws Error naming the
+  // request and op when an op cannot apply to the tensor's shape.
+  at::Tensor run(at::Tensor x, const TraceRequest& request, RequestRecord& record, std::int32_t parent) const;
+
+ private:
+  struct Step {
+    PreprocessOp op;
+    std::uint32_t name;  // interned span name
+    at::Tensor mean, std;  // normalize, shaped [1, C, 1, 1]
+    std::vector<std::int64_t> permutation;  // layout
+  };
+  std::vector<Step> steps_;
+};
+
+// Attributes the time inside the forward pass to aten operators, through
+// libtorch's RecordFunction observer callbacks. One global callback serves
+// all workers; each thread records only while it has an active Scope.
+class OpRecorder {
+ public:
+  static void install();  // idempotent
+  class Scope {
+   public:
+    Scope(bool enabled, RequestRecord& record, std::int32_t parent);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    bool enabled_;
+  };
+};
+
+}  // namespace inferprof::detail

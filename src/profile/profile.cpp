@@ -1,0 +1,261 @@
+#include "inferprof/profile.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "inferprof/error.hpp"
+
+namespace inferprof {
+namespace embedded {
+extern const std::string_view default_profile_toml;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sections later issues read (cache tiers, model store, update modes); a
+// profile may carry them before this build understands them.
+const std::set<std::string_view> kReservedSections = {"cache", "compare", "store", "update"};
+
+struct Ctx {
+  const std::string& source;
+  [[noreturn]] void fail(const toml::node* node, std::string_view what) const {
+    std::size_t line = node ? node->source().begin.line : 0;
+    if (line == 0) throw bad_input(fmt::format("{}: {}", source, what));
+    throw bad_input(at_line(source, line, what));
+  }
+};
+
+void reject_unknown_keys(const Ctx& ctx, const toml::table& table, std::string_view where,
+                         std::initializer_list<std::string_view> known) {
+  for (auto&& [key, node] : table) {
+    if (std::find(known.begin(), known.end(), key.str()) == known.end())
+      ctx.fail(&node, fmt::format("unknown key '{}' in {} (expected {})", key.str(), where,
+                                  fmt::join(known, ", ")));
+  }
+}
+
+std::string get_string(const Ctx& ctx, const toml::table& t, std::string_view key, std::string_view where,
+                       std::string fallback) {
+  const toml::node* n = t.get(key);
+  if (!n) return fallback;
+  if (!n->is_string()) ctx.fail(n, fmt::format("'{}' in {} must be a string", key, where));
+  return std::string(*n->value<std::string_view>());
+}
+
+double get_number(const Ctx& ctx, const toml::node& n, std::string_view what) {
+  if (auto v = n.value<double>()) return *v;  // integers convert too
+  ctx.fail(&n, fmt::format("{} must be a number", what));
+}
+
+std::int64_t get_int(const Ctx& ctx, const toml::table& t, std::string_view key, std::string_view where,
+                     std::int64_t fallback, std::int64_t min) {
+  const toml::node* n = t.get(key);
+  if (!n) return fallback;
+  if (!n->is_integer()) ctx.fail(n, fmt::format("'{}' in {} must be an integer", key, where));
+  auto v = *n->value<std::int64_t>();
+  if (v < min) ctx.fail(n, fmt::format("'{}' in {} must be >= {}", key, where, min));
+  return v;
+}
+
+std::vector<double> get_numbers(const Ctx& ctx, const toml::node* n, std::string_view what) {
+  std::vector<double> out;
+  const toml::array* arr = n ? n->as_array() : nullptr;
+  if (!arr || arr->empty()) ctx.fail(n, fmt::format("{} must be a non-empty array of numbers", what));
+  for (auto&& e : *arr) out.push_back(get_number(ctx, e, what));
+  return out;
+}
+
+std::vector<std::int64_t> get_dims(const Ctx& ctx, const toml::node* n, std::string_view what) {
+  std::vector<std::int64_t> out;
+  const toml::array* arr = n ? n->as_array() : nullptr;
+  if (!arr || arr->empty()) ctx.fail(n, fmt::format("{} must be a non-empty array of positive integers", what));
+  for (auto&& e : *arr) {
+    auto v = e.value<std::int64_t>();
+    if (!e.is_integer() || !v || *v <= 0)
+      ctx.fail(&e, fmt::format("{} must be a non-empty array of positive integers", what));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index) {
+  const toml::table* t = node.as_table();
+  std::string where = fmt::format("preprocess op #{}", index + 1);
+  if (!t) ctx.fail(&node, fmt::format("{} must be a table ([[preprocess]] with op = \"...\")", where));
+  PreprocessOp op;
+  op.line = node.source().begin.line;
+  const toml::node* name = t->get("op");
+  if (!name || !name->is_string()) ctx.fail(name ? name : &node, fmt::format("{} needs a string 'op'", where));
+  op.op = std::string(*name->value<std::string_view>());
+  const auto& names = preprocess_op_names();
+  if (std::find(names.begin(), names.end(), op.op) == names.end())
+    ctx.fail(name, fmt::format("unknown preprocessing op '{}' (expected one of: {})", op.op, fmt::join(names, ", ")));
+  where = fmt::format("preprocess op '{}'", op.op);
+
+  if (op.op == "to_float" || op.op == "to_half") {
+    reject_unknown_keys(ctx, *t, where, {"op"});
+  } else if (op.op == "scale") {
+    reject_unknown_keys(ctx, *t, where, {"op", "factor"});
+    const toml::node* f = t->get("factor");
+    if (!f) ctx.fail(&node, "preprocess op 'scale' needs 'factor'");
+    op.factor = get_number(ctx, *f, "'factor'");
+  } else if (op.op == "normalize") {
+    reject_unknown_keys(ctx, *t, where, {"op", "mean", "std"});
+    op.mean = get_numbers(ctx, t->get("mean") ? t->get("mean") : &node, "'mean' of normalize");
+    op.std = get_numbers(ctx, t->get("std") ? t->get("std") : &node, "'std' of normalize");
+    if (op.mean.size() != op.std.size())
+      ctx.fail(&node, fmt::format("normalize has {} means but {} stds", op.mean.size(), op.std.size()));
+    for (double s : op.std)
+      if (s == 0) ctx.fail(t->get("std"), "'std' of normalize must not contain 0");
+  } else if (op.op == "resize" || op.op == "center_crop") {
+    reject_unknown_keys(ctx, *t, where, op.op == "resize" ? std::initializer_list<std::string_view>{"op", "size", "mode"}
+                                                          : std::initializer_list<std::string_view>{"op", "size"});
+    op.size = get_dims(ctx, t->get("size") ? t->get("size") : &node, fmt::format("'size' of {}", op.op));
+    if (op.size.size() != 2) ctx.fail(t->get("size"), fmt::format("'size' of {} must be [height, width]", op.op));
+    op.mode = get_string(ctx, *t, "mode", where, "bilinear");
+    if (op.mode != "bilinear" && op.mode != "nearest")
+      ctx.fail(t->get("mode"), "'mode' of resize must be \"bilinear\" or \"nearest\"");
+  } else if (op.op == "layout") {
+    reject_unknown_keys(ctx, *t, where, {"op", "from", "to"});
+    op.from = get_string(ctx, *t, "from", where, "");
+    op.to = get_string(ctx, *t, "to", where, "");
+    std::string a = op.from, b = op.to;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    bool distinct = std::adjacent_find(a.begin(), a.end()) == a.end();
+    if (a.empty() || a != b || !distinct)
+      ctx.fail(&node, fmt::format("layout needs 'from' and 'to' naming the same distinct axes (got '{}' -> '{}')",
+                                  op.from, op.to));
+  }
+  return op;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(fmt::format("cannot read profile '{}': {}", path.string(), std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<fs::path> search_dirs() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("INFERPROF_PROFILES_DIR"); env && *env) dirs.emplace_back(env);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "inferprof" / "profiles");
+  dirs.emplace_back(INFERPROF_SOURCE_PROFILES_DIR);
+  return dirs;
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& preprocess_op_names() {
+  static const std::vector<std::string_view> names = {"to_float", "to_half", "scale",      "normalize",
+                                                       "resize",   "center_crop", "layout"};
+  return names;
+}
+
+std::string Profile::preprocess_fingerprint() const {
+  std::string out;
+  for (const auto& op : preprocess) {
+    out += fmt::format("{}(factor={};mean={};std={};size={};mode={};from={};to={})|", op.op, op.factor,
+                       fmt::join(op.mean, ","), fmt::join(op.std, ","), fmt::join(op.size, ","), op.mode, op.from,
+                       op.to);
+  }
+  out += fmt::format("input(shape={};dtype={})", fmt::join(input.shape, ","),
+                     input.dtype ? dtype_name(*input.dtype) : "model");
+  return out;
+}
+
+Profile parse_profile(std::string_view text, const std::string& source) {
+  Ctx ctx{source};
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    throw bad_input(at_line(source, e.source().begin.line, fmt::format("invalid TOML: {}", e.description())));
+  }
+  Profile p;
+  p.source = source;
+  for (auto&& [key, node] : root) {
+    std::string_view k = key.str();
+    if (k != "name" && k != "description" && k != "model" && k != "input" && k != "preprocess" &&
+        !kReservedSections.count(k))
+      ctx.fail(&node, fmt::format("unknown key '{}' (expected name, description, model, input, preprocess, cache)", k));
+  }
+  p.name = get_string(ctx, root, "name", "the profile", fs::path(source).stem().string());
+  p.description = get_string(ctx, root, "description", "the profile", "");
+
+  if (const toml::node* n = root.get("model")) {
+    const toml::table* m = n->as_table();
+    if (!m) ctx.fail(n, "[model] must be a table");
+    reject_unknown_keys(ctx, *m, "[model]", {"device", "threads", "warmup"});
+    p.model.device = get_string(ctx, *m, "device", "[model]", "cpu");
+    if (p.model.device != "cpu" && p.model.device != "cuda" && p.model.device.rfind("cuda:", 0) != 0)
+      ctx.fail(m->get("device"), fmt::format("'device' in [model] must be \"cpu\" or \"cuda[:N]\" (got '{}')",
+                                             p.model.device));
+    p.model.threads = static_cast<int>(get_int(ctx, *m, "threads", "[model]", 1, 0));
+    p.model.warmup = static_cast<int>(get_int(ctx, *m, "warmup", "[model]", 3, 0));
+  }
+  if (const toml::node* n = root.get("input")) {
+    const toml::table* in = n->as_table();
+    if (!in) ctx.fail(n, "[input] must be a table");
+    reject_unknown_keys(ctx, *in, "[input]", {"shape", "dtype"});
+    if (const toml::node* s = in->get("shape")) p.input.shape = get_dims(ctx, s, "'shape' in [input]");
+    if (in->get("dtype")) {
+      std::string d = get_string(ctx, *in, "dtype", "[input]", "");
+      p.input.dtype = parse_dtype(d);
+      if (!p.input.dtype)
+        ctx.fail(in->get("dtype"), fmt::format("'dtype' in [input] must be one of uint8, int8, int16, int32, int64, "
+                                               "float16, float32, float64, bool (got '{}')", d));
+    }
+  }
+  if (const toml::node* n = root.get("preprocess")) {
+    const toml::array* ops = n->as_array();
+    if (!ops) ctx.fail(n, "'preprocess' must be an array of tables ([[preprocess]])");
+    for (std::size_t i = 0; i < ops->size(); ++i) p.preprocess.push_back(parse_op(ctx, *ops->get(i), i));
+  }
+  return p;
+}
+
+Profile load_profile(const std::string& spec) {
+  if (spec.empty()) return parse_profile(embedded::default_profile_toml, "<embedded default>");
+  bool is_path = spec.find('/') != std::string::npos || fs::path(spec).extension() == ".toml";
+  if (is_path) {
+    if (!fs::exists(spec)) throw bad_input(fmt::format("profile '{}' not found", spec));
+    return parse_profile(read_file(spec), spec);
+  }
+  for (const auto& dir : search_dirs()) {
+    fs::path candidate = dir / (spec + ".toml");
+    if (fs::is_regular_file(candidate)) return parse_profile(read_file(candidate), candidate.string());
+  }
+  if (spec == "default") return parse_profile(embedded::default_profile_toml, "<embedded default>");
+  auto names = available_profiles();
+  throw bad_input(fmt::format("no profile named '{}' (available: {}; or give a path to a .toml file)", spec,
+                              names.empty() ? std::string("none found") : fmt::format("{}", fmt::join(names, ", "))));
+}
+
+std::vector<std::string> available_profiles() {
+  std::set<std::string> names;
+  for (const auto& dir : search_dirs()) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".toml") names.insert(entry.path().stem().string());
+  }
+  return {names.begin(), names.end()};
+}
+
+}  // namespace inferprof

@@ -1,0 +1,319 @@
+#include "inferprof/replay.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "inferprof/error.hpp"
+#include "inferprof/pipeline.hpp"
+#include "inferprof/trace.hpp"
+#include "replay/bounded_queue.hpp"
+
+namespace inferprof {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::BoundedQueue;
+
+struct Job {
+  TraceRequest request;
+  std::uint64_t line = 0;
+  std::uint64_t seq = 0;
+  Nanos due = 0;  // open loop: when it arrives; closed loop: 0 (arrives when taken)
+};
+
+// Records travel to the collector thread in batches, so a worker pays one
+// queue operation per kBatch requests and none of the aggregation work.
+constexpr std::size_t kBatch = 64;
+using Batch = std::vector<RequestRecord>;
+
+// First request of the trace: the warm-up input, and an early "empty trace" error.
+std::optional<TraceRecord> first_request(const std::string& path, bool skip_invalid) {
+  TraceReader reader(path, TraceReader::Options{skip_invalid, 1 << 16});
+  TraceRecord rec;
+  while (reader.next(rec))
+    if (rec.kind == TraceRecord::Kind::request) return rec;
+  return std::nullopt;
+}
+
+// Sleeps most of the way, then spins: nanosleep alone overshoots by tens of
+// µs, which would show up as phantom queueing in open-loop replays.
+void wait_until(Nanos due) {
+  constexpr Nanos kSpin = 200'000;
+  Nanos now = now_ns();
+  if (due - now > kSpin) std::this_thread::sleep_for(std::chrono::nanoseconds(due - now - kSpin));
+  while (now_ns() < due) {
+  }
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// First error wins; everything else stops.
+class FailureLatch {
+ public:
+  void set(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = e;
+    failed_ = true;
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  void rethrow() {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr error_;
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace
+
+RunOutcome run_replay(const RunConfig& config) {
+  const Profile& profile = config.profile;
+  if (config.concurrency < 1) throw bad_input("--concurrency must be at least 1");
+  if (!(config.speed > 0)) throw bad_input("--speed must be greater than 0");
+  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+
+  RunInfo info;
+  info.tool_version = INFERPROF_VERSION;
+  info.libtorch_version = libtorch_version();
+  info.hostname = host_name();
+  info.started_at = iso_now();
+  info.trace_path = config.trace_path;
+  info.profile_name = profile.name;
+  info.profile_source = profile.source;
+  info.device = profile.model.device;
+  info.concurrency = config.concurrency;
+  info.mode = config.open_loop ? "open-loop" : "closed-loop";
+  info.speed = config.speed;
+  info.limit = config.limit;
+  info.ops = config.ops;
+  info.warmup = config.warmup >= 0 ? config.warmup : profile.model.warmup;
+
+  // Validate the trace before paying for the model load.
+  auto first = first_request(config.trace_path, config.skip_invalid);
+  if (!first) throw bad_input(fmt::format("{}: the trace has no requests", config.trace_path));
+  if (config.open_loop && !first->request.ts_ms)
+    throw bad_input(at_line(config.trace_path, first->line,
+                            "open-loop replay needs 'ts_ms' on every request (this one has none); drop --open-loop "
+                            "to replay closed-loop"));
+  std::error_code ec;
+  info.trace_bytes = fs::file_size(config.trace_path, ec);
+
+  info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
+  Pipeline pipeline(config.model_path, profile, PipelineOptions{profile.model.device, config.ops});
+  const ModelInfo& model = pipeline.model();
+  info.model_path = model.path;
+  info.model_arch = model.meta.arch;
+  info.model_parameters = model.parameters;
+  info.model_bytes = model.file_bytes;
+  info.load_ms = model.load_ms;
+  info.copies_applicable = profile.model.device != "cpu";
+
+  // Warm-up: the first request's input, served N times, never measured.
+  {
+    RequestRecord scratch;
+    for (int i = 0; i < info.warmup; ++i) {
+      scratch.reset();
+      scratch.arrival = scratch.start = now_ns();
+      pipeline.serve(first->request, scratch);
+      scratch.finish();
+      info.warmup_us.push_back(static_cast<double>(scratch.total()) / 1e3);
+    }
+  }
+  if (info.warmup == 0)
+    info.warnings.push_back(
+        "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
+        "use --warmup N");
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (static_cast<unsigned>(info.threads * config.concurrency) > cores)
+    info.warnings.push_back(fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
+                                        "includes waiting for a core",
+                                        config.concurrency, info.threads, cores));
+
+  const Nanos epoch = now_ns();
+  CollectorOptions copts;
+  copts.out_dir = config.out_dir;
+  copts.trace_json_max_requests = config.trace_json_max_requests;
+  copts.copies_applicable = info.copies_applicable;
+  copts.epoch = epoch;
+  Collector collector(copts);
+
+  FailureLatch failure;
+  BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(config.concurrency));
+  BoundedQueue<Batch> to_collector(64);
+  BoundedQueue<Batch> recycled(64);
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<std::uint64_t> bytes_read{0};
+  std::uint64_t skipped = 0, events = 0;
+  std::vector<std::string> skipped_examples;
+  auto abort_all = [&] {
+    jobs.abort();
+    to_collector.abort();
+  };
+
+  std::thread producer([&] {
+    try {
+      TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
+      TraceRecord rec;
+      std::uint64_t seq = 0;
+      std::optional<double> t0;
+      while (!failure.failed() && (config.limit == 0 || seq < config.limit) && reader.next(rec)) {
+        bytes_read.store(reader.bytes(), std::memory_order_relaxed);
+        if (rec.kind == TraceRecord::Kind::event) {
+          ++events;
+          continue;
+        }
+        Job job;
+        job.line = rec.line;
+        job.seq = seq++;
+        if (config.open_loop) {
+          if (!rec.request.ts_ms)
+            throw bad_input(at_line(config.trace_path, rec.line,
+                                    "open-loop replay needs 'ts_ms' on every request (this one has none)"));
+          if (!t0) t0 = *rec.request.ts_ms;
+          job.due = epoch + static_cast<Nanos>((*rec.request.ts_ms - *t0) * 1e6 / config.speed);
+        }
+        job.request = std::move(rec.request);
+        if (!jobs.push(std::move(job))) break;
+      }
+      skipped = reader.skipped();
+      skipped_examples = reader.skipped_examples();
+      jobs.close();
+    } catch (...) {
+      failure.set(std::current_exception());
+      abort_all();
+    }
+  });
+
+  std::vector<std::thread> workers;
+  for (int w = 0; w < config.concurrency; ++w) {
+    workers.emplace_back([&, w] {
+      try {
+        Batch batch(kBatch);
+        std::size_t used = 0;
+        Job job;
+        while (jobs.pop(job)) {
+          RequestRecord& r = batch[used];
+          r.reset();
+          r.seq = job.seq;
+          r.id = job.request.id;
+          r.line = job.line;
+          r.key = job.request.key;
+          r.worker = static_cast<std::uint32_t>(w);
+          if (job.due != 0) {
+            wait_until(job.due);
+            r.arrival = job.due;
+          }
+          r.start = now_ns();
+          pipeline.serve(job.request, r);
+          r.finish();
+          done.fetch_add(1, std::memory_order_relaxed);
+          if (++used == kBatch) {
+            if (!to_collector.push(std::move(batch))) return;
+            if (!recycled.try_pop(batch)) batch = Batch(kBatch);
+            used = 0;
+          }
+        }
+        batch.resize(used);
+        if (used > 0) to_collector.push(std::move(batch));
+      } catch (...) {
+        failure.set(std::current_exception());
+        abort_all();
+      }
+    });
+  }
+
+  std::thread collector_thread([&] {
+    try {
+      Batch batch;
+      while (to_collector.pop(batch)) {
+        for (const auto& r : batch) collector.add(r);
+        if (batch.size() == kBatch) recycled.try_push(std::move(batch));
+      }
+    } catch (...) {
+      failure.set(std::current_exception());
+      abort_all();
+    }
+  });
+
+  // The main thread only reports progress, on a terminal, four times a second.
+  const bool show_progress = config.progress && isatty(STDERR_FILENO);
+  std::atomic<bool> replay_done{false};
+  std::thread progress;
+  if (show_progress)
+    progress = std::thread([&] {
+      while (!replay_done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        double elapsed = static_cast<double>(now_ns() - epoch) / 1e9;
+        auto n = done.load();
+        double pct = info.trace_bytes ? 100.0 * static_cast<double>(bytes_read.load()) / info.trace_bytes : 0;
+        std::fprintf(stderr, "\r  replaying: %llu requests · %.0f%% of the trace · %.0f req/s   ",
+                     static_cast<unsigned long long>(n), pct, elapsed > 0 ? n / elapsed : 0.0);
+        std::fflush(stderr);
+      }
+      std::fprintf(stderr, "\r%80s\r", "");
+    });
+
+  producer.join();
+  for (auto& t : workers) t.join();
+  const Nanos replay_end = now_ns();
+  to_collector.close();
+  collector_thread.join();
+  replay_done = true;
+  if (progress.joinable()) progress.join();
+  failure.rethrow();
+
+  if (done.load() == 0)
+    throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.trace_path,
+                                skipped ? fmt::format(" ({} invalid lines skipped)", skipped) : ""));
+  info.wall_s = static_cast<double>(replay_end - epoch) / 1e9;
+  info.skipped_invalid = skipped;
+  info.skipped_examples = skipped_examples;
+  if (skipped)
+    info.warnings.push_back(fmt::format("{} invalid trace lines skipped (--skip-invalid)", skipped));
+  if (events)
+    info.warnings.push_back(fmt::format("{} model_update events in the trace were not applied: `run` serves one "
+                                        "model file (model versions need the model store)",
+                                        events));
+  info.peak_rss_mb = peak_rss_mb();
+
+  RunOutcome outcome;
+  outcome.summary = collector.summarize(info);
+  if (!config.out_dir.empty()) {
+    collector.commit(outcome.summary);
+    for (const char* f : {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
+      outcome.files.push_back((fs::path(config.out_dir) / f).string());
+  }
+  return outcome;
+}
+
+}  // namespace inferprof
