@@ -1,0 +1,320 @@
+// End-to-end: `inferprof run` as a user runs it, checked through its report files.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <set>
+
+#include "cli_harness.hpp"
+
+using namespace inferprof::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One MLP and one trace for the whole binary: generating them is the slow part.
+struct Fixture {
+  TempDir dir;
+  std::string model = dir.file("mlp.pt");
+  std::string trace = dir.file("requests.jsonl");
+  static constexpr int kRequests = 300;
+  Fixture() {
+    auto m = run_cli({"gen-model", "--arch", "mlp", "-o", model});
+    if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
+    auto t = run_cli({"gen-trace", "--requests", std::to_string(kRequests), "--keys", "40", "--rate", "2000", "-o",
+                      trace});
+    if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
+  }
+};
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::string& text) {
+  simdjson::dom::element doc;
+  auto error = parser.parse(text).get(doc);
+  REQUIRE_MESSAGE(!error, "invalid JSON: " << simdjson::error_message(error));
+  return doc;
+}
+
+double num(simdjson::dom::element e) {
+  double d;
+  if (e.get(d) == simdjson::SUCCESS) return d;
+  std::int64_t i;
+  if (e.get(i) == simdjson::SUCCESS) return static_cast<double>(i);
+  std::uint64_t u;
+  REQUIRE(e.get(u) == simdjson::SUCCESS);
+  return static_cast<double>(u);
+}
+
+const std::vector<std::string> kReportFiles = {"summary.json", "requests.csv", "stages.csv",
+                                               "stacks.folded", "flamegraph.svg", "trace.json"};
+
+void check_no_reports(const fs::path& out) {
+  CHECK_MESSAGE(dir_is_empty_or_missing(out), "report files were left in " << out);
+}
+
+std::string write(const TempDir& dir, const std::string& name, const std::string& content) {
+  std::ofstream(dir.file(name)) << content;
+  return dir.file(name);
+}
+
+}  // namespace
+
+TEST_SUITE("e2e run") {
+  TEST_CASE("run writes six consistent reports") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("r"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    for (const auto& name : kReportFiles) CHECK_MESSAGE(fs::is_regular_file(out.path() / "r" / name), name);
+    // No temporary files remain next to them.
+    CHECK(std::distance(fs::directory_iterator(out.path() / "r"), fs::directory_iterator{}) == 6);
+    CHECK(r.out.find("compute") != std::string::npos);
+    CHECK(r.out.find("n/a") != std::string::npos);  // h2d/d2h on CPU
+
+    simdjson::dom::parser parser;
+    std::string summary_text = slurp(out.path() / "r" / "summary.json");
+    auto summary = parse_json(parser, summary_text);
+    CHECK(num(summary["requests"]) == Fixture::kRequests);
+    // Stage means plus overhead add up to the mean total (within 1%).
+    double sum = 0;
+    for (const char* stage : {"queue", "cache", "load", "input", "preprocess", "compute", "overhead"}) {
+      auto s = summary["stages"][stage];
+      REQUIRE_MESSAGE(s.error() == simdjson::SUCCESS, stage);
+      sum += num(s["mean_us"]);
+    }
+    double total_mean = num(summary["total"]["mean_us"]);
+    CHECK(total_mean > 0);
+    CHECK(std::abs(sum - total_mean) <= 0.01 * total_mean);
+    bool h2d_applicable = true;
+    CHECK(summary["stages"]["h2d"]["applicable"].get(h2d_applicable) == simdjson::SUCCESS);
+    CHECK_FALSE(h2d_applicable);
+
+    // requests.csv: a header and one row per request.
+    CHECK(count_lines(slurp(out.path() / "r" / "requests.csv")) == Fixture::kRequests + 1);
+    // stages.csv: a header, 9 stages and the total.
+    CHECK(count_lines(slurp(out.path() / "r" / "stages.csv")) == 11);
+
+    // stacks.folded sums to the total span time (µs, rounded once).
+    std::ifstream folded(out.path() / "r" / "stacks.folded");
+    std::string line;
+    double folded_sum = 0;
+    std::size_t lines = 0;
+    while (std::getline(folded, line)) {
+      auto space = line.rfind(' ');
+      REQUIRE(space != std::string::npos);
+      CHECK(line.rfind("request;", 0) == 0);
+      folded_sum += std::stod(line.substr(space + 1));
+      ++lines;
+    }
+    CHECK(lines >= 4);
+    double total_us = num(summary["total"]["total_us"]);
+    CHECK(std::abs(folded_sum - std::round(total_us)) <= 1.0);
+
+    // flamegraph.svg is well-formed XML (checked by a real XML parser).
+    std::string svg = (out.path() / "r" / "flamegraph.svg").string();
+    CHECK(std::system(("python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' " +
+                       shell_quote(svg)).c_str()) == 0);
+    CHECK(slurp(svg).find("<title>") != std::string::npos);
+
+    // trace.json is valid JSON with one complete event per span.
+    std::string trace_text = slurp(out.path() / "r" / "trace.json");
+    simdjson::dom::parser trace_parser;
+    auto trace = parse_json(trace_parser, trace_text);
+    std::uint64_t complete = 0;
+    std::set<std::int64_t> tids;
+    for (auto e : trace["traceEvents"].get_array()) {
+      std::string_view ph = e["ph"].get_string();
+      if (ph == "X") {
+        ++complete;
+        tids.insert(e["tid"].get_int64());
+      }
+    }
+    CHECK(complete == static_cast<std::uint64_t>(num(summary["reports"]["spans"])));
+    // request root + input + preprocess + to_float + compute, per request
+    CHECK(complete == 5u * Fixture::kRequests);
+    CHECK(tids == std::set<std::int64_t>{1});
+  }
+
+  TEST_CASE("--format prints the summary as json, csv or markdown") {
+    auto& f = fixture();
+    auto json = run_cli({"run", f.model, "--trace", f.trace, "--format", "json", "--limit", "20"});
+    REQUIRE_MESSAGE(json.code == 0, json.err);
+    simdjson::dom::parser parser;
+    auto doc = parse_json(parser, json.out);
+    CHECK(num(doc["requests"]) == 20);
+    CHECK(num(doc["run"]["threads"]) == 1);
+
+    auto csv = run_cli({"run", f.model, "--trace", f.trace, "--format", "csv", "--limit", "20"});
+    REQUIRE(csv.code == 0);
+    CHECK(csv.out.rfind("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share\n", 0) == 0);
+
+    auto md = run_cli({"run", f.model, "--trace", f.trace, "--format", "markdown", "--limit", "20"});
+    REQUIRE(md.code == 0);
+    CHECK(md.out.find("| compute") != std::string::npos);
+  }
+
+  TEST_CASE("--ops attributes compute to aten operators") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--ops", "--limit", "50", "--out", out.file("r")});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    std::string folded = slurp(out.path() / "r" / "stacks.folded");
+    CHECK(folded.find("request;compute;aten::linear") != std::string::npos);
+    simdjson::dom::parser parser;
+    auto summary = parse_json(parser, slurp(out.path() / "r" / "summary.json"));
+    std::set<std::string> ops;
+    for (auto op : summary["top_ops"].get_array()) ops.insert(std::string(op["name"].get_string().value()));
+    CHECK(ops.count("aten::linear") == 1);
+    CHECK(ops.count("aten::relu") == 1);
+  }
+
+  TEST_CASE("closed loop with workers, open loop with queueing, --limit") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--concurrency", "2", "--out", out.file("c")});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    std::string csv = slurp(out.path() / "c" / "requests.csv");
+    CHECK(count_lines(csv) == Fixture::kRequests + 1);
+    simdjson::dom::parser parser;
+    auto summary = parse_json(parser, slurp(out.path() / "c" / "summary.json"));
+    CHECK(num(summary["run"]["concurrency"]) == 2);
+
+    // 2000 req/s trace replayed 4x faster: requests arrive faster than one worker serves some of them.
+    auto o = run_cli({"run", f.model, "--trace", f.trace, "--open-loop", "--speed", "4", "--limit", "100", "--out",
+                      out.file("o")});
+    REQUIRE_MESSAGE(o.code == 0, o.err);
+    simdjson::dom::parser p2;
+    auto open = parse_json(p2, slurp(out.path() / "o" / "summary.json"));
+    CHECK(std::string(open["run"]["mode"].get_string().value()) == "open-loop");
+    CHECK(num(open["requests"]) == 100);
+    CHECK(num(open["wall_s"]) > 0);
+  }
+
+  TEST_CASE("gen-trace is reproducible") {
+    TempDir dir;
+    auto a = run_cli({"gen-trace", "--requests", "50", "--seed", "3", "-o", dir.file("a.jsonl")});
+    auto b = run_cli({"gen-trace", "--requests", "50", "--seed", "3", "-o", dir.file("b.jsonl")});
+    auto c = run_cli({"gen-trace", "--requests", "50", "--seed", "4", "-o", dir.file("c.jsonl")});
+    REQUIRE(a.code == 0);
+    CHECK(slurp(dir.file("a.jsonl")) == slurp(dir.file("b.jsonl")));
+    CHECK(slurp(dir.file("a.jsonl")) != slurp(dir.file("c.jsonl")));
+    CHECK(count_lines(slurp(dir.file("a.jsonl"))) == 50);
+  }
+
+  TEST_CASE("usage") {
+    CHECK(run_cli({"--help"}).code == 0);
+    auto r = run_cli({"run", "--bogus"});
+    CHECK(r.code == 2);
+    CHECK(r.err.rfind("inferprof: error: ", 0) == 0);
+    CHECK(run_cli({}).code == 2);
+  }
+}
+
+TEST_SUITE("e2e bad input") {
+  // Each case: the exit code, the one stderr line, and no report files.
+  struct Case {
+    std::string name;
+    int code;
+    std::string message;  // expected stderr, after "inferprof: error: "
+  };
+
+  TEST_CASE("bad trace lines name the file and line; nothing is written") {
+    auto& f = fixture();
+    TempDir dir;
+    const std::string good = R"({"id": 1, "input": {"seed": 1}})";
+    std::vector<std::pair<std::string, std::string>> cases = {
+        {good + "\n\n{\"id\": 2, \"input\": {\"seed\": 2}\n", "malformed JSON"},
+        {R"({"id": "seven", "input": {"seed": 1}})", "field 'id' must be a non-negative integer"},
+        {R"({"id": 1, "input": {"shape": [1, 16]}})", "'input' needs exactly one of seed, file or data (found none)"},
+        {R"({"id": 1, "input": {"seed": 1, "data": [1]}})",
+         "'input' needs exactly one of seed, file or data (found seed and data)"},
+    };
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      CAPTURE(cases[i].second);
+      std::string trace = write(dir, fmt::format("t{}.jsonl", i), cases[i].first + "\n");
+      std::string out = dir.file(fmt::format("out{}", i));
+      auto r = run_cli({"run", f.model, "--trace", trace, "--out", out});
+      CHECK(r.code == 2);
+      std::size_t expected_line = i == 0 ? 3 : 1;
+      CHECK(r.err.rfind(fmt::format("inferprof: error: {}:{}: {}", trace, expected_line, cases[i].second), 0) == 0);
+      CHECK(count_lines(r.err) == 1);
+      check_no_reports(out);
+    }
+  }
+
+  TEST_CASE("a bad line late in the trace still leaves no reports") {
+    auto& f = fixture();
+    TempDir dir;
+    std::string text = slurp(f.trace) + "{\"id\": 9999, \"ts_ms\": \"late\", \"input\": {\"seed\": 1}}\n";
+    std::string trace = write(dir, "late.jsonl", text);
+    auto r = run_cli({"run", f.model, "--trace", trace, "--out", dir.file("out")});
+    CHECK(r.code == 2);
+    CHECK(r.err == fmt::format("inferprof: error: {}:{}: field 'ts_ms' must be a number\n", trace,
+                               Fixture::kRequests + 1));
+    check_no_reports(dir.path() / "out");
+
+    auto skip = run_cli({"run", f.model, "--trace", trace, "--skip-invalid", "--format", "json"});
+    REQUIRE_MESSAGE(skip.code == 0, skip.err);
+    simdjson::dom::parser parser;
+    auto summary = parse_json(parser, skip.out);
+    CHECK(num(summary["requests"]) == Fixture::kRequests);
+    CHECK(num(summary["run"]["skipped_invalid"]) == 1);
+  }
+
+  TEST_CASE("bad models, shapes, profiles, folders and traces") {
+    auto& f = fixture();
+    TempDir dir;
+    std::string not_model = write(dir, "text.pt", "this is not a model\n");
+    std::string truncated = dir.file("trunc.pt");
+    fs::copy_file(f.model, truncated);
+    fs::resize_file(truncated, fs::file_size(truncated) / 3);
+    std::string wrong_shape = write(dir, "shape.jsonl", R"({"id": 41, "input": {"shape": [1, 8], "seed": 1}})" "\n");
+    std::string empty = write(dir, "empty.jsonl", "\n\n");
+    std::string no_ts = write(dir, "nots.jsonl", R"({"id": 1, "input": {"seed": 1}})" "\n");
+    std::string bad_profile = write(dir, "bad.toml", "[[preprocess]]\nop = \"blur\"\n");
+    std::string a_file = write(dir, "plain-file", "x");
+
+    std::vector<std::pair<std::vector<std::string>, std::pair<int, std::string>>> cases = {
+        {{"run", dir.file("missing.pt"), "--trace", f.trace},
+         {2, fmt::format("model '{}' not found", dir.file("missing.pt"))}},
+        {{"run", not_model, "--trace", f.trace},
+         {3, fmt::format("cannot load model '{}': not a TorchScript archive, or a truncated one (", not_model)}},
+        {{"run", truncated, "--trace", f.trace}, {3, fmt::format("cannot load model '{}': ", truncated)}},
+        {{"run", f.model, "--trace", wrong_shape},
+         {3, "request 41: the model rejected its input of shape [1, 8] float32; the model expects [1, 16] float32: "
+             "mat1 and mat2 shapes cannot be multiplied (1x8 and 16x64)"}},
+        {{"run", f.model, "--trace", f.trace, "--profile", bad_profile},
+         {2, fmt::format("{}:2: unknown preprocessing op 'blur' (expected one of: to_float, to_half, scale, "
+                         "normalize, resize, center_crop, layout)",
+                         bad_profile)}},
+        {{"run", f.model, "--trace", empty}, {2, fmt::format("{}: the trace has no requests", empty)}},
+        {{"run", f.model, "--trace", dir.file("nope.jsonl")},
+         {2, fmt::format("cannot read trace '{}': No such file or directory", dir.file("nope.jsonl"))}},
+        {{"run", f.model, "--trace", no_ts, "--open-loop"},
+         {2, fmt::format("{}:1: open-loop replay needs 'ts_ms' on every request (this one has none); drop "
+                         "--open-loop to replay closed-loop",
+                         no_ts)}},
+        {{"run", f.model, "--trace", f.trace, "--out", a_file + "/reports"},
+         {2, fmt::format("cannot write reports to '{}/reports': ", a_file)}},
+    };
+    for (const auto& [args, expected] : cases) {
+      CAPTURE(args[1]);
+      CAPTURE(args[3]);
+      auto full = args;
+      std::string out = dir.file("out");
+      if (std::find(full.begin(), full.end(), "--out") == full.end()) {
+        full.push_back("--out");
+        full.push_back(out);
+      }
+      auto r = run_cli(full);
+      CHECK(r.code == expected.first);
+      CHECK_MESSAGE(r.err.rfind("inferprof: error: " + expected.second, 0) == 0, r.err);
+      CHECK(count_lines(r.err) == 1);
+      check_no_reports(out);
+    }
+  }
+}

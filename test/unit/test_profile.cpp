@@ -1,0 +1,105 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "inferprof/error.hpp"
+#include "inferprof/profile.hpp"
+
+using namespace inferprof;
+
+TEST_SUITE("profile") {
+  TEST_CASE("the embedded default profile") {
+    Profile p = load_profile("");
+    CHECK(p.name == "default");
+    CHECK(p.source == "<embedded default>");
+    CHECK(p.model.device == "cpu");
+    CHECK(p.model.threads == 1);
+    CHECK(p.model.warmup == 3);
+    REQUIRE(p.preprocess.size() == 1);
+    CHECK(p.preprocess[0].op == "to_float");
+  }
+
+  TEST_CASE("shipped profiles load by name") {
+    Profile p = load_profile(INFERPROF_TEST_PROFILES_DIR "/image-classification.toml");
+    CHECK(p.name == "image-classification");
+    CHECK(p.input.shape == std::vector<std::int64_t>{1, 3, 224, 224});
+    REQUIRE(p.input.dtype);
+    CHECK(*p.input.dtype == DType::uint8);
+    REQUIRE(p.preprocess.size() == 3);
+    CHECK(p.preprocess[1].op == "scale");
+    CHECK(p.preprocess[1].factor == doctest::Approx(1.0 / 255));
+    CHECK(p.preprocess[2].mean.size() == 3);
+    CHECK(load_profile("image-classification").name == "image-classification");
+  }
+
+  TEST_CASE("every op parses with its parameters") {
+    Profile p = parse_profile(R"(
+name = "all"
+[[preprocess]]
+op = "layout"
+from = "NHWC"
+to = "NCHW"
+[[preprocess]]
+op = "resize"
+size = [256, 256]
+mode = "nearest"
+[[preprocess]]
+op = "center_crop"
+size = [224, 224]
+[[preprocess]]
+op = "to_half"
+)", "all.toml");
+    REQUIRE(p.preprocess.size() == 4);
+    CHECK(p.preprocess[0].from == "NHWC");
+    CHECK(p.preprocess[1].size == std::vector<std::int64_t>{256, 256});
+    CHECK(p.preprocess[1].mode == "nearest");
+    CHECK(p.preprocess[2].line == 10);
+  }
+
+  TEST_CASE("bad profiles name the file, the line and what was expected") {
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"blur\"\n", "p.toml"),
+                      "p.toml:2: unknown preprocessing op 'blur' (expected one of: to_float, to_half, scale, "
+                      "normalize, resize, center_crop, layout)");
+    CHECK_THROWS_WITH(parse_profile("[model]\nthreads = \"two\"\n", "p.toml"),
+                      "p.toml:2: 'threads' in [model] must be an integer");
+    CHECK_THROWS_WITH(parse_profile("[model]\nthread = 2\n", "p.toml"),
+                      "p.toml:2: unknown key 'thread' in [model] (expected device, threads, warmup)");
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"scale\"\n", "p.toml"),
+                      "p.toml:1: preprocess op 'scale' needs 'factor'");
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"normalize\"\nmean = [1, 2]\nstd = [1]\n", "p.toml"),
+                      "p.toml:1: normalize has 2 means but 1 stds");
+    CHECK_THROWS_WITH(parse_profile("[input]\ndtype = \"float8\"\n", "p.toml"),
+                      "p.toml:2: 'dtype' in [input] must be one of uint8, int8, int16, int32, int64, float16, "
+                      "float32, float64, bool (got 'float8')");
+    CHECK_THROWS_WITH(parse_profile("name = \n", "p.toml"),
+                      doctest::Contains("p.toml:1: invalid TOML: "));
+    try {
+      parse_profile("[model]\nwarmup = -1\n", "p.toml");
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(e.exit_code() == 2);
+      CHECK(std::string(e.what()) == "p.toml:2: 'warmup' in [model] must be >= 0");
+    }
+  }
+
+  TEST_CASE("missing profiles") {
+    CHECK_THROWS_WITH(load_profile("no/such.toml"), "profile 'no/such.toml' not found");
+    CHECK_THROWS_WITH(load_profile("nosuchprofile"), doctest::Contains("no profile named 'nosuchprofile' (available: "));
+  }
+
+  TEST_CASE("sections of later issues are accepted, unknown ones are not") {
+    CHECK_NOTHROW(parse_profile("[cache.l1]\npolicy = \"lru\"\n", "p.toml"));
+    CHECK_THROWS_WITH(parse_profile("[modle]\n", "p.toml"), doctest::Contains("p.toml:1: unknown key 'modle'"));
+  }
+
+  TEST_CASE("the preprocessing fingerprint changes with any parameter") {
+    Profile a = load_profile("");
+    Profile b = a;
+    CHECK(a.preprocess_fingerprint() == b.preprocess_fingerprint());
+    b.preprocess.push_back(PreprocessOp{"scale", 0.5, {}, {}, {}, "bilinear", "", "", 0});
+    Profile c = b;
+    c.preprocess.back().factor = 0.25;
+    CHECK(a.preprocess_fingerprint() != b.preprocess_fingerprint());
+    CHECK(b.preprocess_fingerprint() != c.preprocess_fingerprint());
+  }
+}

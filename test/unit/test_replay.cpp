@@ -1,0 +1,109 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "inferprof/error.hpp"
+#include "inferprof/pipeline.hpp"
+#include "inferprof/replay.hpp"
+#include "replay/bounded_queue.hpp"
+#include "temp_dir.hpp"
+
+using namespace inferprof;
+using inferprof::testing::TempDir;
+
+namespace {
+RunConfig small_run(const TempDir& dir, std::uint64_t requests, double rate = 1000) {
+  generate_model({"mlp", 1, dir.file("m.pt")});
+  GenTraceOptions t;
+  t.requests = requests;
+  t.keys = 10;
+  t.rate = rate;
+  generate_trace(t, dir.file("t.jsonl"));
+  RunConfig c;
+  c.model_path = dir.file("m.pt");
+  c.trace_path = dir.file("t.jsonl");
+  c.profile = load_profile("");
+  c.warmup = 2;
+  c.threads = 1;
+  return c;
+}
+}  // namespace
+
+TEST_SUITE("replay") {
+  TEST_CASE("bounded queue: order, close drains, abort stops") {
+    detail::BoundedQueue<int> q(4);
+    std::thread producer([&] {
+      for (int i = 0; i < 100; ++i) REQUIRE(q.push(int(i)));
+      q.close();
+    });
+    int v = 0, expected = 0;
+    while (q.pop(v)) CHECK(v == expected++);
+    producer.join();
+    CHECK(expected == 100);
+
+    detail::BoundedQueue<int> a(2);
+    a.push(1);
+    a.abort();
+    CHECK_FALSE(a.pop(v));
+    CHECK_FALSE(a.push(2));
+  }
+
+  TEST_CASE("closed loop: every request measured once, warm-up separate") {
+    TempDir dir;
+    RunConfig c = small_run(dir, 120);
+    RunOutcome o = run_replay(c);
+    const RunSummary& s = o.summary;
+    CHECK(s.requests == 120);
+    CHECK(s.info.warmup_us.size() == 2);
+    CHECK(s.info.threads == 1);
+    CHECK(s.info.mode == "closed-loop");
+    CHECK(s.info.model_arch == "mlp");
+    CHECK(s.stages[static_cast<std::size_t>(Stage::compute)].count == 120);
+    CHECK(s.stages[static_cast<std::size_t>(Stage::queue)].total_us == 0);
+    CHECK(s.throughput_rps > 0);
+    CHECK(o.files.empty());
+  }
+
+  TEST_CASE("--limit, --concurrency and open loop") {
+    TempDir dir;
+    RunConfig c = small_run(dir, 200, 5000);
+    c.limit = 50;
+    c.concurrency = 3;
+    CHECK(run_replay(c).summary.requests == 50);
+
+    c.concurrency = 1;
+    c.limit = 0;
+    c.open_loop = true;
+    c.speed = 2;
+    RunOutcome o = run_replay(c);
+    CHECK(o.summary.requests == 200);
+    CHECK(o.summary.info.mode == "open-loop");
+    // 200 requests at 5000/s replayed at 2x take at least the trace's span / 2.
+    CHECK(o.summary.info.wall_s > 0.015);
+  }
+
+  TEST_CASE("warnings: no warm-up, oversubscription") {
+    TempDir dir;
+    RunConfig c = small_run(dir, 10);
+    c.warmup = 0;
+    c.threads = 64;
+    c.concurrency = 2;
+    auto s = run_replay(c).summary;
+    REQUIRE(s.info.warnings.size() == 2);
+    CHECK(s.info.warnings[0].rfind("no warm-up", 0) == 0);
+    CHECK(s.info.warnings[1].find("oversubscribe") != std::string::npos);
+    configure_threads(1);
+  }
+
+  TEST_CASE("a failing request aborts the run with its error") {
+    TempDir dir;
+    RunConfig c = small_run(dir, 10);
+    std::ofstream(dir.file("bad.jsonl")) << R"({"id": 1, "input": {"seed": 1}})" "\n"
+                                         << R"({"id": 2, "input": {"shape": [1, 3], "seed": 1}})" "\n";
+    c.trace_path = dir.file("bad.jsonl");
+    c.out_dir = dir.file("out");
+    CHECK_THROWS_WITH(run_replay(c), doctest::Contains("request 2: the model rejected its input of shape [1, 3]"));
+    CHECK(std::filesystem::is_empty(dir.file("out")));
+  }
+}

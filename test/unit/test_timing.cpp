@@ -1,0 +1,74 @@
+#include <doctest/doctest.h>
+
+#include "inferprof/error.hpp"
+#include "inferprof/timing.hpp"
+
+using namespace inferprof;
+
+TEST_SUITE("timing") {
+  TEST_CASE("stage names are pre-interned at their enum values") {
+    auto& names = NameTable::global();
+    for (std::size_t i = 0; i < kStageCount; ++i) CHECK(names.name(static_cast<std::uint32_t>(i)) == kStageNames[i]);
+    CHECK(names.name(kRequestNameId) == "request");
+    CHECK(names.intern("compute") == name_id(Stage::compute));
+    auto id = names.intern("aten::addmm");
+    CHECK(names.intern("aten::addmm") == id);
+    CHECK(names.name(id) == "aten::addmm");
+  }
+
+  TEST_CASE("finish() computes queue and overhead from the recorded stages") {
+    RequestRecord r;
+    r.arrival = 1000;
+    r.start = 1500;
+    auto input = r.add(name_id(Stage::input), -1, 1500, 100);
+    auto compute = r.add(name_id(Stage::compute), -1, 1600, 700);
+    r.add(NameTable::global().intern("aten::linear"), compute, 1610, 600);
+    (void)input;
+    r.end = 2400;
+    r.finish();
+    CHECK(r.stage[static_cast<std::size_t>(Stage::queue)] == 500);
+    CHECK(r.stage[static_cast<std::size_t>(Stage::input)] == 100);
+    // Child spans do not add to their stage twice.
+    CHECK(r.stage[static_cast<std::size_t>(Stage::compute)] == 700);
+    CHECK(r.total() == 1400);
+    CHECK(r.stage[static_cast<std::size_t>(Stage::overhead)] == 1400 - 500 - 100 - 700);
+    // The queue wait is a span too (for trace.json), with no parent.
+    CHECK(r.spans.back().name == name_id(Stage::queue));
+    CHECK(r.spans.back().parent == -1);
+  }
+
+  TEST_CASE("closed loop: arrival defaults to start, no queue span") {
+    RequestRecord r;
+    r.start = 100;
+    r.add(name_id(Stage::compute), -1, 100, 50);
+    r.end = 200;
+    r.finish();
+    CHECK(r.arrival == 100);
+    CHECK(r.stage[static_cast<std::size_t>(Stage::queue)] == 0);
+    CHECK(r.spans.size() == 1);
+    CHECK(r.stage[static_cast<std::size_t>(Stage::overhead)] == 50);
+  }
+
+  TEST_CASE("ScopedSpan measures real time and reset() keeps nothing") {
+    RequestRecord r;
+    {
+      ScopedSpan s(r, Stage::preprocess);
+      ScopedSpan child(r, NameTable::global().intern("scale"), s.index());
+    }
+    REQUIRE(r.spans.size() == 2);
+    CHECK(r.spans[1].parent == 0);
+    CHECK(r.spans[0].dur >= r.spans[1].dur);
+    CHECK(r.stage[static_cast<std::size_t>(Stage::preprocess)] == r.spans[0].dur);
+    r.reset();
+    CHECK(r.spans.empty());
+    CHECK(r.stage[static_cast<std::size_t>(Stage::preprocess)] == 0);
+    CHECK(r.cache_outcome == "none");
+  }
+
+  TEST_CASE("errors carry their exit code and file:line prefix") {
+    Error e = bad_input(at_line("requests.jsonl", 5, "malformed JSON"));
+    CHECK(e.exit_code() == 2);
+    CHECK(std::string(e.what()) == "requests.jsonl:5: malformed JSON");
+    CHECK(runtime_failure("x").exit_code() == 3);
+  }
+}
