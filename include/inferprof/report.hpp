@@ -76,6 +76,7 @@ struct RunSummary {
   std::uint64_t spans = 0;       // events written (or that would be) to trace.json per request root + spans
   std::uint64_t trace_json_requests = 0;  // requests trace.json holds (capped)
   std::uint64_t csv_rows = 0;
+  std::vector<std::string> failed_examples;  // "id 17: why", the first few failed requests
 };
 
 struct CollectorOptions {

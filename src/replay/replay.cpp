@@ -298,8 +298,6 @@ RunOutcome run_replay(const RunConfig& config) {
   info.wall_s = static_cast<double>(replay_end - epoch) / 1e9;
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
-  if (skipped)
-    info.warnings.push_back(fmt::format("{} invalid trace lines skipped (--skip-invalid)", skipped));
   if (events)
     info.warnings.push_back(fmt::format("{} model_update events in the trace were not applied: `run` serves one "
                                         "model file (model versions need the model store)",

@@ -1,3 +1,12 @@
+// libtorch first: its glog-style CHECK macros must give way to doctest's.
+#include "pipeline/torch_detail.hpp"
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LT
+#undef CHECK_LE
+#undef CHECK_GT
+#undef CHECK_GE
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -5,7 +14,6 @@
 
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
-#include "pipeline/torch_detail.hpp"
 #include "temp_dir.hpp"
 
 using namespace inferprof;
@@ -125,7 +133,7 @@ TEST_SUITE("pipeline") {
 
     std::vector<float> values(16, 0.25f);
     write_npy(dir.file("x.npy"), values, "(1, 16)");
-    at::Tensor t = detail::read_npy(dir.file("x.npy"));
+    at::Tensor t = inferprof::detail::read_npy(dir.file("x.npy"));
     CHECK(t.sizes().vec() == std::vector<std::int64_t>{1, 16});
     CHECK(t[0][5].item<float>() == 0.25f);
     TraceRequest file;
@@ -135,25 +143,25 @@ TEST_SUITE("pipeline") {
     CHECK_NOTHROW(p.serve(file, r));
 
     std::ofstream(dir.file("bad.npy")) << "hello";
-    CHECK_THROWS_WITH(detail::read_npy(dir.file("bad.npy")),
+    CHECK_THROWS_WITH(inferprof::detail::read_npy(dir.file("bad.npy")),
                       ("input file '" + dir.file("bad.npy") + "': not a .npy file (bad magic)").c_str());
 
     // Same seed, same tensor: equal keys mean equal inputs.
-    auto a = detail::make_input(seed_request(9, {2, 3}), {}, DType::float32);
-    auto b = detail::make_input(seed_request(9, {2, 3}), {}, DType::float32);
+    auto a = inferprof::detail::make_input(seed_request(9, {2, 3}), {}, DType::float32);
+    auto b = inferprof::detail::make_input(seed_request(9, {2, 3}), {}, DType::float32);
     CHECK(a.equal(b));
-    auto u = detail::make_input(seed_request(9, {1, 3, 4, 4}), {}, DType::uint8);
-    CHECK(u.scalar_type() == at::kByte);
+    auto u = inferprof::detail::make_input(seed_request(9, {1, 3, 4, 4}), {}, DType::uint8);
+    CHECK((u.scalar_type() == at::kByte));
   }
 
   TEST_CASE("preprocessing ops compute what they say") {
     Profile image = load_profile(INFERPROF_TEST_PROFILES_DIR "/image-classification.toml");
-    detail::Preprocessor pre(image.preprocess);
+    inferprof::detail::Preprocessor pre(image.preprocess);
     RequestRecord r;
     TraceRequest req;
     at::Tensor x = at::full({1, 3, 2, 2}, 255, at::kByte);
     at::Tensor y = pre.run(x, req, r, -1);
-    CHECK(y.scalar_type() == at::kFloat);
+    CHECK((y.scalar_type() == at::kFloat));
     CHECK(y[0][0][0][0].item<float>() == doctest::Approx((1.0 - 0.485) / 0.229).epsilon(1e-5));
     CHECK(y[0][2][1][1].item<float>() == doctest::Approx((1.0 - 0.406) / 0.225).epsilon(1e-5));
     CHECK(span_names(r) == std::vector<std::string>{"to_float", "scale", "normalize"});
@@ -170,7 +178,7 @@ size = [8, 10]
 op = "center_crop"
 size = [4, 4]
 )", "geo.toml");
-    detail::Preprocessor g(geo.preprocess);
+    inferprof::detail::Preprocessor g(geo.preprocess);
     at::Tensor img = at::rand({1, 6, 6, 3});
     CHECK(g.run(img, req, r, -1).sizes().vec() == std::vector<std::int64_t>{1, 3, 4, 4});
     req.id = 12;

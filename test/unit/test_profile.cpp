@@ -53,7 +53,7 @@ op = "to_half"
     CHECK(p.preprocess[0].from == "NHWC");
     CHECK(p.preprocess[1].size == std::vector<std::int64_t>{256, 256});
     CHECK(p.preprocess[1].mode == "nearest");
-    CHECK(p.preprocess[2].line == 10);
+    CHECK(p.preprocess[2].line == 11);  // the [[preprocess]] header of center_crop
   }
 
   TEST_CASE("bad profiles name the file, the line and what was expected") {

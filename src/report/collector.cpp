@@ -1,0 +1,334 @@
+// The Collector: per-stage histograms, folded-stack totals by span path, op
+// statistics, and the streamed requests.csv / trace.json temporary files.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+
+#include "inferprof/report.hpp"
+#include "report/histogram.hpp"
+#include "report/streams.hpp"
+#include "report/text.hpp"
+
+namespace inferprof {
+namespace {
+
+using report::Histogram;
+using report::TempFile;
+
+constexpr std::size_t kOverhead = static_cast<std::size_t>(Stage::overhead);
+constexpr std::size_t kMaxFailedExamples = 5;
+constexpr std::size_t kTopOps = 25;
+
+// One node of the span-path trie; node 0 is the request root.
+struct PathNode {
+  std::uint32_t parent = 0;
+  std::uint32_t name = kRequestNameId;
+  std::int64_t self_ns = 0;
+};
+
+struct OpAcc {
+  std::uint64_t calls = 0;
+  std::int64_t self_ns = 0;
+  std::int64_t total_ns = 0;
+};
+
+// Per-thread working space for add(), so the part done outside the lock
+// allocates nothing once warm.
+struct Scratch {
+  std::vector<std::int32_t> parent;
+  std::vector<Nanos> child_ns;
+  std::vector<std::uint8_t> under_compute;
+  std::vector<std::uint32_t> path;
+  fmt::memory_buffer csv_row;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+bool is_copy(std::size_t stage) {
+  return stage == static_cast<std::size_t>(Stage::h2d) || stage == static_cast<std::size_t>(Stage::d2h);
+}
+
+StageStats stats_of(const Histogram& h, std::uint64_t count, std::uint64_t requests) {
+  StageStats s;
+  s.count = count;
+  s.total_us = static_cast<double>(h.sum()) / 1e3;
+  s.mean_us = requests ? s.total_us / static_cast<double>(requests) : 0;
+  s.p50_us = h.quantile(0.50) / 1e3;
+  s.p90_us = h.quantile(0.90) / 1e3;
+  s.p99_us = h.quantile(0.99) / 1e3;
+  s.max_us = static_cast<double>(h.max()) / 1e3;
+  s.min_us = static_cast<double>(h.min()) / 1e3;
+  return s;
+}
+
+}  // namespace
+
+struct Collector::Impl {
+  explicit Impl(CollectorOptions o) : options(std::move(o)), trace(options.epoch) {
+    paths.push_back(PathNode{});
+  }
+
+  std::uint32_t path_of(std::uint32_t parent, std::uint32_t name) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(parent) << 32) | name;
+    auto [it, inserted] = path_ids.try_emplace(key, static_cast<std::uint32_t>(paths.size()));
+    if (inserted) paths.push_back(PathNode{parent, name, 0});
+    return it->second;
+  }
+
+  const CollectorOptions options;
+  mutable std::mutex mutex;
+
+  std::uint64_t requests = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t spans = 0;
+  std::uint64_t trace_requests = 0;
+  std::array<Histogram, kStageCount> stage_hist;
+  std::array<std::uint64_t, kStageCount> stage_count{};
+  Histogram total_hist;
+  std::vector<std::string> failed_examples;
+
+  std::unordered_map<std::uint64_t, std::uint32_t> path_ids;  // (parent path, name) -> path
+  std::vector<PathNode> paths;
+  std::vector<OpAcc> ops;  // by name id
+
+  bool files = false;  // streaming to out_dir
+  bool committed = false;
+  TempFile trace_file;
+  TempFile csv_file;
+  report::ChromeTraceWriter trace;
+  fmt::memory_buffer trace_events;
+};
+
+Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  if (impl_->options.out_dir.empty()) return;
+  const std::string& dir = impl_->options.out_dir;
+  try {
+    impl_->trace_file.open(dir, "trace.json");
+    impl_->trace_file.write(report::ChromeTraceWriter::header());
+    impl_->csv_file.open(dir, "requests.csv");
+    impl_->csv_file.write(report::requests_csv_header());
+  } catch (...) {
+    discard();
+    throw;
+  }
+  impl_->files = true;
+}
+
+Collector::~Collector() {
+  if (!impl_->committed) discard();
+}
+
+void Collector::add(const RequestRecord& r) {
+  Impl& m = *impl_;
+  Scratch& sc = scratch();
+  const std::size_t n = r.spans.size();
+
+  // Tree facts first, outside the lock: parents precede children, so one pass
+  // gives each span its children's time and whether it lies under compute.
+  sc.parent.resize(n);
+  sc.child_ns.assign(n, 0);
+  sc.under_compute.assign(n, 0);
+  sc.path.resize(n);
+  unsigned present = 0;  // stages with a top-level span
+  for (std::size_t i = 0; i < n; ++i) {
+    const Span& s = r.spans[i];
+    // A malformed parent index (not earlier in the list) is read as top level
+    // rather than trusted.
+    const std::int32_t p = (s.parent >= 0 && static_cast<std::size_t>(s.parent) < i) ? s.parent : -1;
+    sc.parent[i] = p;
+    if (p < 0) {
+      if (s.name < kStageCount) present |= 1u << s.name;
+      continue;
+    }
+    const auto pu = static_cast<std::size_t>(p);
+    sc.child_ns[pu] += s.dur;
+    sc.under_compute[i] = sc.under_compute[pu] || (sc.parent[pu] < 0 && r.spans[pu].name == name_id(Stage::compute));
+  }
+  // out_dir is immutable, unlike `files`, so it may be read without the lock.
+  if (!m.options.out_dir.empty()) {
+    sc.csv_row.clear();
+    report::append_request_row(sc.csv_row, r, m.options.epoch, m.options.copies_applicable);
+  }
+
+  std::lock_guard<std::mutex> lock(m.mutex);
+  ++m.requests;
+  if (!r.ok) {
+    ++m.failed;
+    if (m.failed_examples.size() < kMaxFailedExamples)
+      m.failed_examples.push_back(fmt::format("id {}: {}", r.id, r.error));
+  }
+  for (std::size_t i = 0; i < kStageCount; ++i) {
+    m.stage_hist[i].record(r.stage[i]);
+    if (i == kOverhead || r.stage[i] != 0 || (present & (1u << i)) != 0) ++m.stage_count[i];
+  }
+  m.total_hist.record(r.total());
+
+  Nanos top_level_other = 0;  // top-level spans that are not stages: already inside overhead
+  for (std::size_t i = 0; i < n; ++i) {
+    const Span& s = r.spans[i];
+    const std::int32_t p = sc.parent[i];
+    const std::uint32_t path = m.path_of(p < 0 ? 0 : sc.path[static_cast<std::size_t>(p)], s.name);
+    sc.path[i] = path;
+    const Nanos self = s.dur - sc.child_ns[i];
+    m.paths[path].self_ns += self;
+    if (p < 0 && s.name >= kStageCount) top_level_other += s.dur;
+    if (sc.under_compute[i] && s.name >= kStageCount) {
+      if (s.name >= m.ops.size()) m.ops.resize(s.name + 1);
+      OpAcc& op = m.ops[s.name];
+      ++op.calls;
+      op.self_ns += self;
+      op.total_ns += s.dur;
+    }
+  }
+  // Overhead has no span; its folded line keeps every request's values
+  // summing to its total.
+  m.paths[m.path_of(0, name_id(Stage::overhead))].self_ns += r.stage[kOverhead] - top_level_other;
+
+  const std::uint64_t cap = m.options.trace_json_max_requests;
+  if (cap == 0 || m.trace_requests < cap) {
+    ++m.trace_requests;
+    m.spans += 1 + n;
+    if (m.files) {
+      m.trace_events.clear();
+      m.trace.append(r, m.trace_events);
+      m.trace_file.write(std::string_view(m.trace_events.data(), m.trace_events.size()));
+    }
+  }
+  if (m.files) m.csv_file.write(std::string_view(sc.csv_row.data(), sc.csv_row.size()));
+}
+
+RunSummary Collector::summarize(const RunInfo& info) const {
+  const Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  RunSummary s;
+  s.info = info;
+  s.requests = m.requests;
+  s.failed = m.failed;
+  s.failed_examples = m.failed_examples;
+  s.total = stats_of(m.total_hist, m.requests, m.requests);
+  s.total.share = m.requests ? 1.0 : 0.0;
+  const bool copies = m.options.copies_applicable || info.copies_applicable;
+  for (std::size_t i = 0; i < kStageCount; ++i) {
+    StageStats st = stats_of(m.stage_hist[i], m.stage_count[i], m.requests);
+    st.share = s.total.total_us != 0 ? st.total_us / s.total.total_us : 0;
+    if (is_copy(i) && !copies) {
+      st = StageStats{};
+      st.applicable = false;
+    }
+    s.stages[i] = st;
+  }
+  s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
+
+  const double compute_us = s.stages[static_cast<std::size_t>(Stage::compute)].total_us;
+  std::vector<std::uint32_t> ids;
+  for (std::uint32_t id = 0; id < m.ops.size(); ++id)
+    if (m.ops[id].calls > 0) ids.push_back(id);
+  auto& names = NameTable::global();
+  std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (m.ops[a].self_ns != m.ops[b].self_ns) return m.ops[a].self_ns > m.ops[b].self_ns;
+    return names.name(a) < names.name(b);
+  });
+  if (ids.size() > kTopOps) ids.resize(kTopOps);
+  for (std::uint32_t id : ids) {
+    const OpAcc& op = m.ops[id];
+    OpStats o;
+    o.name = std::string(names.name(id));
+    o.calls = op.calls;
+    o.self_us = static_cast<double>(op.self_ns) / 1e3;
+    o.total_us = static_cast<double>(op.total_ns) / 1e3;
+    o.share_of_compute = compute_us > 0 ? o.self_us / compute_us : 0;
+    s.top_ops.push_back(std::move(o));
+  }
+  s.spans = m.spans;
+  s.trace_json_requests = m.trace_requests;
+  s.csv_rows = m.requests;
+  return s;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> Collector::folded() const {
+  const Impl& m = *impl_;
+  std::vector<std::pair<std::string, std::int64_t>> values;
+  std::int64_t total_ns = 0;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    auto& names = NameTable::global();
+    // Children are created after their parents, so one forward pass builds every path.
+    std::vector<std::string> path(m.paths.size());
+    path[0] = "request";
+    values.reserve(m.paths.size());
+    for (std::size_t i = 1; i < m.paths.size(); ++i) {
+      std::string name(names.name(m.paths[i].name));
+      // ';' separates frames and the last space the value; a newline would end the line.
+      for (char& c : name)
+        if (c == ';') c = ':';
+        else if (c == '\n' || c == '\r') c = ' ';
+      path[i] = path[m.paths[i].parent] + ";" + name;
+      values.emplace_back(path[i], m.paths[i].self_ns);
+    }
+    total_ns = m.total_hist.sum();
+  }
+  return report::round_folded(std::move(values), total_ns);
+}
+
+void Collector::commit(const RunSummary& summary) {
+  Impl& m = *impl_;
+  if (!m.files || m.committed) return;
+  const std::string& dir = m.options.out_dir;
+  const auto folded_stacks = folded();
+  const std::string title = fmt::format("inferprof {} · {} · {} requests", summary.info.command,
+                                        report::base_name(summary.info.model_path),
+                                        report::group_thousands(summary.requests));
+  std::lock_guard<std::mutex> lock(m.mutex);
+  std::array<TempFile, 4> whole;
+  try {
+    m.trace_file.write(m.trace.footer(summary));
+    m.trace_file.close();
+    m.csv_file.close();
+    if (m.trace_file.error() != 0) throw report::write_error(m.trace_file.final_path(), m.trace_file.error());
+    if (m.csv_file.error() != 0) throw report::write_error(m.csv_file.final_path(), m.csv_file.error());
+    const std::array<std::pair<const char*, std::string>, 4> contents = {{
+        {"summary.json", render_summary_json(summary)},
+        {"stages.csv", render_stages_csv(summary)},
+        {"stacks.folded", render_folded(folded_stacks)},
+        {"flamegraph.svg", render_flamegraph_svg(folded_stacks, title)},
+    }};
+    for (std::size_t i = 0; i < contents.size(); ++i) {
+      whole[i].open(dir, contents[i].first);
+      whole[i].write(contents[i].second);
+      whole[i].close();
+      if (whole[i].error() != 0) throw report::write_error(whole[i].final_path(), whole[i].error());
+    }
+    // Every file is written before any is renamed, so a full disk leaves none.
+    const std::array<TempFile*, 6> order = {&whole[0], &whole[1], &m.csv_file, &whole[2], &whole[3], &m.trace_file};
+    std::size_t renamed = 0;
+    try {
+      for (; renamed < order.size(); ++renamed) order[renamed]->rename_into_place();
+    } catch (...) {
+      for (std::size_t i = 0; i < renamed; ++i) std::remove(order[i]->final_path().c_str());
+      throw;
+    }
+  } catch (...) {
+    for (auto& f : whole) f.remove();
+    m.trace_file.remove();
+    m.csv_file.remove();
+    m.files = false;
+    throw;
+  }
+  m.files = false;
+  m.committed = true;
+}
+
+void Collector::discard() noexcept {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.trace_file.remove();
+  m.csv_file.remove();
+  m.files = false;
+}
+
+}  // namespace inferprof

@@ -1,0 +1,60 @@
+// requests.csv (one row per request, streamed) and stages.csv (one row per stage).
+#include <iterator>
+
+#include "report/streams.hpp"
+#include "report/text.hpp"
+
+namespace inferprof {
+namespace report {
+
+std::string_view requests_csv_header() {
+  return "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
+         "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error\n";
+}
+
+void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{},{},{},", r.seq, r.id, r.line);
+  append_csv_field(out, r.key);
+  fmt::format_to(it, ",{},", r.worker);
+  append_us3(out, r.arrival - epoch);
+  out.push_back(',');
+  append_us3(out, r.start - epoch);
+  out.push_back(',');
+  append_us3(out, r.total());
+  for (std::size_t i = 0; i < kStageCount; ++i) {
+    out.push_back(',');
+    const bool copy = i == static_cast<std::size_t>(Stage::h2d) || i == static_cast<std::size_t>(Stage::d2h);
+    if (copy && !copies_applicable) continue;  // n/a: an empty cell, not 0
+    append_us3(out, r.stage[i]);
+  }
+  out.push_back(',');
+  append_csv_field(out, r.cache_outcome);
+  out.append(std::string_view(r.ok ? ",true," : ",false,"));
+  append_csv_field(out, r.error);
+  out.push_back('\n');
+}
+
+namespace {
+void append_stage_row(fmt::memory_buffer& out, std::string_view name, const StageStats& s) {
+  auto it = std::back_inserter(out);
+  if (!s.applicable) {
+    fmt::format_to(it, "{},,,,,,,\n", name);
+    return;
+  }
+  fmt::format_to(it, "{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.6f}\n", name, s.count, s.mean_us, s.p50_us,
+                 s.p90_us, s.p99_us, s.max_us, s.share);
+}
+}  // namespace
+
+}  // namespace report
+
+std::string render_stages_csv(const RunSummary& s) {
+  fmt::memory_buffer out;
+  out.append(std::string_view("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share\n"));
+  for (std::size_t i = 0; i < kStageCount; ++i) report::append_stage_row(out, kStageNames[i], s.stages[i]);
+  report::append_stage_row(out, "total", s.total);
+  return fmt::to_string(out);
+}
+
+}  // namespace inferprof

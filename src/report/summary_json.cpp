@@ -1,0 +1,135 @@
+// summary.json: the machine-readable summary `diff` and dashboards read. Each
+// section is its own function so later fields (cache tiers) slot in as one more.
+#include "report/json.hpp"
+#include "report/text.hpp"
+
+namespace inferprof {
+namespace report {
+namespace {
+
+void write_warmup(JsonWriter& w, const RunInfo& info) {
+  const auto& lat = info.warmup_us;
+  w.key("warmup").begin_object();
+  w.field("iterations", info.warmup);
+  w.key("cold_first_us");
+  if (lat.empty())
+    w.null();
+  else
+    w.number(lat[0], 3);
+  w.key("mean_us");
+  if (lat.size() < 2) {
+    w.null();
+  } else {
+    double sum = 0;
+    for (std::size_t i = 1; i < lat.size(); ++i) sum += lat[i];
+    w.number(sum / static_cast<double>(lat.size() - 1), 3);
+  }
+  w.key("latencies_us").begin_array(true);
+  for (double v : lat) w.number(v, 3);
+  w.end_array();
+  w.end_object();
+}
+
+void write_run(JsonWriter& w, const RunInfo& info) {
+  w.key("run").begin_object();
+  w.field("command", info.command);
+  w.field("tool_version", info.tool_version);
+  w.field("libtorch_version", info.libtorch_version);
+  w.field("hostname", info.hostname);
+  w.field("started_at", info.started_at);
+  w.field("model_path", info.model_path);
+  w.field("model_arch", info.model_arch);
+  w.field("model_parameters", info.model_parameters);
+  w.field("model_bytes", info.model_bytes);
+  w.field("profile_name", info.profile_name);
+  w.field("profile_source", info.profile_source);
+  w.field("trace_path", info.trace_path);
+  w.field("trace_bytes", info.trace_bytes);
+  w.field("device", info.device);
+  w.field("copies_applicable", info.copies_applicable);
+  w.field("threads", info.threads);
+  w.field("concurrency", info.concurrency);
+  w.field("mode", info.mode);
+  w.field_number("speed", info.speed);
+  w.field("limit", info.limit);
+  w.field("ops", info.ops);
+  w.field_number("load_ms", info.load_ms, 3);
+  write_warmup(w, info);
+  w.field_number("wall_s", info.wall_s, 6);
+  w.key("skipped").begin_object();
+  w.field("invalid", info.skipped_invalid);
+  w.key("examples").begin_array();
+  for (const auto& e : info.skipped_examples) w.value(e);
+  w.end_array();
+  w.end_object();
+  w.field_number("peak_rss_mb", info.peak_rss_mb, 3);
+  w.key("warnings").begin_array();
+  for (const auto& e : info.warnings) w.value(e);
+  w.end_array();
+  w.end_object();
+}
+
+void write_stage(JsonWriter& w, std::string_view name, const StageStats& s) {
+  w.key(name).begin_object();
+  if (!s.applicable) {
+    w.field("applicable", false);
+    w.end_object();
+    return;
+  }
+  w.field("count", s.count);
+  w.field_number("mean_us", s.mean_us, 3);
+  w.field_number("p50_us", s.p50_us, 3);
+  w.field_number("p90_us", s.p90_us, 3);
+  w.field_number("p99_us", s.p99_us, 3);
+  w.field_number("max_us", s.max_us, 3);
+  w.field_number("min_us", s.min_us, 3);
+  w.field_number("total_us", s.total_us, 3);
+  w.field_number("share", s.share, 6);
+  w.end_object();
+}
+
+void write_ops(JsonWriter& w, const std::vector<OpStats>& ops) {
+  w.key("top_ops").begin_array();
+  for (const auto& op : ops) {
+    w.begin_object();
+    w.field("name", op.name);
+    w.field("calls", op.calls);
+    w.field_number("self_us", op.self_us, 3);
+    w.field_number("total_us", op.total_us, 3);
+    w.field_number("share_of_compute", op.share_of_compute, 6);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace
+}  // namespace report
+
+std::string render_summary_json(const RunSummary& s) {
+  report::JsonWriter w;
+  w.begin_object();
+  w.field("schema", "inferprof.summary/1");
+  w.key("tool").begin_object().field("name", "inferprof").field("version", s.info.tool_version).end_object();
+  report::write_run(w, s.info);
+  w.field("requests", s.requests);
+  w.field("failed", s.failed);
+  w.key("failed_examples").begin_array();
+  for (const auto& e : s.failed_examples) w.value(e);
+  w.end_array();
+  w.field_number("throughput_rps", s.throughput_rps, 3);
+  w.field_number("wall_s", s.info.wall_s, 6);
+  w.key("stages").begin_object();
+  for (std::size_t i = 0; i < kStageCount; ++i) report::write_stage(w, kStageNames[i], s.stages[i]);
+  w.end_object();
+  report::write_stage(w, "total", s.total);
+  report::write_ops(w, s.top_ops);
+  w.key("reports").begin_object();
+  w.field("trace_json_requests", s.trace_json_requests);
+  w.field("spans", s.spans);
+  w.field("csv_rows", s.csv_rows);
+  w.end_object();
+  w.end_object();
+  return w.str();
+}
+
+}  // namespace inferprof

@@ -1,0 +1,79 @@
+// The terminal table: what a person reads after a run.
+#include <algorithm>
+
+#include "report/text.hpp"
+
+namespace inferprof {
+namespace report {
+namespace {
+
+constexpr std::size_t kLabel = 16;  // width of "model load", "warm-up", ... labels
+constexpr std::size_t kName = 12;
+constexpr std::size_t kCount = 8;
+constexpr std::size_t kCell = 11;
+constexpr std::size_t kShare = 8;
+constexpr std::size_t kMaxOpName = 40;
+
+std::string percent(double share) { return fmt::format("{:.1f}%", share * 100); }
+
+void stage_line(std::string& out, std::string_view name, const StageStats& s) {
+  out += pad_right(name, kName);
+  if (!s.applicable) {
+    out += pad_left("n/a", kCount);
+    out += '\n';
+    return;
+  }
+  out += pad_left(group_thousands(s.count), kCount);
+  for (double v : {s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us}) out += pad_left(human_duration_us(v), kCell);
+  out += pad_left(percent(s.share), kShare);
+  out += '\n';
+}
+
+void ops_lines(std::string& out, const std::vector<OpStats>& ops) {
+  const std::size_t shown = std::min(ops.size(), kTableOps);
+  std::size_t width = kName;
+  for (std::size_t i = 0; i < shown; ++i) width = std::max(width, std::min(display_width(ops[i].name), kMaxOpName));
+  width += 2;
+  out += '\n';
+  out += pad_right("top ops", width) + pad_left("calls", kCount) + pad_left("self", kCell) +
+         pad_left("self/call", kCell) + pad_left("total", kCell) + pad_left("compute", kShare + 1) + '\n';
+  for (std::size_t i = 0; i < shown; ++i) {
+    const OpStats& op = ops[i];
+    const double per_call = op.calls ? op.self_us / static_cast<double>(op.calls) : 0;
+    out += pad_right(truncate_display(op.name, kMaxOpName), width) + pad_left(group_thousands(op.calls), kCount) +
+           pad_left(human_duration_us(op.self_us), kCell) + pad_left(human_duration_us(per_call), kCell) +
+           pad_left(human_duration_us(op.total_us), kCell) + pad_left(percent(op.share_of_compute), kShare + 1) +
+           '\n';
+  }
+}
+
+}  // namespace
+}  // namespace report
+
+std::string render_table(const RunSummary& s) {
+  using namespace report;
+  std::string out = run_headline(s.info) + '\n';
+  out += pad_right("model load", kLabel) + load_text(s.info) + '\n';
+  out += pad_right("warm-up", kLabel) + warmup_text(s.info) + '\n';
+  out += pad_right("requests", kLabel) + requests_text(s) + '\n';
+  out += '\n';
+  out += pad_right("stage", kName) + pad_left("count", kCount);
+  for (const char* h : {"mean", "p50", "p90", "p99", "max"}) out += pad_left(h, kCell);
+  out += pad_left("share", kShare) + '\n';
+  for (const StageRow& row : visible_stage_rows(s)) stage_line(out, row.name, *row.stats);
+  stage_line(out, "total", s.total);
+  if (!s.top_ops.empty()) ops_lines(out, s.top_ops);
+
+  const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
+  if (notes) out += '\n';
+  for (const auto& e : s.failed_examples) out += fmt::format("failed: {}\n", e);
+  if (s.info.skipped_invalid > 0) {
+    out += fmt::format("skipped {} invalid trace {} (--skip-invalid)\n", group_thousands(s.info.skipped_invalid),
+                       s.info.skipped_invalid == 1 ? "line" : "lines");
+    for (const auto& e : s.info.skipped_examples) out += fmt::format("  {}\n", e);
+  }
+  for (const auto& w : s.info.warnings) out += fmt::format("warning: {}\n", w);
+  return out;
+}
+
+}  // namespace inferprof

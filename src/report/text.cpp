@@ -1,0 +1,223 @@
+#include "report/text.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
+
+namespace inferprof::report {
+
+std::string group_thousands(std::uint64_t n) {
+  std::string digits = fmt::format("{}", n);
+  std::string out;
+  out.reserve(digits.size() + digits.size() / 3);
+  const std::size_t lead = digits.size() % 3;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (i + 3 - lead) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string grouped_fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return fmt::format("{}", v);
+  std::string s = fmt::format("{:.{}f}", std::fabs(v), decimals);
+  const auto dot = s.find('.');
+  const std::string whole = s.substr(0, dot);
+  const std::string frac = dot == std::string::npos ? "" : s.substr(dot);
+  std::string grouped = group_thousands(std::strtoull(whole.c_str(), nullptr, 10));
+  // Print "-0.0" as "0.0": a sign on a value that rounds to zero is noise.
+  const bool negative = v < 0 && s.find_first_not_of("0.") != std::string::npos;
+  return (negative ? "-" : "") + grouped + frac;
+}
+
+std::string human_duration_us(double us) {
+  if (!std::isfinite(us)) return "n/a";
+  const double a = std::fabs(us);
+  // Thresholds sit where the next unit's rounding would show "1000.0 µs" or "10.000 ms".
+  if (a < 0.05) return "0 µs";
+  if (a < 999.95) return fmt::format("{:.1f} µs", us);
+  if (a < 9999.5) return fmt::format("{:.3f} ms", us / 1e3);
+  if (a < 99995) return fmt::format("{:.2f} ms", us / 1e3);
+  if (a < 999950) return fmt::format("{:.1f} ms", us / 1e3);
+  return fmt::format("{:.2f} s", us / 1e6);
+}
+
+std::string human_bytes(std::int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  static constexpr const char* kUnits[] = {"KB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  std::size_t u = 0;
+  v /= 1024;
+  while (v >= 1023.95 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+void append_us3(fmt::memory_buffer& out, std::int64_t ns) {
+  // Unsigned magnitude so INT64_MIN cannot overflow on negation.
+  const bool negative = ns < 0;
+  const std::uint64_t mag =
+      negative ? std::uint64_t{0} - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+  fmt::format_to(std::back_inserter(out), "{}{}.{:03}", negative ? "-" : "", mag / 1000, mag % 1000);
+}
+
+std::string us3(std::int64_t ns) {
+  fmt::memory_buffer out;
+  append_us3(out, ns);
+  return fmt::to_string(out);
+}
+
+void append_csv_field(fmt::memory_buffer& out, std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out.append(s);
+    return;
+  }
+  out.push_back('"');
+  for (char c : s) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  std::size_t len = 0;
+  std::uint32_t cp = 0;
+  if (b0 < 0x80) return 1;
+  if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    cp = b0 & 0x1Fu;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    cp = b0 & 0x0Fu;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    cp = b0 & 0x07u;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3Fu);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+  static constexpr std::uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+std::size_t display_width(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string pad_left(std::string_view s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  std::string out(w < width ? width - w : 0, ' ');
+  out.append(s);
+  return out;
+}
+
+std::string pad_right(std::string_view s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  std::string out(s);
+  if (w < width) out.append(width - w, ' ');
+  return out;
+}
+
+std::string truncate_display(std::string_view s, std::size_t width) {
+  if (display_width(s) <= width) return std::string(s);
+  if (width < 2) return std::string(width, '.');
+  const std::size_t keep = width - 2;
+  std::size_t cps = 0;
+  std::size_t i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (cps == keep) break;
+      ++cps;
+    }
+  }
+  return std::string(s.substr(0, i)) + "..";
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  if (dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+std::string base_name(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+namespace {
+std::string plural(std::uint64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", group_thousands(n), n == 1 ? one : many);
+}
+}  // namespace
+
+std::string run_headline(const RunInfo& info) {
+  std::string out = fmt::format("inferprof {}", info.command);
+  if (!info.model_path.empty()) {
+    out += fmt::format(" · {}", base_name(info.model_path));
+    std::vector<std::string> details;
+    if (!info.model_arch.empty()) details.push_back(info.model_arch);
+    if (info.model_parameters > 0)
+      details.push_back(plural(static_cast<std::uint64_t>(info.model_parameters), "param", "params"));
+    if (info.model_bytes > 0) details.push_back(human_bytes(info.model_bytes));
+    if (!details.empty()) out += fmt::format(" ({})", fmt::join(details, ", "));
+  }
+  if (!info.profile_name.empty()) out += fmt::format(" · profile {}", info.profile_name);
+  if (!info.device.empty()) out += fmt::format(" · {}", info.device);
+  out += fmt::format(" · {}", plural(static_cast<std::uint64_t>(std::max(info.threads, 0)), "thread", "threads"));
+  std::string mode = info.mode;
+  for (char& c : mode)
+    if (c == '-') c = ' ';
+  if (info.mode == "open-loop" && info.speed != 1.0) mode += fmt::format(" at {}x speed", info.speed);
+  out += fmt::format(" · {}, {}", mode,
+                     plural(static_cast<std::uint64_t>(std::max(info.concurrency, 0)), "worker", "workers"));
+  return out;
+}
+
+std::string load_text(const RunInfo& info) { return human_duration_us(info.load_ms * 1e3); }
+
+std::string warmup_text(const RunInfo& info) {
+  const auto& w = info.warmup_us;
+  if (w.empty()) return "none (the first requests include cold-start costs)";
+  if (w.size() == 1) return fmt::format("1 iteration: {} (cold)", human_duration_us(w[0]));
+  double rest = 0;
+  for (std::size_t i = 1; i < w.size(); ++i) rest += w[i];
+  rest /= static_cast<double>(w.size() - 1);
+  return fmt::format("{} iterations: first {} (cold), then mean {}", group_thousands(w.size()),
+                     human_duration_us(w[0]), human_duration_us(rest));
+}
+
+std::string requests_text(const RunSummary& s) {
+  std::string out = fmt::format("{} in {:.2f} s · {} req/s", group_thousands(s.requests), s.info.wall_s,
+                                grouped_fixed(s.throughput_rps, 1));
+  if (s.failed > 0) out += fmt::format(" · {} failed", group_thousands(s.failed));
+  return out;
+}
+
+std::vector<StageRow> visible_stage_rows(const RunSummary& s) {
+  std::vector<StageRow> rows;
+  for (std::size_t i = 0; i < kStageCount; ++i) {
+    const bool optional = i == static_cast<std::size_t>(Stage::cache) || i == static_cast<std::size_t>(Stage::load);
+    if (optional && s.stages[i].count == 0) continue;
+    rows.push_back(StageRow{kStageNames[i], &s.stages[i]});
+  }
+  return rows;
+}
+
+}  // namespace inferprof::report

@@ -1,0 +1,63 @@
+#pragma once
+// Formatting helpers shared by the renderers: units for people, exact decimal
+// microseconds for machines, CSV quoting, padding by display width, and the
+// parts of the run description the table and the markdown both print.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "inferprof/report.hpp"
+
+namespace inferprof::report {
+
+// "1,234,567"
+std::string group_thousands(std::uint64_t n);
+// Fixed decimals with grouped integer part: "1,923.1", "-12.50".
+std::string grouped_fixed(double v, int decimals);
+
+// Durations for people: "0 µs", "212.3 µs", "1.234 ms", "12.31 ms", "123.4 ms", "1.52 s".
+std::string human_duration_us(double us);
+// "512 B", "24.1 KB", "3.2 MB" (1 KB = 1024 B, as ls -h).
+std::string human_bytes(std::int64_t bytes);
+
+// Nanoseconds as microseconds with exactly 3 decimals, computed in integers so
+// that large timestamps keep their last digit: 1234567 -> "1234.567".
+void append_us3(fmt::memory_buffer& out, std::int64_t ns);
+std::string us3(std::int64_t ns);
+
+// RFC 4180: quoted (with doubled quotes) when it holds a comma, quote, CR or LF.
+void append_csv_field(fmt::memory_buffer& out, std::string_view s);
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
+
+// Width in terminal columns, counting one per UTF-8 code point ("µs" is 2).
+std::size_t display_width(std::string_view s);
+std::string pad_left(std::string_view s, std::size_t width);   // right-aligned
+std::string pad_right(std::string_view s, std::size_t width);  // left-aligned
+// Keeps at most `width` columns, ending in ".." when cut; never splits a code point.
+std::string truncate_display(std::string_view s, std::size_t width);
+
+// "dir/name", without doubling a trailing slash.
+std::string join_path(const std::string& dir, const std::string& name);
+std::string base_name(const std::string& path);
+
+// The description lines the table and the markdown share.
+std::string run_headline(const RunInfo& info);  // "inferprof run · model.pt (...) · ..."
+std::string load_text(const RunInfo& info);     // "12.31 ms"
+std::string warmup_text(const RunInfo& info);   // "3 iterations: first ... (cold), then mean ..."
+std::string requests_text(const RunSummary& s); // "1,000 in 0.52 s · 1,923.1 req/s"
+
+// The stage rows shown to people: queue..overhead always; cache and load only
+// when some request spent time there.
+struct StageRow {
+  std::string_view name;
+  const StageStats* stats;
+};
+std::vector<StageRow> visible_stage_rows(const RunSummary& s);
+inline constexpr std::size_t kTableOps = 10;  // top ops shown under the table
+
+}  // namespace inferprof::report
