@@ -69,6 +69,8 @@ class TraceReader {
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
+  TraceReader(TraceReader&&) noexcept;             // a moved-from reader may only be destroyed or assigned to
+  TraceReader& operator=(TraceReader&&) noexcept;
 
   // Fills `out` (reusing its allocations) with the next record; false at end of file.
   bool next(TraceRecord& out);

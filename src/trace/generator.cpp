@@ -1,0 +1,223 @@
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "inferprof/error.hpp"
+#include "inferprof/trace.hpp"
+
+namespace inferprof {
+
+namespace {
+
+// std::mt19937_64's output sequence is fixed by the standard; the standard
+// distributions are not, so all sampling below is done by hand.
+double uniform01(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1), 53 random bits
+}
+
+__extension__ typedef unsigned __int128 u128;  // __extension__: -Wpedantic knows no __int128
+
+std::uint64_t uniform_index(std::mt19937_64& rng, std::uint64_t n) {
+  // Multiply-shift: unbiased enough for a workload generator, and in range
+  // for any n, which a double product is not near 2^53.
+  return static_cast<std::uint64_t>((static_cast<u128>(rng()) * n) >> 64);
+}
+
+// Key popularity: rank r (0 = hottest) has weight 1 / (r + 1)^a. The table is
+// the unnormalised CDF, searched with a uniform draw scaled by its total.
+class KeySampler {
+ public:
+  KeySampler(std::uint64_t keys, double zipf) : keys_(keys) {
+    if (zipf == 0) return;
+    cdf_.resize(keys);
+    double total = 0;
+    for (std::uint64_t r = 0; r < keys; ++r) {
+      total += zipf == 1.0 ? 1.0 / static_cast<double>(r + 1) : std::pow(static_cast<double>(r + 1), -zipf);
+      cdf_[r] = total;
+    }
+  }
+
+  std::uint64_t operator()(std::mt19937_64& rng) const {
+    if (cdf_.empty()) return uniform_index(rng, keys_);
+    const double target = uniform01(rng) * cdf_.back();
+    const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), target);
+    // target < total, so `it` is in range but for rounding at the very top.
+    return std::min<std::uint64_t>(static_cast<std::uint64_t>(it - cdf_.begin()), keys_ - 1);
+  }
+
+ private:
+  std::uint64_t keys_;
+  std::vector<double> cdf_;
+};
+
+void append_json_string(fmt::memory_buffer& out, std::string_view text) {
+  out.push_back('"');
+  for (char c : text) {
+    switch (c) {
+      case '"': out.append(std::string_view("\\\"")); break;
+      case '\\': out.append(std::string_view("\\\\")); break;
+      case '\n': out.append(std::string_view("\\n")); break;
+      case '\t': out.append(std::string_view("\\t")); break;
+      case '\r': out.append(std::string_view("\\r")); break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void validate(const GenTraceOptions& o) {
+  if (o.requests == 0) throw bad_input("trace generator: requests must be > 0");
+  if (o.keys == 0) throw bad_input("trace generator: keys must be > 0");
+  if (!(o.zipf >= 0) || !std::isfinite(o.zipf)) {
+    throw bad_input(fmt::format("trace generator: zipf must be a finite number >= 0 (got {})", o.zipf));
+  }
+  if (!(o.rate >= 0) || !std::isfinite(o.rate)) {
+    throw bad_input(fmt::format("trace generator: rate must be a finite number >= 0 (got {})", o.rate));
+  }
+  if (!(o.update_every_ms >= 0) || !std::isfinite(o.update_every_ms)) {
+    throw bad_input(
+        fmt::format("trace generator: update_every_ms must be a finite number >= 0 (got {})", o.update_every_ms));
+  }
+  if (o.update_every_ms > 0 && o.rate == 0) {
+    throw bad_input("trace generator: model updates need timestamps, so update_every_ms > 0 needs rate > 0");
+  }
+  if (o.shape.empty() || std::any_of(o.shape.begin(), o.shape.end(), [](std::int64_t d) { return d <= 0; })) {
+    throw bad_input(fmt::format("trace generator: shape must be non-empty with positive extents (got {})",
+                                format_shape(o.shape)));
+  }
+}
+
+// Writes to a temporary file beside the target and renames it over the
+// target, so a reader never sees a half-written trace.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string target) : target_(std::move(target)) {
+    static std::atomic<unsigned> counter{0};
+    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+      temp_ = fmt::format("{}.tmp-{}-{}", target_, ::getpid(), counter++);
+      // 0666 minus the umask, as the target would get from a plain fopen.
+      fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd_ < 0 && errno != EEXIST) fail(errno);
+    }
+    if (fd_ < 0) fail(EEXIST);
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      ::unlink(temp_.c_str());
+    }
+  }
+
+  void write(const char* data, std::size_t size) {
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, data, size);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail(errno);
+      }
+      data += n;
+      size -= static_cast<std::size_t>(n);
+    }
+  }
+
+  void commit() {
+    // fsync first: after a crash the target is the old file or the whole new one.
+    if (::fsync(fd_) != 0) fail(errno);
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) {
+      const int err = errno;
+      ::unlink(temp_.c_str());
+      fail(err);
+    }
+    if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(temp_.c_str());
+      fail(err);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(int err) const {
+    throw Error(ExitCode::runtime, fmt::format("cannot write trace '{}': {}", target_, std::strerror(err)));
+  }
+
+  std::string target_;
+  std::string temp_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+void generate_trace(const GenTraceOptions& options, const std::string& out_path) {
+  validate(options);
+  const GenTraceOptions& o = options;
+
+  // The part of every request's input after the seed is the same; format it once.
+  fmt::memory_buffer input_head;
+  fmt::format_to(std::back_inserter(input_head), R"(,"input":{{"shape":[{}],"dtype":"{}","seed":)",
+                 fmt::join(o.shape, ","), dtype_name(o.dtype));
+  const std::string_view head(input_head.data(), input_head.size());
+  fmt::memory_buffer model_json;
+  append_json_string(model_json, o.model);
+  const std::string_view model(model_json.data(), model_json.size());
+
+  std::mt19937_64 rng(o.seed);
+  const KeySampler sample_key(o.keys, o.zipf);
+  const bool timed = o.rate > 0;
+  const double mean_gap_ms = timed ? 1000.0 / o.rate : 0.0;
+  double now_ms = 0;
+  std::uint64_t updates = 0;  // model_update events written so far
+
+  AtomicFile file(out_path);
+  constexpr std::size_t kFlushBytes = 1 << 20;
+  fmt::memory_buffer out;
+  out.reserve(kFlushBytes + 4096);
+  auto it = std::back_inserter(out);
+
+  for (std::uint64_t id = 1; id <= o.requests; ++id) {
+    const std::uint64_t key = sample_key(rng);
+    if (timed) {
+      // Exponential gaps by inversion; 1 - u is in (0, 1], so log is finite.
+      now_ms += -std::log(1.0 - uniform01(rng)) * mean_gap_ms;
+      if (o.update_every_ms > 0) {
+        // A request arriving exactly at an update sees the new version.
+        while (static_cast<double>(updates + 1) * o.update_every_ms <= now_ms) {
+          ++updates;
+          fmt::format_to(it, R"({{"event":"model_update","model":{},"version":"v{}","ts_ms":{:.3f}}})"
+                             "\n",
+                         model, updates + 1, static_cast<double>(updates) * o.update_every_ms);
+        }
+      }
+      fmt::format_to(it, R"({{"id":{},"ts_ms":{:.3f},"key":"k-{}")", id, now_ms, key);
+    } else {
+      fmt::format_to(it, R"({{"id":{},"key":"k-{}")", id, key);
+    }
+    // The seed is the key's index: equal keys always describe equal inputs.
+    out.append(head);
+    fmt::format_to(it, "{}}}}}\n", key);
+    if (out.size() >= kFlushBytes) {
+      file.write(out.data(), out.size());
+      out.clear();
+    }
+  }
+  file.write(out.data(), out.size());
+  file.commit();
+}
+
+}  // namespace inferprof

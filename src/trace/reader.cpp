@@ -1,0 +1,600 @@
+#include <fmt/format.h>
+#include <simdjson.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <utility>
+
+#include "inferprof/error.hpp"
+#include "inferprof/trace.hpp"
+
+namespace inferprof {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+
+constexpr std::size_t kMaxSkippedExamples = 5;
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+constexpr std::string_view kShapeType = "field 'input.shape' must be an array of positive integers";
+constexpr std::string_view kDTypeType =
+    "field 'input.dtype' must be one of uint8, int8, int16, int32, int64, float16, float32, float64, bool";
+
+bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// A misspelt true/false/null reads as a type error in on-demand; as a line
+// of JSON it is malformed.
+error_code atom_error(std::string_view token) {
+  return !token.empty() && token.front() == 'f' ? simdjson::F_ATOM_ERROR : simdjson::T_ATOM_ERROR;
+}
+
+// A field's name. Names almost never hold escapes; reading them in place
+// saves a copy through simdjson's string buffer on every field of every line.
+error_code field_name(od::field& field, std::string_view& name) {
+  const char* raw = field.key().raw();
+  const char* end = raw;
+  while (*end != '"' && *end != '\\') ++end;  // the string is closed: stage 1 checked
+  if (*end == '"') {
+    name = std::string_view(raw, static_cast<std::size_t>(end - raw));
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(name);
+}
+
+// On-demand parsing only checks what is read: a value nobody asks for is
+// skipped by its brackets, not validated. Unknown fields and values of the
+// wrong type go through here so that bad JSON anywhere on a line is reported
+// as bad JSON.
+error_code validate(od::value& v) {
+  od::json_type type{};
+  SIMDJSON_TRY(v.type().get(type));
+  switch (type) {
+    case od::json_type::array: {
+      od::array array;
+      SIMDJSON_TRY(v.get_array().get(array));
+      for (auto element : array) {
+        od::value item;
+        SIMDJSON_TRY(element.get(item));
+        SIMDJSON_TRY(validate(item));
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::object: {
+      od::object object;
+      SIMDJSON_TRY(v.get_object().get(object));
+      for (auto field_result : object) {
+        SIMDJSON_TRY(field_result.error());
+        od::field&& field = std::move(field_result).value_unsafe();
+        std::string_view key;
+        SIMDJSON_TRY(field_name(field, key));
+        SIMDJSON_TRY(validate(field.value()));
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::number: {
+      double number = 0;
+      return v.get_double().get(number);
+    }
+    case od::json_type::string: {
+      std::string_view text;
+      return v.get_string().get(text);
+    }
+    case od::json_type::boolean: {
+      bool flag = false;
+      return v.get_bool().get(flag) == simdjson::SUCCESS ? simdjson::SUCCESS : atom_error(v.raw_json_token());
+    }
+    case od::json_type::null: {
+      bool null = false;
+      return v.is_null().get(null) == simdjson::SUCCESS && null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+  }
+  return simdjson::TAPE_ERROR;
+}
+
+// The same for a document whose root is not an object: root scalars have
+// their own accessors, which also reject trailing content.
+error_code validate_root(od::document& doc) {
+  od::json_type type{};
+  SIMDJSON_TRY(doc.type().get(type));
+  switch (type) {
+    case od::json_type::array: {
+      od::array array;
+      SIMDJSON_TRY(doc.get_array().get(array));
+      for (auto element : array) {
+        od::value item;
+        SIMDJSON_TRY(element.get(item));
+        SIMDJSON_TRY(validate(item));
+      }
+      break;
+    }
+    case od::json_type::object:
+      return simdjson::TAPE_ERROR;  // callers only get here after get_object() failed
+    case od::json_type::number: {
+      double number = 0;
+      return doc.get_double().get(number);
+    }
+    case od::json_type::string: {
+      std::string_view text;
+      return doc.get_string().get(text);
+    }
+    case od::json_type::boolean: {
+      bool flag = false;
+      if (doc.get_bool().get(flag) == simdjson::SUCCESS) return simdjson::SUCCESS;
+      std::string_view token;
+      return doc.raw_json_token().get(token) == simdjson::SUCCESS ? atom_error(token) : simdjson::T_ATOM_ERROR;
+    }
+    case od::json_type::null: {
+      bool null = false;
+      return doc.is_null().get(null) == simdjson::SUCCESS && null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+  }
+  const char* rest = nullptr;
+  return doc.current_location().get(rest) == simdjson::OUT_OF_BOUNDS ? simdjson::SUCCESS
+                                                                       : simdjson::TRAILING_CONTENT;
+}
+
+std::uint64_t element_count(const std::vector<std::int64_t>& shape) {
+  std::uint64_t count = 1;
+  for (std::int64_t d : shape) {
+    const auto extent = static_cast<std::uint64_t>(d);
+    // Saturate: an absurd shape must still produce a mismatch message, not wrap.
+    if (extent != 0 && count > std::numeric_limits<std::uint64_t>::max() / extent) {
+      return std::numeric_limits<std::uint64_t>::max();
+    }
+    count *= extent;
+  }
+  return count;
+}
+
+void reset(TraceRecord& out) {
+  out.kind = TraceRecord::Kind::request;
+  TraceRequest& r = out.request;
+  r.id = 0;
+  r.ts_ms.reset();
+  r.key.clear();
+  r.key_given = false;
+  r.model.clear();
+  InputSpec& in = r.input;
+  in.kind = InputSpec::Kind::none;
+  in.shape.clear();
+  in.dtype.reset();
+  in.seed = 0;
+  in.file.clear();
+  in.data.clear();
+  TraceEvent& e = out.event;
+  e.type.clear();
+  e.model.clear();
+  e.version.clear();
+  e.ts_ms.reset();
+}
+
+// Parses and validates one line. Keeps the first schema error but goes on
+// reading the line, so that a line which is also malformed JSON further on is
+// reported as malformed JSON.
+class LineParser {
+ public:
+  explicit LineParser(std::filesystem::path folder) : folder_(std::move(folder)) {}
+
+  // Returns false with `error` set (without the "FILE:LINE: " prefix).
+  bool parse(const char* text, std::size_t length, std::size_t capacity, std::uint64_t line, TraceRecord& out,
+             std::string& error) {
+    reset(out);
+    out.line = line;
+    failed_ = false;
+    seen_ = Seen{};
+    const error_code json = parse_json(simdjson::padded_string_view(text, length, capacity), out);
+    if (json != simdjson::SUCCESS) {
+      error = fmt::format("malformed JSON ({})", simdjson::error_message(json));
+      return false;
+    }
+    if (!failed_) finish(out);
+    if (failed_) {
+      error = std::move(message_);
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  enum class Str : std::uint8_t { absent, string, other };
+  struct Seen {
+    bool id = false;
+    bool input = false;
+    bool event = false;
+    Str model = Str::absent;
+    Str version = Str::absent;
+    bool seed = false;
+    bool file = false;
+    bool data = false;
+  };
+
+  void fail(std::string_view what) {
+    if (failed_) return;
+    failed_ = true;
+    message_.assign(what);
+  }
+
+  error_code parse_json(simdjson::padded_string_view json, TraceRecord& out) {
+    od::document doc;
+    SIMDJSON_TRY(parser_.iterate(json).get(doc));
+    od::object object;
+    const error_code as_object = doc.get_object().get(object);
+    if (as_object == simdjson::INCORRECT_TYPE) {
+      SIMDJSON_TRY(validate_root(doc));
+      fail("expected a JSON object");
+      return simdjson::SUCCESS;
+    }
+    SIMDJSON_TRY(as_object);
+    for (auto field_result : object) {
+      SIMDJSON_TRY(field_result.error());
+      od::field&& field = std::move(field_result).value_unsafe();
+      std::string_view key;
+      SIMDJSON_TRY(field_name(field, key));
+      SIMDJSON_TRY(parse_field(key, field.value(), out));
+    }
+    // The object closed; anything after it (`{...} {...}`, `{...}}`) is not
+    // seen by the loop above.
+    const char* rest = nullptr;
+    if (doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+    return simdjson::SUCCESS;
+  }
+
+  // Reads a string field into `dst`; false (after validating it) if it is not one.
+  static error_code read_string(od::value& v, std::string& dst, bool& ok) {
+    std::string_view text;
+    if (v.get_string().get(text) == simdjson::SUCCESS) {
+      dst.assign(text);
+      ok = true;
+      return simdjson::SUCCESS;
+    }
+    ok = false;
+    return validate(v);
+  }
+
+  error_code parse_field(std::string_view key, od::value& v, TraceRecord& out) {
+    TraceRequest& r = out.request;
+    bool ok = false;
+    if (key == "id") {
+      seen_.id = true;
+      if (v.get_uint64().get(r.id) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v));
+        fail("field 'id' must be a non-negative integer");
+      }
+    } else if (key == "ts_ms") {
+      double ts = 0;
+      if (v.get_double().get(ts) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v));
+        fail("field 'ts_ms' must be a number");
+      } else if (ts < 0) {
+        fail("'ts_ms' must be >= 0");
+      } else {
+        r.ts_ms = ts;
+      }
+    } else if (key == "key") {
+      SIMDJSON_TRY(read_string(v, r.key, ok));
+      r.key_given = ok;
+      if (!ok) fail("field 'key' must be a string");
+    } else if (key == "input") {
+      seen_.input = true;
+      od::object input;
+      if (v.get_object().get(input) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v));
+        fail("field 'input' must be an object");
+      } else {
+        for (auto field_result : input) {
+          SIMDJSON_TRY(field_result.error());
+          od::field&& field = std::move(field_result).value_unsafe();
+          std::string_view name;
+          SIMDJSON_TRY(field_name(field, name));
+          SIMDJSON_TRY(parse_input_field(name, field.value(), r.input));
+        }
+      }
+    } else if (key == "model") {
+      // Whether a non-string model is an error depends on the line being a
+      // request or an event, and "event" may come later on the line.
+      SIMDJSON_TRY(read_string(v, r.model, ok));
+      seen_.model = ok ? Str::string : Str::other;
+    } else if (key == "version") {
+      SIMDJSON_TRY(read_string(v, out.event.version, ok));
+      seen_.version = ok ? Str::string : Str::other;
+    } else if (key == "event") {
+      seen_.event = true;
+      SIMDJSON_TRY(read_string(v, out.event.type, ok));
+      if (!ok) fail("field 'event' must be a string");
+    } else {
+      SIMDJSON_TRY(validate(v));
+    }
+    return simdjson::SUCCESS;
+  }
+
+  error_code parse_input_field(std::string_view name, od::value& v, InputSpec& in) {
+    if (name == "shape") {
+      od::array array;
+      if (v.get_array().get(array) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v));
+        fail(kShapeType);
+        return simdjson::SUCCESS;
+      }
+      in.shape.clear();
+      bool ok = true;
+      for (auto element : array) {
+        od::value item;
+        SIMDJSON_TRY(element.get(item));
+        std::int64_t extent = 0;
+        if (item.get_int64().get(extent) == simdjson::SUCCESS && extent > 0) {
+          in.shape.push_back(extent);
+        } else {
+          SIMDJSON_TRY(validate(item));
+          ok = false;
+        }
+      }
+      // An empty shape would read as "not given" (InputSpec's default), so a
+      // literal [] is refused rather than silently meaning something else.
+      if (!ok || in.shape.empty()) fail(kShapeType);
+    } else if (name == "dtype") {
+      std::string_view text;
+      if (v.get_string().get(text) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v));
+        fail(kDTypeType);
+      } else if (auto dtype = parse_dtype(text)) {
+        in.dtype = dtype;
+      } else {
+        fail(kDTypeType);
+      }
+    } else if (name == "seed") {
+      seen_.seed = true;
+      in.kind = InputSpec::Kind::seed;
+      if (v.get_uint64().get(in.seed) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v));
+        fail("field 'input.seed' must be a non-negative integer");
+      }
+    } else if (name == "file") {
+      seen_.file = true;
+      in.kind = InputSpec::Kind::file;
+      bool ok = false;
+      SIMDJSON_TRY(read_string(v, in.file, ok));
+      if (!ok) fail("field 'input.file' must be a string");
+    } else if (name == "data") {
+      seen_.data = true;
+      in.kind = InputSpec::Kind::data;
+      od::array array;
+      if (v.get_array().get(array) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v));
+        fail("field 'input.data' must be an array of numbers");
+        return simdjson::SUCCESS;
+      }
+      in.data.clear();
+      bool ok = true;
+      for (auto element : array) {
+        od::value item;
+        SIMDJSON_TRY(element.get(item));
+        double number = 0;
+        if (item.get_double().get(number) == simdjson::SUCCESS) {
+          in.data.push_back(number);
+        } else {
+          SIMDJSON_TRY(validate(item));
+          ok = false;
+        }
+      }
+      if (!ok) fail("field 'input.data' must be an array of numbers");
+    } else {
+      SIMDJSON_TRY(validate(v));
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // Checks that need the whole line: which kind of record it is and whether
+  // the input spec is complete.
+  void finish(TraceRecord& out) {
+    TraceRequest& r = out.request;
+    if (seen_.event) {
+      TraceEvent& e = out.event;
+      if (e.type != "model_update") {
+        fail(fmt::format("unknown event '{}' (expected model_update)", e.type));
+      } else if (seen_.model != Str::string) {
+        fail("model_update needs a string 'model'");
+      } else if (seen_.version != Str::string) {
+        fail("model_update needs a string 'version'");
+      }
+      out.kind = TraceRecord::Kind::event;
+      e.model.swap(r.model);
+      e.ts_ms = r.ts_ms;
+      return;
+    }
+    if (seen_.model == Str::other) return fail("field 'model' must be a string");
+    if (!seen_.input) return fail("request has no 'input'");
+    InputSpec& in = r.input;
+    const int kinds = int{seen_.seed} + int{seen_.file} + int{seen_.data};
+    if (kinds != 1) {
+      std::string found;
+      const std::pair<bool, std::string_view> parts[] = {{seen_.seed, "seed"}, {seen_.file, "file"}, {seen_.data, "data"}};
+      int listed = 0;
+      for (const auto& [present, label] : parts) {
+        if (!present) continue;
+        ++listed;
+        if (listed > 1) found += listed == kinds ? " and " : ", ";
+        found += label;
+      }
+      return fail(fmt::format("'input' needs exactly one of seed, file or data (found {})",
+                              kinds == 0 ? std::string("none") : found));
+    }
+    if (in.kind == InputSpec::Kind::data && !in.shape.empty()) {
+      const std::uint64_t needed = element_count(in.shape);
+      if (needed != in.data.size()) {
+        return fail(fmt::format("'input.data' has {} numbers but shape {} needs {}", in.data.size(),
+                                format_shape(in.shape), needed));
+      }
+    }
+    if (in.kind == InputSpec::Kind::file && !folder_.empty()) {
+      const std::filesystem::path file(in.file);
+      if (file.is_relative()) in.file = (folder_ / file).string();
+    }
+    if (!seen_.id) r.id = out.line;
+    if (!r.key_given) r.key = input_spec_key(in);
+  }
+
+  od::parser parser_;
+  std::filesystem::path folder_;
+  Seen seen_;
+  bool failed_ = false;
+  std::string message_;
+};
+
+}  // namespace
+
+struct TraceReader::Impl {
+  std::string path;
+  Options options;
+  std::FILE* file = nullptr;
+  // [begin, end) holds read but unconsumed bytes; `scan` is where the search
+  // for the next newline resumes, so a long line is not rescanned per read.
+  std::unique_ptr<char[]> buffer;
+  std::size_t capacity = 0;  // usable bytes; SIMDJSON_PADDING more are allocated
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  std::size_t scan = 0;
+  bool eof = false;
+  std::uint64_t lines = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t skipped = 0;
+  std::vector<std::string> skipped_examples;
+  LineParser parser;
+  std::string error;
+
+  Impl(std::string p, Options o)
+      : path(std::move(p)), options(o), parser(std::filesystem::path(path).parent_path()) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (file != nullptr) std::fclose(file);
+  }
+
+  [[noreturn]] void throw_unreadable(int err) const {
+    throw bad_input(fmt::format("cannot read trace '{}': {}", path, std::strerror(err)));
+  }
+
+  void open() {
+    file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr) throw_unreadable(errno);
+    // fopen succeeds on a directory; the error would only show at the first read.
+    struct stat st {};
+    if (::fstat(::fileno(file), &st) == 0 && S_ISDIR(st.st_mode)) throw_unreadable(EISDIR);
+    // We read in large blocks ourselves; stdio's own buffer would be a second copy.
+    std::setvbuf(file, nullptr, _IONBF, 0);
+    capacity = std::max<std::size_t>(options.buffer_bytes, 1);
+    allocate(capacity);
+  }
+
+  void allocate(std::size_t new_capacity) {
+    // Zeroed so that the padding simdjson may read past a line is never
+    // uninitialised memory.
+    std::unique_ptr<char[]> grown(new char[new_capacity + simdjson::SIMDJSON_PADDING]());
+    if (end > begin) std::memcpy(grown.get(), buffer.get() + begin, end - begin);
+    end -= begin;
+    scan -= begin;
+    begin = 0;
+    buffer = std::move(grown);
+    capacity = new_capacity;
+  }
+
+  // Next physical line, without its '\n'; false at end of file.
+  bool next_line(const char*& text, std::size_t& length) {
+    for (;;) {
+      if (scan < end) {
+        const void* nl = std::memchr(buffer.get() + scan, '\n', end - scan);
+        if (nl != nullptr) {
+          const std::size_t stop = static_cast<std::size_t>(static_cast<const char*>(nl) - buffer.get());
+          text = buffer.get() + begin;
+          length = stop - begin;
+          bytes += length + 1;
+          begin = scan = stop + 1;
+          ++lines;
+          return true;
+        }
+        scan = end;
+      }
+      if (eof) {
+        if (begin == end) return false;
+        text = buffer.get() + begin;
+        length = end - begin;
+        bytes += length;
+        begin = scan = end;
+        ++lines;
+        return true;
+      }
+      refill();
+    }
+  }
+
+  void refill() {
+    if (begin > 0) {
+      std::memmove(buffer.get(), buffer.get() + begin, end - begin);
+      end -= begin;
+      scan -= begin;
+      begin = 0;
+    }
+    if (end == capacity) allocate(capacity * 2);  // one line fills the buffer
+    const std::size_t want = capacity - end;
+    const std::size_t got = std::fread(buffer.get() + end, 1, want, file);
+    end += got;
+    if (got < want) {
+      if (std::ferror(file)) throw_unreadable(errno);
+      eof = true;
+      // The byte after the last line is one simdjson peeks at; make it a
+      // newline, as after every other line, instead of stale buffer content.
+      buffer[end] = '\n';
+    }
+  }
+};
+
+TraceReader::TraceReader(std::string path) : TraceReader(std::move(path), Options{}) {}
+
+TraceReader::TraceReader(std::string path, Options options)
+    : impl_(std::make_unique<Impl>(std::move(path), options)) {
+  impl_->open();
+}
+
+TraceReader::~TraceReader() = default;
+
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
+
+bool TraceReader::next(TraceRecord& out) {
+  Impl& s = *impl_;
+  const char* text = nullptr;
+  std::size_t length = 0;
+  while (s.next_line(text, length)) {
+    if (s.lines == 1 && std::string_view(text, length).substr(0, kBom.size()) == kBom) {
+      text += kBom.size();
+      length -= kBom.size();
+    }
+    if (length > 0 && text[length - 1] == '\r') --length;
+    std::size_t first = 0;
+    while (first < length && is_json_space(text[first])) ++first;
+    if (first == length) continue;
+    // The line ends inside the buffer, which has SIMDJSON_PADDING bytes past
+    // its usable capacity, so the padding simdjson needs is always there.
+    const std::size_t room = s.capacity + simdjson::SIMDJSON_PADDING - static_cast<std::size_t>(text - s.buffer.get());
+    if (s.parser.parse(text, length, room, s.lines, out, s.error)) return true;
+    std::string message = at_line(s.path, s.lines, s.error);
+    if (!s.options.skip_invalid) throw bad_input(message);
+    ++s.skipped;
+    if (s.skipped_examples.size() < kMaxSkippedExamples) s.skipped_examples.push_back(std::move(message));
+  }
+  return false;
+}
+
+const std::string& TraceReader::path() const noexcept { return impl_->path; }
+std::uint64_t TraceReader::lines() const noexcept { return impl_->lines; }
+std::uint64_t TraceReader::bytes() const noexcept { return impl_->bytes; }
+std::uint64_t TraceReader::skipped() const noexcept { return impl_->skipped; }
+const std::vector<std::string>& TraceReader::skipped_examples() const noexcept { return impl_->skipped_examples; }
+
+}  // namespace inferprof
