@@ -100,6 +100,8 @@ class Collector {
   Collector& operator=(const Collector&) = delete;
 
   void add(const RequestRecord& record);  // thread-safe
+  // Timestamps in the reports are relative to this; set before the first add().
+  void set_epoch(Nanos epoch);
 
   RunSummary summarize(const RunInfo& info) const;
   // Folded stacks "request;compute;aten::linear" -> µs of self time, with

@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -138,17 +141,6 @@ RunOutcome run_replay(const RunConfig& config) {
   info.load_ms = model.load_ms;
   info.copies_applicable = profile.model.device != "cpu";
 
-  // Warm-up: the first request's input, served N times, never measured.
-  {
-    RequestRecord scratch;
-    for (int i = 0; i < info.warmup; ++i) {
-      scratch.reset();
-      scratch.arrival = scratch.start = now_ns();
-      pipeline.serve(first->request, scratch);
-      scratch.finish();
-      info.warmup_us.push_back(static_cast<double>(scratch.total()) / 1e3);
-    }
-  }
   if (info.warmup == 0)
     info.warnings.push_back(
         "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
@@ -158,14 +150,6 @@ RunOutcome run_replay(const RunConfig& config) {
     info.warnings.push_back(fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
                                         "includes waiting for a core",
                                         config.concurrency, info.threads, cores));
-
-  const Nanos epoch = now_ns();
-  CollectorOptions copts;
-  copts.out_dir = config.out_dir;
-  copts.trace_json_max_requests = config.trace_json_max_requests;
-  copts.copies_applicable = info.copies_applicable;
-  copts.epoch = epoch;
-  Collector collector(copts);
 
   FailureLatch failure;
   BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(config.concurrency));
@@ -180,44 +164,40 @@ RunOutcome run_replay(const RunConfig& config) {
     to_collector.abort();
   };
 
-  std::thread producer([&] {
-    try {
-      TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
-      TraceRecord rec;
-      std::uint64_t seq = 0;
-      std::optional<double> t0;
-      while (!failure.failed() && (config.limit == 0 || seq < config.limit) && reader.next(rec)) {
-        bytes_read.store(reader.bytes(), std::memory_order_relaxed);
-        if (rec.kind == TraceRecord::Kind::event) {
-          ++events;
-          continue;
-        }
-        Job job;
-        job.line = rec.line;
-        job.seq = seq++;
-        if (config.open_loop) {
-          if (!rec.request.ts_ms)
-            throw bad_input(at_line(config.trace_path, rec.line,
-                                    "open-loop replay needs 'ts_ms' on every request (this one has none)"));
-          if (!t0) t0 = *rec.request.ts_ms;
-          job.due = epoch + static_cast<Nanos>((*rec.request.ts_ms - *t0) * 1e6 / config.speed);
-        }
-        job.request = std::move(rec.request);
-        if (!jobs.push(std::move(job))) break;
-      }
-      skipped = reader.skipped();
-      skipped_examples = reader.skipped_examples();
-      jobs.close();
-    } catch (...) {
-      failure.set(std::current_exception());
-      abort_all();
-    }
-  });
+  // Start gate: every worker warms up on its own thread (thread-local state in
+  // libtorch is per thread), then waits; the replay starts for all at `epoch`.
+  std::mutex gate_mutex;
+  std::condition_variable gate_cv;
+  int warmed = 0;
+  bool gate_open = false;
+  Nanos epoch = 0;
+  std::unique_ptr<Collector> collector;
+  // Opened and primed (first line parsed, buffers allocated) before the clock starts.
+  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
+  TraceRecord pending;
+  bool have_pending = reader.next(pending);
 
   std::vector<std::thread> workers;
   for (int w = 0; w < config.concurrency; ++w) {
     workers.emplace_back([&, w] {
       try {
+        {
+          // Warm-up: the first request's input, served N times, never measured.
+          RequestRecord scratch;
+          for (int i = 0; i < info.warmup && !failure.failed(); ++i) {
+            scratch.reset();
+            scratch.arrival = scratch.start = now_ns();
+            pipeline.serve(first->request, scratch);
+            scratch.finish();
+            if (w == 0) info.warmup_us.push_back(static_cast<double>(scratch.total()) / 1e3);
+          }
+          std::unique_lock<std::mutex> lock(gate_mutex);
+          ++warmed;
+          gate_cv.notify_all();
+          gate_cv.wait(lock, [&] { return gate_open; });
+        }
+        if (failure.failed()) return;
+        wait_until(epoch);
         Batch batch(kBatch);
         std::size_t used = 0;
         Job job;
@@ -248,15 +228,74 @@ RunOutcome run_replay(const RunConfig& config) {
       } catch (...) {
         failure.set(std::current_exception());
         abort_all();
+        std::lock_guard<std::mutex> lock(gate_mutex);
+        ++warmed;
+        gate_cv.notify_all();
       }
     });
   }
+
+  {
+    std::unique_lock<std::mutex> lock(gate_mutex);
+    gate_cv.wait(lock, [&] { return warmed == config.concurrency; });
+  }
+  try {
+    CollectorOptions copts;
+    copts.out_dir = config.out_dir;
+    copts.trace_json_max_requests = config.trace_json_max_requests;
+    copts.copies_applicable = info.copies_applicable;
+    collector = std::make_unique<Collector>(copts);
+  } catch (...) {
+    failure.set(std::current_exception());
+    abort_all();
+  }
+  // Everything is set up before the clock starts; the lead covers starting the
+  // producer and collector threads and waking the workers, so none of it is
+  // charged to the first requests (in open loop it would show as queueing).
+  epoch = now_ns() + 2'000'000;
+  if (collector) collector->set_epoch(epoch);
+
+  std::thread producer([&] {
+    try {
+      TraceRecord rec;
+      bool have = have_pending;
+      if (have) rec = std::move(pending);
+      std::uint64_t seq = 0;
+      std::optional<double> t0;
+      while (!failure.failed() && (config.limit == 0 || seq < config.limit) && (have || reader.next(rec))) {
+        have = false;
+        bytes_read.store(reader.bytes(), std::memory_order_relaxed);
+        if (rec.kind == TraceRecord::Kind::event) {
+          ++events;
+          continue;
+        }
+        Job job;
+        job.line = rec.line;
+        job.seq = seq++;
+        if (config.open_loop) {
+          if (!rec.request.ts_ms)
+            throw bad_input(at_line(config.trace_path, rec.line,
+                                    "open-loop replay needs 'ts_ms' on every request (this one has none)"));
+          if (!t0) t0 = *rec.request.ts_ms;
+          job.due = epoch + static_cast<Nanos>((*rec.request.ts_ms - *t0) * 1e6 / config.speed);
+        }
+        job.request = std::move(rec.request);
+        if (!jobs.push(std::move(job))) break;
+      }
+      skipped = reader.skipped();
+      skipped_examples = reader.skipped_examples();
+      jobs.close();
+    } catch (...) {
+      failure.set(std::current_exception());
+      abort_all();
+    }
+  });
 
   std::thread collector_thread([&] {
     try {
       Batch batch;
       while (to_collector.pop(batch)) {
-        for (const auto& r : batch) collector.add(r);
+        for (const auto& r : batch) collector->add(r);
         if (batch.size() == kBatch) recycled.try_push(std::move(batch));
       }
     } catch (...) {
@@ -264,6 +303,12 @@ RunOutcome run_replay(const RunConfig& config) {
       abort_all();
     }
   });
+
+  {
+    std::lock_guard<std::mutex> lock(gate_mutex);
+    gate_open = true;
+  }
+  gate_cv.notify_all();
 
   // The main thread only reports progress, on a terminal, four times a second.
   const bool show_progress = config.progress && isatty(STDERR_FILENO);
@@ -305,9 +350,9 @@ RunOutcome run_replay(const RunConfig& config) {
   info.peak_rss_mb = peak_rss_mb();
 
   RunOutcome outcome;
-  outcome.summary = collector.summarize(info);
+  outcome.summary = collector->summarize(info);
   if (!config.out_dir.empty()) {
-    collector.commit(outcome.summary);
+    collector->commit(outcome.summary);
     for (const char* f : {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
       outcome.files.push_back((fs::path(config.out_dir) / f).string());
   }

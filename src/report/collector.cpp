@@ -80,7 +80,7 @@ struct Collector::Impl {
     return it->second;
   }
 
-  const CollectorOptions options;
+  CollectorOptions options;  // epoch is set once more, before the first add()
   mutable std::mutex mutex;
 
   std::uint64_t requests = 0;
@@ -121,6 +121,12 @@ Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>(st
 
 Collector::~Collector() {
   if (!impl_->committed) discard();
+}
+
+void Collector::set_epoch(Nanos epoch) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->options.epoch = epoch;
+  impl_->trace.set_epoch(epoch);
 }
 
 void Collector::add(const RequestRecord& r) {

@@ -58,6 +58,7 @@ class ChromeTraceWriter {
   static constexpr std::uint32_t kQueueTidBase = 1000;
 
   explicit ChromeTraceWriter(Nanos epoch) : epoch_(epoch) {}
+  void set_epoch(Nanos epoch) { epoch_ = epoch; }
 
   static std::string_view header() { return "{\"traceEvents\":[\n"; }
   // Appends one "X" event for the request root and one per span.
