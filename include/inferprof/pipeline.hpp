@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "inferprof/cache.hpp"
 #include "inferprof/profile.hpp"
 #include "inferprof/timing.hpp"
 #include "inferprof/trace.hpp"
@@ -25,10 +26,20 @@ struct ModelMetadata {
 
 struct ModelInfo {
   std::string path;
+  std::string version;          // "xxh3:<16 hex>" of the file: the result caches' key prefix
   ModelMetadata meta;
   std::int64_t file_bytes = 0;
   std::int64_t parameters = 0;  // counted from the loaded module
   double load_ms = 0;           // read + deserialise + move to device
+};
+
+// The cache tiers a request goes through (any may be null: tier off).
+// Lookups go L1 -> L2 -> L3 -> compute; a hit in a lower tier fills the ones above.
+struct CacheSet {
+  CacheTier* l1 = nullptr;
+  CacheTier* l2 = nullptr;
+  CacheTier* l3 = nullptr;
+  bool any() const noexcept { return l1 || l2 || l3; }
 };
 
 struct PipelineOptions {
@@ -51,7 +62,16 @@ class Pipeline {
   // recording each stage (and its children) in `record`. Safe to call from
   // several threads at once. Throws Error naming the request on failure:
   // bad_input for an unreadable input file, runtime when the model rejects it.
-  void serve(const TraceRequest& request, RequestRecord& record);
+  // With caches, record.cache_outcome says what served it: "l1_hit",
+  // "l2_hit", "l3_hit" (computed from a cached preprocessed input) or "miss".
+  // `served`, if given, receives the output as an encoded tensor blob.
+  void serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches = nullptr,
+             Blob* served = nullptr);
+
+  // Recomputes the request without any cache and compares the output with
+  // `served`. Returns the max absolute difference (0 when identical);
+  // infinity when shapes or dtypes differ or `served` does not decode.
+  double verify(const TraceRequest& request, const Blob& served);
 
   // The shape/dtype a seed input gets when the request leaves them out.
   std::vector<std::int64_t> default_shape() const;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inferprof/cache.hpp"
 #include "inferprof/trace.hpp"
 
 namespace inferprof {
@@ -40,6 +41,12 @@ struct Profile {
     std::optional<DType> dtype;
   } input;
   std::vector<PreprocessOp> preprocess;
+  // [cache.l1], [cache.l2], [cache.l3]: the tiers as configured (unset: the
+  // built-in defaults of cache_defaults()). [compare] caches = ["none", "l1", ...].
+  struct Cache {
+    std::optional<TierSpec> l1, l2, l3;
+  } cache;
+  std::vector<std::string> compare_caches;
 
   // A canonical text of everything that changes a preprocessed tensor, so the
   // preprocessed-input cache key changes when the profile does.

@@ -4,6 +4,7 @@
 // their ts_ms, scaled by speed; the wait before service is the queue stage).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inferprof/profile.hpp"
@@ -28,11 +29,27 @@ struct RunConfig {
   bool progress = false;    // a live progress line on stderr (only when it is a terminal)
   bool skip_invalid = false;
   std::uint64_t trace_json_max_requests = 20000;
+  // Cache tiers for this replay, resolved (backend and location set); empty:
+  // no caching. Each replay starts them empty; remote ones are cleared before
+  // and after, in the namespace `cache_namespace` (unique per replay).
+  std::vector<TierSpec> tiers;
+  std::string cache_namespace;
+  double verify_fraction = 0;  // share of cache hits recomputed and compared (--verify)
 };
+
+// The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the
+// profile's [cache.lN], else the built-in default (l1 lru:1000 in-process,
+// l2 lru:100000 in-process, l3 LMDB in `scratch_dir`), then `overrides`
+// (--tier) by tier name; `redis_url` moves l2 and (unless the profile places
+// it) l3 onto Redis. Throws Error(bad_input) naming what is wrong.
+std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& which,
+                                    const std::vector<TierSpec>& overrides, const std::string& redis_url,
+                                    const std::string& scratch_dir);
 
 struct RunOutcome {
   RunSummary summary;
   std::vector<std::string> files;  // report files written
+  std::vector<std::pair<std::string, std::uint64_t>> folded;  // the flame graph's stacks (µs)
 };
 
 // Loads the model, warms up, replays, aggregates and (with out_dir) writes the

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "inferprof/cache.hpp"
 #include "inferprof/timing.hpp"
 
 namespace inferprof {
@@ -65,6 +66,30 @@ struct OpStats {
   double share_of_compute = 0;  // self_us / compute total
 };
 
+// What one cache tier did during the run.
+struct CacheTierReport {
+  TierSpec spec;
+  std::string where;  // "in-process", "redis://host:port/db" (never a password), "lmdb PATH"
+  TierStats stats;
+};
+
+// Latency of the requests grouped by what served them: "l1_hit", "l2_hit",
+// "l3_hit", "miss" (perf_analyzer's cache hit latency vs miss latency).
+struct OutcomeStats {
+  std::string outcome;
+  std::uint64_t count = 0;
+  double mean_us = 0, p50_us = 0, p99_us = 0;
+};
+
+// --verify: cache hits recomputed without caches and compared.
+struct VerifyReport {
+  bool enabled = false;
+  double fraction = 0;
+  std::uint64_t checked = 0, mismatches = 0;
+  double max_abs_diff = 0;
+  std::vector<std::string> examples;  // "request 17 (l2_hit): max abs difference 0.5"
+};
+
 struct RunSummary {
   RunInfo info;
   std::uint64_t requests = 0;  // measured requests
@@ -77,6 +102,12 @@ struct RunSummary {
   std::uint64_t trace_json_requests = 0;  // requests trace.json holds (capped)
   std::uint64_t csv_rows = 0;
   std::vector<std::string> failed_examples;  // "id 17: why", the first few failed requests
+  std::vector<CacheTierReport> caches;  // empty: no cache tier configured
+  std::vector<OutcomeStats> outcomes;   // only with caches
+  VerifyReport verify;
+  // A uniform sample (reservoir, at most 50,000) of request totals in µs, for
+  // confidence intervals of comparisons; not written to summary.json.
+  std::vector<double> latency_sample_us;
 };
 
 struct CollectorOptions {

@@ -19,6 +19,7 @@ int run_cli(int argc, char** argv) {
     runners[app.get_subcommands({})[before]] = std::move(r);
   };
   add(add_run_command);
+  add(add_compare_command);
   add(add_gen_model_command);
   add(add_gen_trace_command);
 

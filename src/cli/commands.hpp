@@ -14,6 +14,7 @@ namespace inferprof::cli {
 // returns the exit code.
 using Runner = std::function<int()>;
 Runner add_run_command(CLI::App& app);
+Runner add_compare_command(CLI::App& app);
 Runner add_gen_model_command(CLI::App& app);
 Runner add_gen_trace_command(CLI::App& app);
 

@@ -3,7 +3,12 @@
 #include <simdjson.h>
 #include <torch/version.h>
 
+#include <xxhash.h>
+
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -42,6 +47,46 @@ ModelMetadata parse_metadata(const std::string& json) {
   return meta;
 }
 
+// Identifies the model's bytes: a changed file changes every result key.
+std::string file_version(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  auto digest = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return fmt::format("xxh3:{:016x}", digest);
+}
+
+Blob encode_output(const at::Tensor& tensor) {
+  at::Tensor t = tensor.contiguous();
+  auto dtype = detail::from_scalar_type(t.scalar_type());
+  if (!dtype) return nullptr;  // an exotic dtype is served uncached
+  return std::make_shared<const std::string>(encode_tensor(*dtype, t.sizes().vec(), t.data_ptr(), t.nbytes()));
+}
+
+// Zero-copy: the tensor keeps the blob alive. Models do not write to their input.
+at::Tensor tensor_of(const Blob& blob) {
+  auto view = decode_tensor(*blob);
+  if (!view) return {};
+  void* data = const_cast<char*>(view->bytes.data());
+  return at::from_blob(
+      data, view->shape, [keep = blob](void*) {}, at::TensorOptions().dtype(detail::to_scalar_type(view->dtype)));
+}
+
+struct TierNames {
+  std::uint32_t l1, l2, l3;
+};
+const TierNames& tier_names() {
+  static const TierNames names{NameTable::global().intern("l1"), NameTable::global().intern("l2"),
+                               NameTable::global().intern("l3")};
+  return names;
+}
+
 }  // namespace
 
 struct Pipeline::Impl {
@@ -51,6 +96,10 @@ struct Pipeline::Impl {
   PipelineOptions options;
   std::vector<std::int64_t> default_shape;
   DType default_dtype = DType::float32;
+  std::string fingerprint;  // of the preprocessing: part of every L3 key
+
+  at::Tensor prepare(const TraceRequest& request, RequestRecord& record);
+  at::Tensor forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record, bool record_ops);
 
   Impl(const std::vector<PreprocessOp>& ops, PipelineOptions opts) : preprocess(ops), options(std::move(opts)) {}
 };
@@ -84,11 +133,13 @@ Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const 
                                       why));
   }
   info.load_ms = static_cast<double>(now_ns() - t0) / 1e6;
+  info.version = file_version(model_path);
   info.meta = parse_metadata(extra[kMetadataFile]);
   for (const auto& p : impl_->module.parameters()) info.parameters += p.numel();
 
   impl_->default_shape = !profile.input.shape.empty() ? profile.input.shape : info.meta.input_shape;
   impl_->default_dtype = profile.input.dtype.value_or(info.meta.input_dtype.value_or(DType::float32));
+  impl_->fingerprint = profile.preprocess_fingerprint();
   if (options.record_ops) detail::OpRecorder::install();
 }
 
@@ -98,41 +149,126 @@ const ModelInfo& Pipeline::model() const noexcept { return impl_->info; }
 std::vector<std::int64_t> Pipeline::default_shape() const { return impl_->default_shape; }
 DType Pipeline::default_dtype() const { return impl_->default_dtype; }
 
-void Pipeline::serve(const TraceRequest& request, RequestRecord& record) {
-  c10::InferenceMode inference;
+at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& record) {
   at::Tensor x;
   {
     ScopedSpan span(record, Stage::input);
     try {
-      x = detail::make_input(request, impl_->default_shape, impl_->default_dtype);
+      x = detail::make_input(request, default_shape, default_dtype);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
       throw bad_input(fmt::format("request {}: cannot build its input: {}", request.id, torch_error_line(e)));
     }
   }
-  {
-    ScopedSpan span(record, Stage::preprocess);
-    x = impl_->preprocess.run(std::move(x), request, record, span.index());
+  ScopedSpan span(record, Stage::preprocess);
+  return preprocess.run(std::move(x), request, record, span.index());
+}
+
+at::Tensor Pipeline::Impl::forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
+                                   bool record_ops) {
+  ScopedSpan span(record, Stage::compute);
+  detail::OpRecorder::Scope ops(record_ops, record, span.index());
+  try {
+    c10::IValue out = module.forward({x});
+    return out.isTensor() ? out.toTensor() : at::Tensor();
+  } catch (const std::exception& e) {
+    const auto& meta = info.meta;
+    std::string expected;
+    if (!meta.input_shape.empty())
+      expected = fmt::format("; the model expects {} {}", format_shape(meta.input_shape),
+                             meta.input_dtype ? dtype_name(*meta.input_dtype) : "");
+    auto dtype = detail::from_scalar_type(x.scalar_type());
+    throw runtime_failure(fmt::format("request {}: the model rejected its input of shape {} {}{}: {}", request.id,
+                                      format_shape(x.sizes().vec()), dtype ? dtype_name(*dtype) : "tensor", expected,
+                                      torch_error_line(e)));
   }
+}
+
+void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served) {
+  c10::InferenceMode inference;
+  Impl& m = *impl_;
+  if (!caches || !caches->any()) {
+    at::Tensor out = m.forward(request, m.prepare(request, record), record, m.options.record_ops);
+    if (served) *served = out.defined() ? encode_output(out) : nullptr;
+    return;
+  }
+  const TierNames& names = tier_names();
+  const bool results = caches->l1 || caches->l2;
+  CacheKey rkey, pkey;
+  at::Tensor x;
   {
-    ScopedSpan span(record, Stage::compute);
-    detail::OpRecorder::Scope ops(impl_->options.record_ops, record, span.index());
-    try {
-      c10::IValue out = impl_->module.forward({x});
-      (void)out;
-    } catch (const std::exception& e) {
-      const auto& meta = impl_->info.meta;
-      std::string expected;
-      if (!meta.input_shape.empty())
-        expected = fmt::format("; the model expects {} {}", format_shape(meta.input_shape),
-                               meta.input_dtype ? dtype_name(*meta.input_dtype) : "");
-      auto dtype = detail::from_scalar_type(x.scalar_type());
-      throw runtime_failure(fmt::format("request {}: the model rejected its input of shape {} {}{}: {}", request.id,
-                                        format_shape(x.sizes().vec()), dtype ? dtype_name(*dtype) : "tensor",
-                                        expected, torch_error_line(e)));
+    ScopedSpan cache(record, Stage::cache);
+    if (results) rkey = result_key(m.info.version, request.key);
+    if (caches->l1) {
+      ScopedSpan span(record, names.l1, cache.index());
+      if (Blob hit = caches->l1->get(rkey, now_ns())) {
+        record.cache_outcome = "l1_hit";
+        if (served) *served = std::move(hit);
+        return;
+      }
+    }
+    if (caches->l2) {
+      Blob hit;
+      {
+        ScopedSpan span(record, names.l2, cache.index());
+        hit = caches->l2->get(rkey, now_ns());
+      }
+      if (hit) {
+        if (caches->l1) {
+          ScopedSpan span(record, names.l1, cache.index());
+          caches->l1->put(rkey, hit, now_ns());
+        }
+        record.cache_outcome = "l2_hit";
+        if (served) *served = std::move(hit);
+        return;
+      }
+    }
+    if (caches->l3) {
+      ScopedSpan span(record, names.l3, cache.index());
+      pkey = preprocessed_key(m.fingerprint, request.key);
+      if (Blob hit = caches->l3->get(pkey, now_ns())) x = tensor_of(hit);
     }
   }
+  const bool l3_hit = x.defined();
+  record.cache_outcome = l3_hit ? "l3_hit" : "miss";
+  if (!l3_hit) {
+    x = m.prepare(request, record);
+    if (caches->l3) {
+      ScopedSpan cache(record, Stage::cache);
+      ScopedSpan span(record, names.l3, cache.index());
+      if (Blob blob = encode_output(x)) caches->l3->put(pkey, std::move(blob), now_ns());
+    }
+  }
+  at::Tensor out = m.forward(request, x, record, m.options.record_ops);
+  if (!out.defined()) return;  // non-tensor outputs (tuples, dicts) are served uncached
+  if (results || served) {
+    ScopedSpan cache(record, Stage::cache);
+    Blob blob;
+    {
+      // Serialising the output is the price of caching it: charged to the first tier that stores it.
+      ScopedSpan span(record, caches->l1 ? names.l1 : names.l2, cache.index());
+      blob = encode_output(out);
+      if (blob && caches->l1) caches->l1->put(rkey, blob, now_ns());
+    }
+    if (blob && caches->l2) {
+      ScopedSpan span(record, names.l2, cache.index());
+      caches->l2->put(rkey, blob, now_ns());
+    }
+    if (served) *served = std::move(blob);
+  }
+}
+
+double Pipeline::verify(const TraceRequest& request, const Blob& served) {
+  c10::InferenceMode inference;
+  RequestRecord scratch;
+  at::Tensor fresh = impl_->forward(request, impl_->prepare(request, scratch), scratch, false);
+  if (!served || !fresh.defined()) return std::numeric_limits<double>::infinity();
+  at::Tensor cached = tensor_of(served);
+  if (!cached.defined() || cached.sizes() != fresh.sizes() || cached.scalar_type() != fresh.scalar_type())
+    return std::numeric_limits<double>::infinity();
+  if (cached.numel() == 0) return 0;
+  return (cached.to(at::kDouble) - fresh.to(at::kDouble)).abs().max().item<double>();
 }
 
 int configure_threads(int requested) {

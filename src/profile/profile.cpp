@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 // Sections later issues read (cache tiers, model store, update modes); a
 // profile may carry them before this build understands them.
-const std::set<std::string_view> kReservedSections = {"cache", "compare", "store", "update"};
+const std::set<std::string_view> kReservedSections = {"store", "update"};
 
 struct Ctx {
   const std::string& source;
@@ -142,6 +142,47 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
   return op;
 }
 
+// [cache.lN]: policy, capacity (entries), max_bytes (integer or "64MB"),
+// ttl ("30s" or seconds), backend, url (redis), path (lmdb).
+TierSpec parse_tier(const Ctx& ctx, const toml::node& node, const std::string& tier) {
+  std::string where = "[cache." + tier + "]";
+  const toml::table* t = node.as_table();
+  if (!t) ctx.fail(&node, where + " must be a table");
+  reject_unknown_keys(ctx, *t, where, {"policy", "capacity", "max_bytes", "ttl", "backend", "url", "path"});
+  TierSpec spec;
+  spec.tier = tier;
+  std::string policy = get_string(ctx, *t, "policy", where, "lru");
+  auto p = parse_policy(policy);
+  if (!p) ctx.fail(t->get("policy"), fmt::format("'policy' in {} must be lru, lfu, fifo or ttl (got '{}')", where, policy));
+  spec.policy = *p;
+  spec.max_entries = static_cast<std::uint64_t>(get_int(ctx, *t, "capacity", where, 0, 0));
+  if (const toml::node* b = t->get("max_bytes")) {
+    if (b->is_integer() && *b->value<std::int64_t>() >= 0) {
+      spec.max_bytes = static_cast<std::uint64_t>(*b->value<std::int64_t>());
+    } else {
+      auto bytes = b->is_string() ? parse_byte_size(*b->value<std::string_view>()) : std::nullopt;
+      if (!bytes) ctx.fail(b, fmt::format("'max_bytes' in {} must be bytes or a size like \"64MB\"", where));
+      spec.max_bytes = *bytes;
+    }
+  }
+  if (const toml::node* ttl = t->get("ttl")) {
+    std::optional<double> s;
+    if (ttl->is_number()) s = ttl->value<double>();
+    else if (ttl->is_string()) s = parse_ttl_s(*ttl->value<std::string_view>());
+    if (!s || *s < 0) ctx.fail(ttl, fmt::format("'ttl' in {} must be seconds or a duration like \"30s\"", where));
+    spec.ttl_s = *s;
+  }
+  spec.backend = get_string(ctx, *t, "backend", where, tier == "l3" ? "lmdb" : "memory");
+  spec.location = get_string(ctx, *t, spec.backend == "lmdb" ? "path" : "url", where, "");
+  if (tier == "l1" && spec.backend != "memory") ctx.fail(t->get("backend"), "[cache.l1] is in-process: backend must be \"memory\"");
+  if (tier != "l3" && spec.backend == "lmdb")
+    ctx.fail(t->get("backend"), fmt::format("{} holds results: backend must be \"memory\" or \"redis\"", where));
+  if (tier == "l3" && spec.backend == "memory")
+    ctx.fail(t->get("backend"), "[cache.l3] is the preprocessed-input cache: backend must be \"lmdb\" or \"redis\"");
+  validate_tier_spec(spec, at_line(ctx.source, node.source().begin.line, where));
+  return spec;
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(fmt::format("cannot read profile '{}': {}", path.string(), std::strerror(errno)));
@@ -192,8 +233,8 @@ Profile parse_profile(std::string_view text, const std::string& source) {
   p.source = source;
   for (auto&& [key, node] : root) {
     std::string_view k = key.str();
-    if (k != "name" && k != "description" && k != "model" && k != "input" && k != "preprocess" &&
-        !kReservedSections.count(k))
+    if (k != "name" && k != "description" && k != "model" && k != "input" && k != "preprocess" && k != "cache" &&
+        k != "compare" && !kReservedSections.count(k))
       ctx.fail(&node, fmt::format("unknown key '{}' (expected name, description, model, input, preprocess, cache)", k));
   }
   p.name = get_string(ctx, root, "name", "the profile", fs::path(source).stem().string());
@@ -227,6 +268,27 @@ Profile parse_profile(std::string_view text, const std::string& source) {
     const toml::array* ops = n->as_array();
     if (!ops) ctx.fail(n, "'preprocess' must be an array of tables ([[preprocess]])");
     for (std::size_t i = 0; i < ops->size(); ++i) p.preprocess.push_back(parse_op(ctx, *ops->get(i), i));
+  }
+  if (const toml::node* n = root.get("cache")) {
+    const toml::table* c = n->as_table();
+    if (!c) ctx.fail(n, "[cache] must be a table of [cache.l1], [cache.l2], [cache.l3]");
+    reject_unknown_keys(ctx, *c, "[cache]", {"l1", "l2", "l3"});
+    if (const toml::node* t = c->get("l1")) p.cache.l1 = parse_tier(ctx, *t, "l1");
+    if (const toml::node* t = c->get("l2")) p.cache.l2 = parse_tier(ctx, *t, "l2");
+    if (const toml::node* t = c->get("l3")) p.cache.l3 = parse_tier(ctx, *t, "l3");
+  }
+  if (const toml::node* n = root.get("compare")) {
+    const toml::table* c = n->as_table();
+    if (!c) ctx.fail(n, "[compare] must be a table");
+    reject_unknown_keys(ctx, *c, "[compare]", {"caches"});
+    if (const toml::node* list = c->get("caches")) {
+      const toml::array* arr = list->as_array();
+      if (!arr) ctx.fail(list, "'caches' in [compare] must be an array of strings like \"l1,l2\"");
+      for (auto&& e : *arr) {
+        if (!e.is_string()) ctx.fail(&e, "'caches' in [compare] must be an array of strings like \"l1,l2\"");
+        p.compare_caches.emplace_back(*e.value<std::string_view>());
+      }
+    }
   }
   return p;
 }

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/trace.hpp"
@@ -38,6 +40,9 @@ struct Job {
 // Records travel to the collector thread in batches, so a worker pays one
 // queue operation per kBatch requests and none of the aggregation work.
 constexpr std::size_t kBatch = 64;
+// Served and recomputed outputs of the same deterministic computation agree
+// to the bit on one machine; the tolerance only absorbs float reassociation.
+constexpr double kVerifyTolerance = 1e-4;
 using Batch = std::vector<RequestRecord>;
 
 // First request of the trace: the warm-up input, and an early "empty trace" error.
@@ -97,7 +102,131 @@ class FailureLatch {
   std::atomic<bool> failed_{false};
 };
 
+// Owns the tiers of one replay and their CacheSet view.
+struct Tiers {
+  std::vector<std::unique_ptr<CacheTier>> owned;
+  std::vector<std::string> where;
+  CacheSet set;
+  std::vector<std::string> scratch;  // LMDB folders made for this replay, removed after it
+  Tiers() = default;
+  Tiers(Tiers&&) = default;
+  // The run's keys are deleted when it ends, also when it fails: a shared
+  // Redis keeps nothing of it.
+  ~Tiers() {
+    for (auto& tier : owned) {
+      try {
+        tier->clear();
+      } catch (...) {
+      }
+    }
+    owned.clear();  // close LMDB environments before removing their folders
+    std::error_code ec;
+    for (const auto& dir : scratch) fs::remove_all(dir, ec);
+  }
+};
+
+Tiers build_tiers(const RunConfig& config) {
+  Tiers t;
+  for (const TierSpec& spec : config.tiers) {
+    std::unique_ptr<CacheTier> tier;
+    if (spec.backend == "memory") {
+      tier = make_memory_tier(spec);
+      t.where.push_back("in-process");
+    } else if (spec.backend == "redis") {
+      auto backend = make_redis_backend(spec.location, config.cache_namespace);
+      t.where.push_back(backend->describe());
+      tier = make_backend_tier(spec, std::move(backend));
+    } else {
+      std::string path = spec.location;
+      if (path.empty()) {
+        // No path configured: a private folder for this replay alone.
+        path = (fs::temp_directory_path() / fmt::format("inferprof-l3-{}-XXXXXX", ::getpid())).string();
+        if (!::mkdtemp(path.data())) throw runtime_failure("cannot create a folder for the L3 cache under " +
+                                                           fs::temp_directory_path().string());
+        t.scratch.push_back(path);
+      }
+      auto backend = make_lmdb_backend(path, config.cache_namespace);
+      t.where.push_back(backend->describe());
+      tier = make_backend_tier(spec, std::move(backend));
+    }
+    tier->clear();  // a cold, empty start
+    if (spec.tier == "l1") t.set.l1 = tier.get();
+    else if (spec.tier == "l2") t.set.l2 = tier.get();
+    else t.set.l3 = tier.get();
+    t.owned.push_back(std::move(tier));
+  }
+  return t;
+}
+
+// Deterministic sample of the hits to verify: the same requests every run.
+bool sampled(std::uint64_t seq, double fraction) {
+  if (fraction >= 1) return true;
+  std::uint64_t x = seq * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 29;
+  return static_cast<double>(x >> 11) * 0x1.0p-53 < fraction;
+}
+
 }  // namespace
+
+std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& which,
+                                    const std::vector<TierSpec>& overrides, const std::string& redis_url,
+                                    const std::string& scratch_dir) {
+  std::vector<TierSpec> out;
+  if (which.empty() || which == "none") return out;
+  std::vector<std::string> names;
+  std::string part;
+  for (std::size_t i = 0; i <= which.size(); ++i) {
+    if (i == which.size() || which[i] == ',' || which[i] == '+') {
+      if (part != "l1" && part != "l2" && part != "l3")
+        throw bad_input(fmt::format("cache configuration '{}': expected none or tiers l1, l2, l3 joined by commas "
+                                    "(e.g. l1,l2)",
+                                    which));
+      if (std::find(names.begin(), names.end(), part) != names.end())
+        throw bad_input(fmt::format("cache configuration '{}' names {} twice", which, part));
+      names.push_back(part);
+      part.clear();
+    } else {
+      part += which[i];
+    }
+  }
+  for (const char* tier : {"l1", "l2", "l3"}) {
+    if (std::find(names.begin(), names.end(), tier) == names.end()) continue;
+    const std::optional<TierSpec>& configured = std::string(tier) == "l1"   ? profile.cache.l1
+                                                : std::string(tier) == "l2" ? profile.cache.l2
+                                                                            : profile.cache.l3;
+    TierSpec spec;
+    if (configured) {
+      spec = *configured;
+    } else {
+      spec.tier = tier;
+      spec.policy = Policy::lru;
+      spec.max_entries = spec.tier == "l1" ? 1000 : spec.tier == "l2" ? 100000 : 0;
+      spec.backend = spec.tier == "l3" ? "lmdb" : "memory";
+    }
+    for (const TierSpec& o : overrides)
+      if (o.tier == spec.tier) {
+        std::string backend = spec.backend, location = spec.location;
+        spec = o;
+        if (o.backend == "memory" && spec.tier != "l1") {
+          // --tier sets the policy; where the tier lives stays as configured.
+          spec.backend = backend;
+          spec.location = location;
+        }
+      }
+    if (!redis_url.empty() && (spec.tier == "l2" || (spec.tier == "l3" && !profile.cache.l3))) {
+      spec.backend = "redis";
+      spec.location = redis_url;
+    }
+    if (spec.backend == "redis" && spec.location.empty())
+      throw bad_input(fmt::format("{} is on Redis but no URL is given: use --redis URL or INFERPROF_REDIS_URL, or "
+                                  "url = \"redis://host:port\" in [cache.{}]",
+                                  spec.tier, spec.tier));
+    if (spec.backend == "lmdb" && spec.location.empty() && !scratch_dir.empty())
+      spec.location = (fs::path(scratch_dir) / "l3.lmdb").string();
+    out.push_back(spec);
+  }
+  return out;
+}
 
 RunOutcome run_replay(const RunConfig& config) {
   const Profile& profile = config.profile;
@@ -130,6 +259,15 @@ RunOutcome run_replay(const RunConfig& config) {
                             "to replay closed-loop"));
   std::error_code ec;
   info.trace_bytes = fs::file_size(config.trace_path, ec);
+
+  // Backends first: an unreachable Redis fails fast, before the model load.
+  Tiers tiers = build_tiers(config);
+  const CacheSet* caches = tiers.set.any() ? &tiers.set : nullptr;
+  std::mutex verify_mutex;
+  std::atomic<Nanos> verify_ns{0};  // time spent verifying: not part of the replay's wall time
+  VerifyReport verify;
+  verify.enabled = caches && config.verify_fraction > 0;
+  verify.fraction = config.verify_fraction;
 
   info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
   Pipeline pipeline(config.model_path, profile, PipelineOptions{profile.model.device, config.ops});
@@ -200,6 +338,7 @@ RunOutcome run_replay(const RunConfig& config) {
         wait_until(epoch);
         Batch batch(kBatch);
         std::size_t used = 0;
+        Blob served;
         Job job;
         while (jobs.pop(job)) {
           RequestRecord& r = batch[used];
@@ -214,8 +353,25 @@ RunOutcome run_replay(const RunConfig& config) {
             r.arrival = job.due;
           }
           r.start = now_ns();
-          pipeline.serve(job.request, r);
+          const bool check = verify.enabled && sampled(job.seq, config.verify_fraction);
+          served.reset();
+          pipeline.serve(job.request, r, caches, check ? &served : nullptr);
           r.finish();
+          if (check && r.cache_outcome != "miss") {
+            // Outside the measured request: recompute without caches and compare.
+            Nanos v0 = now_ns();
+            double diff = pipeline.verify(job.request, served);
+            verify_ns.fetch_add(now_ns() - v0, std::memory_order_relaxed);
+            std::lock_guard<std::mutex> lock(verify_mutex);
+            ++verify.checked;
+            verify.max_abs_diff = std::max(verify.max_abs_diff, diff);
+            if (!(diff <= kVerifyTolerance)) {
+              ++verify.mismatches;
+              if (verify.examples.size() < 5)
+                verify.examples.push_back(fmt::format("request {} ({}): max abs difference {:.6g}", job.request.id,
+                                                      r.cache_outcome, diff));
+            }
+          }
           done.fetch_add(1, std::memory_order_relaxed);
           if (++used == kBatch) {
             if (!to_collector.push(std::move(batch))) return;
@@ -340,7 +496,8 @@ RunOutcome run_replay(const RunConfig& config) {
   if (done.load() == 0)
     throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.trace_path,
                                 skipped ? fmt::format(" ({} invalid lines skipped)", skipped) : ""));
-  info.wall_s = static_cast<double>(replay_end - epoch) / 1e9;
+  // Verification stalls the workers between requests; take it out of the replay time.
+  info.wall_s = static_cast<double>(replay_end - epoch - verify_ns.load() / config.concurrency) / 1e9;
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
   if (events)
@@ -351,6 +508,15 @@ RunOutcome run_replay(const RunConfig& config) {
 
   RunOutcome outcome;
   outcome.summary = collector->summarize(info);
+  for (std::size_t i = 0; i < tiers.owned.size(); ++i) {
+    CacheTierReport report;
+    report.spec = tiers.owned[i]->spec();
+    report.where = tiers.where[i];
+    report.stats = tiers.owned[i]->stats();
+    outcome.summary.caches.push_back(report);
+  }
+  outcome.summary.verify = verify;
+  outcome.folded = collector->folded();
   if (!config.out_dir.empty()) {
     collector->commit(outcome.summary);
     for (const char* f : {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -91,6 +92,12 @@ struct Collector::Impl {
   std::array<std::uint64_t, kStageCount> stage_count{};
   Histogram total_hist;
   std::vector<std::string> failed_examples;
+  // Latency by what served the request; a handful of outcomes, so a small map.
+  std::map<std::string, Histogram> outcome_hist;
+  // Reservoir sample of totals (Vitter's algorithm R, fixed seed: reproducible).
+  static constexpr std::size_t kSample = 50000;
+  std::vector<double> sample;
+  std::uint64_t rng = 0x2545F4914F6CDD1Dull;
 
   std::unordered_map<std::uint64_t, std::uint32_t> path_ids;  // (parent path, name) -> path
   std::vector<PathNode> paths;
@@ -173,6 +180,17 @@ void Collector::add(const RequestRecord& r) {
     if (i == kOverhead || r.stage[i] != 0 || (present & (1u << i)) != 0) ++m.stage_count[i];
   }
   m.total_hist.record(r.total());
+  if (r.cache_outcome != "none") m.outcome_hist[r.cache_outcome].record(r.total());
+  const double total_us = static_cast<double>(r.total()) / 1e3;
+  if (m.sample.size() < Impl::kSample) {
+    m.sample.push_back(total_us);
+  } else {
+    m.rng ^= m.rng << 13;
+    m.rng ^= m.rng >> 7;
+    m.rng ^= m.rng << 17;
+    const std::uint64_t slot = m.rng % m.requests;  // m.requests already counts this record
+    if (slot < Impl::kSample) m.sample[slot] = total_us;
+  }
 
   Nanos top_level_other = 0;  // top-level spans that are not stages: already inside overhead
   for (std::size_t i = 0; i < n; ++i) {
@@ -229,6 +247,16 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     s.stages[i] = st;
   }
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
+  s.latency_sample_us = m.sample;
+  for (const auto& [outcome, h] : m.outcome_hist) {
+    OutcomeStats o;
+    o.outcome = outcome;
+    o.count = h.count();
+    o.mean_us = h.count() ? static_cast<double>(h.sum()) / static_cast<double>(h.count()) / 1e3 : 0;
+    o.p50_us = h.quantile(0.50) / 1e3;
+    o.p99_us = h.quantile(0.99) / 1e3;
+    s.outcomes.push_back(o);
+  }
 
   const double compute_us = s.stages[static_cast<std::size_t>(Stage::compute)].total_us;
   std::vector<std::uint32_t> ids;

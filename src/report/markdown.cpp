@@ -1,6 +1,7 @@
 // The summary as GitHub markdown (--format markdown), e.g. for a CI comment.
 #include <algorithm>
 
+#include "report/cache_report.hpp"
 #include "report/text.hpp"
 
 namespace inferprof {
@@ -60,6 +61,7 @@ std::string render_markdown(const RunSummary& s) {
     }
   }
 
+  out += report::cache_table_lines(s, true);
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';
   for (const auto& e : s.failed_examples) out += fmt::format("> **failed:** {}\n>\n", cell(e));

@@ -1,6 +1,7 @@
 // The terminal table: what a person reads after a run.
 #include <algorithm>
 
+#include "report/cache_report.hpp"
 #include "report/text.hpp"
 
 namespace inferprof {
@@ -63,6 +64,7 @@ std::string render_table(const RunSummary& s) {
   for (const StageRow& row : visible_stage_rows(s)) stage_line(out, row.name, *row.stats);
   stage_line(out, "total", s.total);
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);
+  out += cache_table_lines(s, false);
 
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';

@@ -5,6 +5,7 @@
 
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
+#include "inferprof/compare.hpp"
 #include "inferprof/replay.hpp"
 #include "replay/bounded_queue.hpp"
 #include "temp_dir.hpp"
@@ -105,5 +106,74 @@ TEST_SUITE("replay") {
     c.out_dir = dir.file("out");
     CHECK_THROWS_WITH(run_replay(c), doctest::Contains("request 2: the model rejected its input of shape [1, 3]"));
     CHECK(std::filesystem::is_empty(dir.file("out")));
+  }
+}
+
+TEST_SUITE("replay") {
+  TEST_CASE("resolve_tiers: profile, defaults, --tier overrides and --redis") {
+    Profile p = load_profile("");
+    CHECK(resolve_tiers(p, "none", {}, "", "").empty());
+    auto tiers = resolve_tiers(p, "l1,l2,l3", {}, "", "/tmp/x");
+    REQUIRE(tiers.size() == 3);
+    CHECK(tiers[0].max_entries == 1000);
+    CHECK(tiers[1].backend == "memory");
+    CHECK(tiers[2].backend == "lmdb");
+    CHECK(tiers[2].location == "/tmp/x/l3.lmdb");
+
+    auto over = resolve_tiers(p, "l1", {parse_tier_spec("l1", "lfu:7", "--tier l1=lfu:7")}, "", "");
+    CHECK(over[0].policy == Policy::lfu);
+    CHECK(over[0].max_entries == 7);
+
+    auto redis = resolve_tiers(p, "l2,l3", {}, "redis://127.0.0.1:1/0", "");
+    CHECK(redis[0].backend == "redis");
+    CHECK(redis[1].backend == "redis");
+
+    Profile image = load_profile("image-classification");
+    REQUIRE(image.cache.l1);
+    CHECK(image.cache.l1->max_entries == 16);
+    CHECK(image.cache.l2->max_bytes == 256ull << 20);
+    CHECK(image.cache.l3->ttl_s == 3600);
+    CHECK(image.compare_caches.size() == 5);
+    // A profile that places L3 keeps it there under --redis.
+    CHECK(resolve_tiers(image, "l3", {}, "redis://127.0.0.1:1/0", "")[0].backend == "lmdb");
+
+    CHECK_THROWS_WITH(resolve_tiers(p, "l1,l4", {}, "", ""),
+                      "cache configuration 'l1,l4': expected none or tiers l1, l2, l3 joined by commas (e.g. l1,l2)");
+    CHECK_THROWS_WITH(resolve_tiers(p, "l1,l1", {}, "", ""), "cache configuration 'l1,l1' names l1 twice");
+  }
+
+  TEST_CASE("bootstrap speedup: a clear gain, and noise named as noise") {
+    std::vector<double> slow, fast, same;
+    for (int i = 0; i < 2000; ++i) {
+      slow.push_back(100 + (i % 17));
+      fast.push_back(25 + (i % 13));
+      same.push_back(100 + ((i * 7) % 17));
+    }
+    Speedup gain = bootstrap_speedup(slow, fast);
+    CHECK(gain.value == doctest::Approx(108.0 / 31.0).epsilon(0.01));
+    CHECK(gain.low < gain.value);
+    CHECK(gain.high > gain.value);
+    CHECK_FALSE(gain.noise);
+    Speedup none = bootstrap_speedup(slow, same);
+    CHECK(none.noise);
+  }
+
+  TEST_CASE("run with caches: L1 hits on repeated keys, hits + misses == lookups") {
+    TempDir dir;
+    RunConfig c = small_run(dir, 300);
+    c.tiers = resolve_tiers(c.profile, "l1,l3", {}, "", "");
+    c.cache_namespace = "unit";
+    c.verify_fraction = 1.0;
+    RunSummary s = run_replay(c).summary;
+    REQUIRE(s.caches.size() == 2);
+    const TierStats& l1 = s.caches[0].stats;
+    CHECK(l1.lookups == 300);
+    CHECK(l1.hits + l1.misses == l1.lookups);
+    CHECK(l1.hits >= 300 - 10);  // 10 distinct keys
+    CHECK(s.verify.checked == l1.hits + s.caches[1].stats.hits);
+    CHECK(s.verify.mismatches == 0);
+    std::uint64_t served = 0;
+    for (const auto& o : s.outcomes) served += o.count;
+    CHECK(served == 300);
   }
 }

@@ -1,0 +1,71 @@
+#pragma once
+// `inferprof compare`: the same trace replayed under several cache
+// configurations, each from a cold, empty state, interleaved when repeated
+// (A B C A B C ...), with the speedup of each against the first and its 95%
+// confidence interval, so noise is never read as a gain.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "inferprof/replay.hpp"
+#include "inferprof/report.hpp"
+
+namespace inferprof {
+
+struct CompareConfig {
+  RunConfig base;                           // model, trace, profile and replay settings; base.out_dir unused
+  std::vector<std::string> configurations;  // "none", "l1", "l1,l2", ...; the first is the baseline
+  std::vector<TierSpec> overrides;          // --tier
+  std::string redis_url;                    // --redis
+  int repeat = 1;
+  std::string out_dir;                      // compare.csv, compare.json, one folder per configuration
+  bool flamegraph_diff = false;             // diff-<config>.svg against the baseline
+};
+
+// A speedup (baseline / this) with its bootstrap 95% confidence interval.
+struct Speedup {
+  double value = 1, low = 1, high = 1;
+  bool noise = false;  // the interval includes 1.0
+};
+
+struct CompareRow {
+  std::string name;                // the configuration, e.g. "l1,l2"
+  std::vector<TierSpec> tiers;
+  RunSummary last;                 // the last repeat's full summary (its reports are written)
+  std::vector<double> means_us;    // mean latency of each repeat
+  std::vector<double> walls_s;     // replay time of each repeat
+  double mean_us = 0, p50_us = 0, p99_us = 0, rps = 0, wall_s = 0;  // over repeats (p50/p99: of the last)
+  Speedup mean_speedup;            // baseline mean latency / this one's
+  Speedup wall_speedup;            // baseline replay time / this one's
+  bool outliers_dominate = false;  // the slowest 1% of requests hold over half the time
+};
+
+struct CompareResult {
+  std::vector<CompareRow> rows;
+  int repeat = 1;
+  std::vector<std::string> warnings;
+  std::vector<std::string> files;
+  std::uint64_t verify_mismatches = 0;
+};
+
+CompareResult run_compare(const CompareConfig& config);
+
+// Renderers (report module).
+std::string render_compare_table(const CompareResult& r);
+std::string render_compare_markdown(const CompareResult& r);
+std::string render_compare_csv(const CompareResult& r);
+std::string render_compare_json(const CompareResult& r);
+// A differential flame graph over the union of both runs' stacks (a frame is as
+// wide as the larger of its two per-request times), red where time grew
+// against `before`, blue where it shrank (per request, so runs of different
+// lengths compare).
+std::string render_diff_flamegraph_svg(const std::vector<std::pair<std::string, std::uint64_t>>& before,
+                                       std::uint64_t before_requests,
+                                       const std::vector<std::pair<std::string, std::uint64_t>>& after,
+                                       std::uint64_t after_requests, const std::string& title);
+
+// Bootstrap 95% CI of mean(base) / mean(other), resampling requests
+// (deterministic seed). Exposed for tests.
+Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples = 2000);
+
+}  // namespace inferprof

@@ -1,0 +1,84 @@
+#include "cli/replay_options.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "inferprof/error.hpp"
+
+namespace inferprof::cli {
+
+void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
+  cmd->add_option("model", args.model, "TorchScript model file (model.pt)")->required();
+  cmd->add_option("--trace", args.trace, "Request trace (JSON lines, see DESIGN.md)")->required();
+  cmd->add_option("--profile", args.profile, "Pipeline profile: a name from profiles/ or a .toml path")
+      ->default_str("default");
+  cmd->add_option("--warmup", args.warmup, "Un-measured warm-up iterations per worker (default: the profile's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", args.threads, "libtorch intra-op threads; 0 = one per core (default: the profile's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--concurrency", args.concurrency, "Replay workers sharing the loaded model")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--open-loop", args.open_loop, "Release requests at their ts_ms (queueing is measured)");
+  cmd->add_option("--speed", args.speed, "Open loop: replay the trace this many times faster")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--limit", args.limit, "Replay at most N requests");
+  cmd->add_option("--format", args.format, "What to print: table, json, csv or markdown")
+      ->check(CLI::IsMember({"table", "json", "csv", "markdown"}));
+  cmd->add_flag("--ops", args.ops, "Attribute compute to aten operators (RecordFunction observers)");
+  cmd->add_flag("--no-progress", args.no_progress, "No live progress line on stderr");
+  cmd->add_flag("--skip-invalid", args.skip_invalid, "Skip (and count) invalid trace lines instead of failing");
+  cmd->add_option("--trace-json-requests", args.trace_json_requests,
+                  "trace.json keeps the first N requests (0 = all); the other reports keep all");
+  cmd->add_option("--tier", args.tiers,
+                  "Tier policy and size, e.g. l1=lru:1000, l2=lfu:100000, l3=ttl:5000:10m (repeatable)");
+  cmd->add_option("--redis", args.redis,
+                  "Put L2 (and L3 unless the profile places it) on this Redis: redis://[:password@]host:port[/db] "
+                  "(default: $INFERPROF_REDIS_URL)");
+  cmd->add_option("--verify", args.verify,
+                  "Recompute this share of the cache hits without caches and compare (exit 1 on a mismatch)")
+      ->expected(0, 1)
+      ->default_str("1.0");
+}
+
+std::vector<TierSpec> tier_overrides(const ReplayArgs& args) {
+  std::vector<TierSpec> out;
+  for (const auto& t : args.tiers) {
+    auto eq = t.find('=');
+    std::string what = "--tier " + t;
+    if (eq == std::string::npos)
+      throw bad_input(fmt::format("{}: expected TIER=POLICY:CAPACITY, e.g. l1=lru:1000", what));
+    out.push_back(parse_tier_spec(t.substr(0, eq), t.substr(eq + 1), what));
+  }
+  return out;
+}
+
+std::string redis_url(const ReplayArgs& args) {
+  if (!args.redis.empty()) return args.redis;
+  const char* env = std::getenv("INFERPROF_REDIS_URL");
+  return env ? env : "";
+}
+
+RunConfig make_run_config(const ReplayArgs& args) {
+  RunConfig config;
+  config.model_path = args.model;
+  config.trace_path = args.trace;
+  config.profile = load_profile(args.profile);
+  config.warmup = args.warmup;
+  config.threads = args.threads;
+  config.concurrency = args.concurrency;
+  config.open_loop = args.open_loop;
+  config.speed = args.speed;
+  config.limit = args.limit;
+  config.ops = args.ops;
+  config.progress = !args.no_progress;
+  config.skip_invalid = args.skip_invalid;
+  config.trace_json_max_requests = args.trace_json_requests;
+  if (args.verify >= 0) {
+    if (args.verify > 1) throw bad_input(fmt::format("--verify {}: expected a fraction between 0 and 1", args.verify));
+    config.verify_fraction = args.verify;
+  }
+  return config;
+}
+
+}  // namespace inferprof::cli

@@ -1,0 +1,30 @@
+#pragma once
+// Options `run` and `compare` share: what to replay and how.
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inferprof/replay.hpp"
+
+namespace inferprof::cli {
+
+struct ReplayArgs {
+  std::string model, trace, profile, format = "table", redis;
+  int warmup = -1, threads = -1, concurrency = 1;
+  bool open_loop = false, ops = false, no_progress = false, skip_invalid = false;
+  double speed = 1.0;
+  std::uint64_t limit = 0, trace_json_requests = 20000;
+  std::vector<std::string> tiers;  // --tier l1=lru:1000
+  double verify = -1;              // --verify[=FRACTION]; -1: off
+};
+
+void add_replay_options(CLI::App* cmd, ReplayArgs& args);
+// Validated RunConfig (profile loaded) from the parsed options.
+RunConfig make_run_config(const ReplayArgs& args);
+// --tier l1=lru:1000 ... parsed into specs; --redis or INFERPROF_REDIS_URL.
+std::vector<TierSpec> tier_overrides(const ReplayArgs& args);
+std::string redis_url(const ReplayArgs& args);
+
+}  // namespace inferprof::cli

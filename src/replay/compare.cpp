@@ -1,0 +1,191 @@
+#include "inferprof/compare.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "inferprof/error.hpp"
+
+namespace inferprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+double mean_of(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// A folder name for a configuration: "l1,l2" -> "l1+l2".
+std::string folder_name(const std::string& config) {
+  std::string out = config;
+  std::replace(out.begin(), out.end(), ',', '+');
+  return out;
+}
+
+// The slowest 1% of requests hold over half of all the time: the mean is
+// then a statement about a few outliers, and the table says so.
+bool outliers_dominate(std::vector<double> sample) {
+  if (sample.size() < 100) return false;
+  std::sort(sample.begin(), sample.end());
+  const std::size_t top = sample.size() / 100;
+  double total = std::accumulate(sample.begin(), sample.end(), 0.0);
+  double tail = std::accumulate(sample.end() - static_cast<std::ptrdiff_t>(top), sample.end(), 0.0);
+  return total > 0 && tail / total > 0.5;
+}
+
+// A unique namespace per replay, so concurrent runs on one Redis never collide.
+std::string run_namespace(std::size_t config, int repeat) {
+  std::random_device rd;
+  return fmt::format("{}-{:08x}-c{}-r{}", ::getpid(), rd(), config, repeat);
+}
+
+}  // namespace
+
+Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
+  Speedup s;
+  const double mb = mean_of(base), mo = mean_of(other);
+  if (base.empty() || other.empty() || mo <= 0) return s;
+  s.value = mb / mo;
+  std::mt19937_64 rng(42);
+  std::vector<double> ratios;
+  ratios.reserve(static_cast<std::size_t>(resamples));
+  auto resample_mean = [&](const std::vector<double>& v) {
+    std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
+    double sum = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) sum += v[pick(rng)];
+    return sum / static_cast<double>(v.size());
+  };
+  for (int i = 0; i < resamples; ++i) {
+    double b = resample_mean(base), o = resample_mean(other);
+    if (o > 0) ratios.push_back(b / o);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  if (ratios.empty()) return s;
+  auto at = [&](double q) {
+    auto idx = static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1));
+    return ratios[idx];
+  };
+  s.low = at(0.025);
+  s.high = at(0.975);
+  s.noise = s.low <= 1.0 && 1.0 <= s.high;
+  return s;
+}
+
+CompareResult run_compare(const CompareConfig& config) {
+  if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
+  if (config.repeat < 1) throw bad_input("--repeat must be at least 1");
+  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+
+  CompareResult result;
+  result.repeat = config.repeat;
+  std::vector<std::vector<double>> samples(config.configurations.size());
+  std::vector<std::vector<std::pair<std::string, std::uint64_t>>> folded(config.configurations.size());
+  for (const auto& name : config.configurations) {
+    CompareRow row;
+    row.name = name;
+    row.tiers = resolve_tiers(config.base.profile, name, config.overrides, config.redis_url, "");
+    result.rows.push_back(row);
+  }
+
+  // A failed replay leaves no report behind, also none of the configurations already done.
+  struct PartialReports {
+    const CompareConfig& config;
+    const std::vector<CompareRow>& rows;
+    bool keep = false;
+    ~PartialReports() {
+      if (keep || config.out_dir.empty()) return;
+      std::error_code ec;
+      for (const auto& row : rows) fs::remove_all(fs::path(config.out_dir) / folder_name(row.name), ec);
+    }
+  } partial{config, result.rows};
+
+  // Interleaved: A B C A B C ..., so drift (thermal, other load) hits every
+  // configuration alike instead of biasing whichever ran last.
+  for (int rep = 0; rep < config.repeat; ++rep) {
+    for (std::size_t c = 0; c < result.rows.size(); ++c) {
+      CompareRow& row = result.rows[c];
+      RunConfig run = config.base;
+      run.tiers = row.tiers;
+      run.cache_namespace = run_namespace(c, rep);
+      const bool last = rep == config.repeat - 1;
+      run.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(row.name)).string() : "";
+      RunOutcome outcome = run_replay(run);
+      row.means_us.push_back(outcome.summary.total.mean_us);
+      row.walls_s.push_back(outcome.summary.info.wall_s);
+      samples[c].insert(samples[c].end(), outcome.summary.latency_sample_us.begin(),
+                        outcome.summary.latency_sample_us.end());
+      if (last) {
+        row.last = std::move(outcome.summary);
+        folded[c] = std::move(outcome.folded);
+        for (auto& f : outcome.files) result.files.push_back(f);
+      }
+    }
+  }
+
+  const CompareRow& base = result.rows.front();
+  for (std::size_t c = 0; c < result.rows.size(); ++c) {
+    CompareRow& row = result.rows[c];
+    row.mean_us = mean_of(row.means_us);
+    row.wall_s = mean_of(row.walls_s);
+    row.p50_us = row.last.total.p50_us;
+    row.p99_us = row.last.total.p99_us;
+    row.rps = row.wall_s > 0 ? static_cast<double>(row.last.requests) / row.wall_s : 0;
+    row.outliers_dominate = outliers_dominate(samples[c]);
+    result.verify_mismatches += row.last.verify.mismatches;
+    if (c == 0) {
+      row.mean_speedup = row.wall_speedup = Speedup{};
+      continue;
+    }
+    // Mean latency: bootstrap over the pooled requests of all repeats.
+    row.mean_speedup = bootstrap_speedup(samples[0], samples[c]);
+    // Replay time: over repeats when there are enough of them, else a point value.
+    if (config.repeat >= 3) {
+      row.wall_speedup = bootstrap_speedup(base.walls_s, row.walls_s);
+    } else {
+      row.wall_speedup.value = row.wall_s > 0 ? base.wall_s / row.wall_s : 1;
+      row.wall_speedup.low = row.wall_speedup.high = row.wall_speedup.value;
+    }
+    if (row.mean_speedup.noise)
+      result.warnings.push_back(fmt::format("{} vs {}: the 95% interval of the speedup [{:.2f}, {:.2f}] includes 1.0 "
+                                            "— no measurable difference",
+                                            row.name, base.name, row.mean_speedup.low, row.mean_speedup.high));
+    if (row.outliers_dominate)
+      result.warnings.push_back(fmt::format("{}: the slowest 1% of requests hold over half of the time; compare p50 "
+                                            "rather than the mean",
+                                            row.name));
+  }
+  if (result.rows.front().outliers_dominate)
+    result.warnings.push_back(fmt::format("{}: the slowest 1% of requests hold over half of the time",
+                                          result.rows.front().name));
+  if (config.repeat < 3)
+    result.warnings.push_back(
+        "replay-time speedups come from a single replay each; use --repeat 5 for their confidence intervals");
+
+  if (!config.out_dir.empty()) {
+    if (config.flamegraph_diff) {
+      for (std::size_t c = 1; c < result.rows.size(); ++c) {
+        std::string name = fmt::format("diff-{}-vs-{}.svg", folder_name(result.rows[c].name),
+                                       folder_name(result.rows[0].name));
+        write_file_atomic(config.out_dir, name,
+                          render_diff_flamegraph_svg(folded[0], result.rows[0].last.requests, folded[c],
+                                                     result.rows[c].last.requests,
+                                                     fmt::format("inferprof compare · {} vs {}", result.rows[c].name,
+                                                                 result.rows[0].name)));
+        result.files.push_back((fs::path(config.out_dir) / name).string());
+      }
+    }
+    write_file_atomic(config.out_dir, "compare.csv", render_compare_csv(result));
+    write_file_atomic(config.out_dir, "compare.json", render_compare_json(result));
+    result.files.push_back((fs::path(config.out_dir) / "compare.csv").string());
+    result.files.push_back((fs::path(config.out_dir) / "compare.json").string());
+  }
+  partial.keep = true;
+  return result;
+}
+
+}  // namespace inferprof

@@ -1,0 +1,14 @@
+#pragma once
+#include <string>
+
+#include "inferprof/report.hpp"
+#include "report/json.hpp"
+
+namespace inferprof::report {
+
+std::string tier_spec_text(const TierSpec& spec);  // "lru:10,000", "ttl:1,000:30s"
+// The cache block under the stage table ("" without caches).
+std::string cache_table_lines(const RunSummary& s, bool markdown);
+void write_cache_json(JsonWriter& w, const RunSummary& s);
+
+}  // namespace inferprof::report

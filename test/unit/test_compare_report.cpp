@@ -1,0 +1,377 @@
+#include <doctest/doctest.h>
+#include <simdjson.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "inferprof/compare.hpp"
+#include "inferprof/report.hpp"
+
+using namespace inferprof;
+
+namespace {
+
+CacheTierReport tier(std::string name, std::string where, std::uint64_t lookups, std::uint64_t hits,
+                     std::uint64_t bytes) {
+  CacheTierReport t;
+  t.spec.tier = std::move(name);
+  t.spec.policy = Policy::lru;
+  t.spec.max_entries = 10000;
+  t.where = std::move(where);
+  t.stats.lookups = lookups;
+  t.stats.hits = hits;
+  t.stats.misses = lookups - hits;
+  t.stats.inserts = lookups - hits;
+  t.stats.entries = lookups - hits;
+  t.stats.bytes = bytes;
+  return t;
+}
+
+OutcomeStats outcome(std::string name, std::uint64_t count, double mean_us) {
+  OutcomeStats o;
+  o.outcome = std::move(name);
+  o.count = count;
+  o.mean_us = mean_us;
+  o.p50_us = mean_us;
+  o.p99_us = mean_us * 1.5;
+  return o;
+}
+
+CompareRow row(std::string name, double mean_us, Speedup speedup, Speedup wall) {
+  CompareRow r;
+  r.name = std::move(name);
+  r.last.info.command = "compare";
+  r.last.info.model_path = "/models/resnet18.pt";
+  r.last.info.trace_path = "/traces/requests.jsonl";
+  r.last.requests = 1000;
+  r.mean_us = mean_us;
+  r.p50_us = mean_us * 0.9;
+  r.p99_us = mean_us * 2;
+  r.rps = 1e6 / mean_us;
+  r.wall_s = mean_us * 1000 / 1e6;
+  r.means_us = {mean_us * 0.99, mean_us * 1.01};
+  r.walls_s = {r.wall_s * 0.99, r.wall_s * 1.01};
+  r.mean_speedup = speedup;
+  r.wall_speedup = wall;
+  return r;
+}
+
+// none (baseline) · l1 · "l1,l2" with a degraded Redis L2 · "again": no
+// caches, within noise of the baseline.
+CompareResult sample() {
+  CompareResult r;
+  r.repeat = 2;
+  r.rows.push_back(row("none", 45100, Speedup{}, Speedup{}));
+
+  CompareRow l1 = row("l1", 8530, Speedup{5.29, 5.01, 5.60, false}, Speedup{5.10, 4.90, 5.30, false});
+  l1.p50_us = 1.2;
+  l1.p99_us = 47000;
+  l1.rps = 117.2;
+  l1.wall_s = 9;
+  l1.tiers.push_back(tier("l1", "in-process", 0, 0, 0).spec);
+  l1.last.caches.push_back(tier("l1", "in-process", 1000, 812, 3355443));
+  l1.last.outcomes = {outcome("l1_hit", 812, 1.2), outcome("miss", 188, 45300)};
+  r.rows.push_back(l1);
+
+  CompareRow l12 = row("l1,l2", 9000, Speedup{5.01, 4.80, 5.20, false}, Speedup{4.90, 4.70, 5.10, false});
+  CacheTierReport l2 = tier("l2", "redis://cache:6379/0", 188, 0, 0);
+  l2.spec.backend = "redis";
+  l2.spec.location = "redis://:hunter2@cache:6379/0";
+  l2.stats.errors = 12;
+  l2.stats.degraded = true;
+  l12.tiers = {tier("l1", "", 0, 0, 0).spec, l2.spec};
+  l12.last.caches = {tier("l1", "in-process", 1000, 812, 3355443), l2};
+  l12.last.outcomes = {outcome("l1_hit", 812, 1.3), outcome("l2_hit", 0, 0), outcome("miss", 188, 46000)};
+  l12.last.verify.enabled = true;
+  l12.last.verify.fraction = 0.1;
+  l12.last.verify.checked = 81;
+  r.rows.push_back(l12);
+
+  r.rows.push_back(row("again", 44700, Speedup{1.01, 0.97, 1.05, true}, Speedup{1.0, 0.98, 1.02, true}));
+  r.warnings.push_back("no warm-up: the first requests include cold-start costs");
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  for (const std::string& l : lines_of(text))
+    if (l.rfind(prefix, 0) == 0) return l;
+  return {};
+}
+
+std::size_t count_of(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+// Parsed by a real XML parser (Python's minidom) when python3 is there.
+bool parses_as_xml(const std::string& xml) {
+  if (std::system("python3 -c 'import xml.dom.minidom' >/dev/null 2>&1") != 0) {
+    MESSAGE("python3 not found: XML well-formedness not checked");
+    return true;
+  }
+  FILE* p =
+      ::popen("python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parseString(sys.stdin.buffer.read())'", "w");
+  REQUIRE(p != nullptr);
+  const std::size_t written = std::fwrite(xml.data(), 1, xml.size(), p);
+  const int status = ::pclose(p);
+  return written == xml.size() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+struct Rgb {
+  int r = -1, g = -1, b = -1;
+};
+
+// The fill of the frame whose hover title starts with `title_prefix`.
+Rgb fill_of(const std::string& svg, const std::string& title_prefix) {
+  const auto at = svg.find("<title>" + title_prefix);
+  if (at == std::string::npos) return {};
+  const auto fill = svg.find("fill=\"rgb(", at);
+  if (fill == std::string::npos) return {};
+  Rgb c;
+  if (std::sscanf(svg.c_str() + fill, "fill=\"rgb(%d,%d,%d)", &c.r, &c.g, &c.b) != 3) return {};
+  return c;
+}
+
+}  // namespace
+
+TEST_SUITE("compare report") {
+  TEST_CASE("compare.csv: fixed header, one row per configuration, empty cells for absent tiers") {
+    const std::string csv = render_compare_csv(sample());
+    const auto lines = lines_of(csv);
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[0] ==
+          "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
+          "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
+          "errors");
+    CHECK(lines[1] ==
+          "none,2,45100.000,40590.000,90200.000,22.173,45.100000,1.0000,1.0000,1.0000,1.0000,1.0000,1.0000,false,,,,,,,"
+          "0");
+    CHECK(lines[2] ==
+          "l1,2,8530.000,1.200,47000.000,117.200,9.000000,5.2900,5.0100,5.6000,5.1000,4.9000,5.3000,false,0.812000,,,"
+          "3355443,,,0");
+    // A name with a comma is quoted; the degraded L2's errors are counted.
+    CHECK(lines[3].rfind("\"l1,l2\",2,", 0) == 0);
+    CHECK(lines[3].find(",false,0.812000,0.000000,,3355443,0,,12") != std::string::npos);
+    CHECK(lines[4].find(",true,,,,,,,0") != std::string::npos);
+    // Every line has the header's 21 columns (the quoted comma excepted).
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      CHECK(count_of(lines[i], ",") == (i == 3 ? 21u : 20u));
+  }
+
+  TEST_CASE("compare.json: valid JSON with the documented fields and no password") {
+    const std::string json = render_compare_json(sample());
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(json).get(doc) == simdjson::SUCCESS);
+    CHECK(std::string_view(doc["schema"]) == "inferprof.compare/1");
+    CHECK(std::int64_t(doc["repeat"]) == 2);
+    CHECK(std::string_view(doc["baseline"]) == "none");
+    simdjson::dom::array configs = doc["configurations"];
+    REQUIRE(configs.size() == 4);
+
+    simdjson::dom::element l1 = configs.at(1);
+    CHECK(std::string_view(l1["name"]) == "l1");
+    CHECK(std::string_view(l1["tiers"].at(0)["tier"]) == "l1");
+    CHECK(std::string_view(l1["tiers"].at(0)["policy"]) == "lru");
+    CHECK(std::uint64_t(l1["tiers"].at(0)["max_entries"]) == 10000);
+    CHECK(double(l1["tiers"].at(0)["ttl_s"]) == 0);
+    CHECK(std::string_view(l1["tiers"].at(0)["backend"]) == "memory");
+    CHECK(double(l1["mean_us"]) == doctest::Approx(8530));
+    CHECK(double(l1["p50_us"]) == doctest::Approx(1.2));
+    CHECK(double(l1["p99_us"]) == doctest::Approx(47000));
+    CHECK(double(l1["rps"]) == doctest::Approx(117.2));
+    CHECK(double(l1["wall_s"]) == doctest::Approx(9));
+    CHECK(simdjson::dom::array(l1["means_us"]).size() == 2);
+    CHECK(simdjson::dom::array(l1["walls_s"]).size() == 2);
+    CHECK(double(l1["speedup"]["value"]) == doctest::Approx(5.29));
+    CHECK(double(l1["speedup"]["low"]) == doctest::Approx(5.01));
+    CHECK(double(l1["speedup"]["high"]) == doctest::Approx(5.6));
+    CHECK_FALSE(bool(l1["speedup"]["noise"]));
+    CHECK(double(l1["wall_speedup"]["value"]) == doctest::Approx(5.1));
+    CHECK_FALSE(bool(l1["outliers_dominate"]));
+    simdjson::dom::element cache = l1["caches"].at(0);
+    CHECK(std::string_view(cache["tier"]) == "l1");
+    CHECK(std::uint64_t(cache["lookups"]) == 1000);
+    CHECK(std::uint64_t(cache["hits"]) == 812);
+    CHECK(std::uint64_t(cache["misses"]) == 188);
+    CHECK(double(cache["hit_ratio"]) == doctest::Approx(0.812));
+    CHECK(std::uint64_t(cache["bytes"]) == 3355443);
+    CHECK(std::uint64_t(cache["entries"]) == 188);
+    CHECK(std::uint64_t(cache["errors"]) == 0);
+    CHECK_FALSE(bool(cache["degraded"]));
+    simdjson::dom::element served = l1["served_by"].at(0);
+    CHECK(std::string_view(served["outcome"]) == "l1_hit");
+    CHECK(std::uint64_t(served["requests"]) == 812);
+    CHECK(double(served["mean_us"]) == doctest::Approx(1.2));
+    CHECK(double(served["p50_us"]) == doctest::Approx(1.2));
+    CHECK(double(served["p99_us"]) == doctest::Approx(1.8));
+
+    CHECK(bool(configs.at(2)["caches"].at(1)["degraded"]));
+    CHECK(bool(configs.at(3)["speedup"]["noise"]));
+    bool degraded_warning = false;
+    for (std::string_view w : doc["warnings"].get_array())
+      degraded_warning |= w.find("degraded") != std::string_view::npos;
+    CHECK(degraded_warning);
+    CHECK(json.find("hunter2") == std::string::npos);
+    CHECK(json.find("null") == std::string::npos);  // finite numbers only
+  }
+
+  TEST_CASE("the compare table: baseline, intervals, noise named as noise, tiers explained") {
+    const std::string table = render_compare_table(sample());
+    CAPTURE(table);
+    CHECK(table.rfind("inferprof compare · resnet18.pt · requests.jsonl · 1,000 requests · 2 repeats, interleaved\n",
+                      0) == 0);
+    const std::string header = line_starting(table, "caches");
+    CHECK(header.find("speedup (95% CI)") != std::string::npos);
+    CHECK(header.find("wall speedup") != std::string::npos);
+    CHECK(header.find("l1 hit") != std::string::npos);
+    CHECK(header.find("l2 bytes") != std::string::npos);
+    CHECK(header.find("l3") == std::string::npos);  // no configuration has an L3
+
+    const std::string none = line_starting(table, "none ");
+    CHECK(none.find("1.00× (baseline)") != std::string::npos);
+    CHECK(none.find(" -  ") != std::string::npos);  // tiers not configured
+    const std::string l1 = line_starting(table, "l1 ");
+    CHECK(l1.find("5.29× [5.01, 5.60]") != std::string::npos);
+    CHECK(l1.find("5.10× [4.90, 5.30]") != std::string::npos);
+    CHECK(l1.find("81.2%") != std::string::npos);
+    CHECK(l1.find("3.2 MB") != std::string::npos);
+    CHECK(l1.substr(l1.find("81.2%")).find('-') != std::string::npos);  // no L2 in "l1"
+    const std::string again = line_starting(table, "again ");
+    CHECK(again.find("~1.01× [0.97, 1.05]") != std::string::npos);
+    CHECK(table.find("\n~ within noise: the 95% interval includes 1.0\n") != std::string::npos);
+    // All rows line up under the header.
+    CHECK(header.size() <= none.size() + 2);
+
+    CHECK(table.find("  l1 (l1=lru:10,000): 81.2% of requests served by L1 at 1.2 µs mean vs 45.30 ms for a miss "
+                     "(45.10 ms per request in none)\n") != std::string::npos);
+    CHECK(table.find("  l1,l2 (l1=lru:10,000; l2=lru:10,000 redis://cache:6379/0): 81.2% of requests served by L1") !=
+          std::string::npos);
+    CHECK(table.find("  again: no cache tiers: every request computed\n") != std::string::npos);
+    CHECK(table.find("warning: no warm-up: the first requests include cold-start costs\n") != std::string::npos);
+    CHECK(table.find("warning: l2 on redis://cache:6379/0 degraded in l1,l2: 12 errors, requests fell through to "
+                     "compute\n") != std::string::npos);
+    CHECK(table.find("verify: l1,l2: 81 cache hits recomputed (10% sampled): 0 mismatches") != std::string::npos);
+    CHECK(table.find("hunter2") == std::string::npos);
+  }
+
+  TEST_CASE("the compare table without noise has no footnote; one replay says it has no interval") {
+    CompareResult r = sample();
+    r.rows.pop_back();
+    r.repeat = 1;
+    r.rows[1].wall_speedup = Speedup{5.1, 5.1, 5.1, false};
+    const std::string table = render_compare_table(r);
+    CAPTURE(table);
+    CHECK(table.find("within noise") == std::string::npos);
+    CHECK(table.find("~") == std::string::npos);
+    CHECK(table.find(" · 1 run each\n") != std::string::npos);
+    CHECK(line_starting(table, "l1 ").find("5.10×  ") != std::string::npos);
+    CHECK(table.find("wall speedup without an interval") != std::string::npos);
+
+    CompareResult empty;
+    CHECK(render_compare_table(empty) == "inferprof compare · no configurations\n");
+    CHECK(render_compare_csv(empty).find('\n') + 1 == render_compare_csv(empty).size());
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    CHECK(parser.parse(render_compare_json(empty)).get(doc) == simdjson::SUCCESS);
+  }
+
+  TEST_CASE("the compare markdown is a GitHub table") {
+    const std::string md = render_compare_markdown(sample());
+    CAPTURE(md);
+    CHECK(md.rfind("### inferprof compare · resnet18.pt", 0) == 0);
+    const auto lines = lines_of(md);
+    std::size_t header = 0;
+    while (header < lines.size() && lines[header].rfind("| caches |", 0) != 0)
+      ++header;
+    REQUIRE(header + 1 < lines.size());
+    CHECK(lines[header + 1].rfind("|:--|--:|", 0) == 0);
+    CHECK(count_of(lines[header], "|") == count_of(lines[header + 1], "|"));
+    for (std::size_t i = header + 2; i < header + 6; ++i)
+      CHECK(count_of(lines[i], "|") == count_of(lines[header], "|"));
+    CHECK(md.find("| none | ") != std::string::npos);
+    CHECK(md.find("1.00× (baseline)") != std::string::npos);
+    CHECK(md.find("\\~1.01× [0.97, 1.05]") != std::string::npos);
+    CHECK(md.find("\\~ within noise: the 95% interval includes 1.0") != std::string::npos);
+    CHECK(md.find("- **l1** (l1=lru:10,000): 81.2% of requests served by L1") != std::string::npos);
+    CHECK(md.find("> **warning:** l2 on redis://cache:6379/0 degraded") != std::string::npos);
+  }
+
+  TEST_CASE("diff flame graph: red where time grew, blue where it shrank, per request") {
+    // Before: 10 requests; after: 20, so equal per-request time means doubled values.
+    const std::vector<std::pair<std::string, std::uint64_t>> before = {
+        {"request;compute;aten::linear", 1000},  // 100 µs per request
+        {"request;cache;l1", 10},                // 1 µs
+        {"request;compute;a<b>&c", 100},         // 10 µs
+        {"request;input", 50},                   // 5 µs, gone in after
+    };
+    const std::vector<std::pair<std::string, std::uint64_t>> after = {
+        {"request;compute;aten::linear", 400},  // 20 µs: shrunk
+        {"request;cache;l1", 80},               // 4 µs: grown
+        {"request;compute;a<b>&c", 200},        // 10 µs: unchanged
+        {"request;output", 60},                 // 3 µs: new
+    };
+    const std::string svg = render_diff_flamegraph_svg(before, 10, after, 20, "l1 vs none · <model> & co");
+    CAPTURE(svg);
+    CHECK(parses_as_xml(svg));
+    CHECK(count_of(svg, "<g class=\"frame\">") == count_of(svg, "<title>"));
+    // request, cache, l1, compute, linear, a<b>&c, input, output
+    CHECK(count_of(svg, "<g class=\"frame\">") == 8);
+    CHECK(svg.find("l1 vs none · &lt;model&gt; &amp; co") != std::string::npos);
+    CHECK(svg.find("red: slower in AFTER, blue: faster") != std::string::npos);
+    CHECK(svg.find("<b>") == std::string::npos);
+    CHECK(svg.find("<title>aten::linear: 100.0 µs → 20.0 µs per request (−80.0%)</title>") != std::string::npos);
+    CHECK(svg.find("<title>a&lt;b&gt;&amp;c: 10.0 µs → 10.0 µs per request (±0.0%)</title>") != std::string::npos);
+    CHECK(svg.find("<title>input: 5.0 µs → 0 µs per request (−100.0%)</title>") != std::string::npos);
+    CHECK(svg.find("<title>output: 0 µs → 3.0 µs per request (new)</title>") != std::string::npos);
+
+    const Rgb grown = fill_of(svg, "l1:");
+    CHECK(grown.r == 255);
+    CHECK(grown.b < 200);
+    CHECK(grown.g == grown.b);
+    const Rgb shrunk = fill_of(svg, "aten::linear:");
+    CHECK(shrunk.b == 255);
+    CHECK(shrunk.r < 200);
+    const Rgb same = fill_of(svg, "a&lt;b&gt;&amp;c:");
+    CHECK(same.r == same.g);
+    CHECK(same.g == same.b);
+    const Rgb gone = fill_of(svg, "input:");
+    CHECK(gone.b == 255);
+    CHECK(gone.r == 0);
+    const Rgb added = fill_of(svg, "output:");
+    CHECK(added.r == 255);
+    CHECK(added.g == 0);
+
+    // Widths: each stack as wide as the larger of its two per-request times,
+    // so the 5 µs input that AFTER dropped still shows. request = 100 + 4 + 10 + 5 + 3 = 122 µs.
+    const std::regex input_rect(R"re(<title>input: [^<]*</title><rect x="[0-9.]+" y="[0-9.]+" width="([0-9.]+)")re");
+    std::smatch m;
+    REQUIRE(std::regex_search(svg, m, input_rect));
+    CHECK(std::stod(m[1]) == doctest::Approx(1180.0 * 5 / 122).epsilon(0.001));
+  }
+
+  TEST_CASE("diff flame graph of nothing, and of runs without requests, is still well-formed") {
+    const std::string empty = render_diff_flamegraph_svg({}, 0, {}, 0, "nothing");
+    CHECK(parses_as_xml(empty));
+    CHECK(empty.find("no samples") != std::string::npos);
+    const std::string odd = render_diff_flamegraph_svg({{"a;b\x01;c\xff", 5}}, 0, {{"a;'quoted\"", 7}}, 1, "t");
+    CHECK(parses_as_xml(odd));
+    CHECK(odd.find("&apos;quoted&quot;") != std::string::npos);
+  }
+
+}  // TEST_SUITE
