@@ -40,8 +40,14 @@ class MemoryTier final : public CacheTier {
   const TierSpec& spec() const override { return spec_; }
 
   Blob get(const CacheKey& key, Nanos now) override {
-    std::vector<Blob>& retired = retired_blobs();
     Blob out;
+    if (cache_.ttl_ns() == 0) {  // without a TTL a get never removes anything
+      std::lock_guard<std::mutex> lock(mutex_);
+      const Blob* hit = cache_.get(key, now);
+      if (hit != nullptr) out = *hit;
+      return out;
+    }
+    std::vector<Blob>& retired = retired_blobs();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       RetireScope scope(cache_, retired);  // a get may expire its entry
