@@ -238,19 +238,6 @@ Notes notes_of(const CompareResult& r) {
   return n;
 }
 
-// A '|' inside a cell would end it; newlines would end the table.
-std::string md_cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return out;
-}
 
 void csv_number(fmt::memory_buffer& out, double v, int decimals) {
   out.push_back(',');
@@ -321,7 +308,7 @@ std::string render_compare_table(const CompareResult& r) {
 
 std::string render_compare_markdown(const CompareResult& r) {
   using namespace report;
-  std::string out = fmt::format("### {}\n", md_cell(headline(r)));
+  std::string out = fmt::format("### {}\n", markdown_cell(headline(r)));
   if (r.rows.empty()) return out;
   out += '\n';
   // A lone '~' can start strikethrough on GitHub: escape it.
@@ -329,7 +316,7 @@ std::string render_compare_markdown(const CompareResult& r) {
   for (std::size_t i = 0; i < cells.size(); ++i) {
     out += '|';
     for (const std::string& c : cells[i])
-      out += ' ' + md_cell(c) + " |";
+      out += ' ' + markdown_cell(c) + " |";
     out += '\n';
     if (i == 0) {
       out += "|:--|";
@@ -349,16 +336,16 @@ std::string render_compare_markdown(const CompareResult& r) {
     for (std::size_t i = 1; i < r.rows.size(); ++i) {
       const CompareRow& row = r.rows[i];
       const std::string tiers = tiers_text(row);
-      out += fmt::format("- **{}**{}: {}\n", md_cell(row.name), tiers.empty() ? "" : " (" + md_cell(tiers) + ")",
-                         md_cell(explanation(row, r.rows[0])));
+      out += fmt::format("- **{}**{}: {}\n", markdown_cell(row.name), tiers.empty() ? "" : " (" + markdown_cell(tiers) + ")",
+                         markdown_cell(explanation(row, r.rows[0])));
     }
   }
   const Notes n = notes_of(r);
   std::vector<std::string> quoted;
   for (const auto& w : n.warnings)
-    quoted.push_back(fmt::format("> **warning:** {}\n", md_cell(w)));
+    quoted.push_back(fmt::format("> **warning:** {}\n", markdown_cell(w)));
   for (const auto& v : n.verify)
-    quoted.push_back(fmt::format("> **verify:** {}\n", md_cell(v)));
+    quoted.push_back(fmt::format("> **verify:** {}\n", markdown_cell(v)));
   if (!quoted.empty()) out += '\n';
   for (std::size_t i = 0; i < quoted.size(); ++i)
     out += (i ? ">\n" : "") + quoted[i];

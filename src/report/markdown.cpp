@@ -8,19 +8,6 @@ namespace inferprof {
 namespace report {
 namespace {
 
-// A '|' inside a cell would end it; newlines would end the table.
-std::string cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return out;
-}
 
 std::string percent(double share) { return fmt::format("{:.1f}%", share * 100); }
 
@@ -39,7 +26,7 @@ void stage_row(std::string& out, std::string_view name, const StageStats& s) {
 
 std::string render_markdown(const RunSummary& s) {
   using namespace report;
-  std::string out = fmt::format("### {}\n\n", cell(run_headline(s.info)));
+  std::string out = fmt::format("### {}\n\n", markdown_cell(run_headline(s.info)));
   out += fmt::format("- model load: {}\n", load_text(s.info));
   out += fmt::format("- warm-up: {}\n", warmup_text(s.info));
   out += fmt::format("- requests: {}\n\n", requests_text(s));
@@ -55,7 +42,7 @@ std::string render_markdown(const RunSummary& s) {
     for (std::size_t i = 0; i < shown; ++i) {
       const OpStats& op = s.top_ops[i];
       const double per_call = op.calls ? op.self_us / static_cast<double>(op.calls) : 0;
-      out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", cell(op.name), group_thousands(op.calls),
+      out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", markdown_cell(op.name), group_thousands(op.calls),
                          human_duration_us(op.self_us), human_duration_us(per_call), human_duration_us(op.total_us),
                          percent(op.share_of_compute));
     }
@@ -64,11 +51,11 @@ std::string render_markdown(const RunSummary& s) {
   out += report::cache_table_lines(s, true);
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';
-  for (const auto& e : s.failed_examples) out += fmt::format("> **failed:** {}\n>\n", cell(e));
+  for (const auto& e : s.failed_examples) out += fmt::format("> **failed:** {}\n>\n", markdown_cell(e));
   if (s.info.skipped_invalid > 0)
     out += fmt::format("> skipped {} invalid trace {} (--skip-invalid)\n>\n", group_thousands(s.info.skipped_invalid),
                        s.info.skipped_invalid == 1 ? "line" : "lines");
-  for (const auto& w : s.info.warnings) out += fmt::format("> **warning:** {}\n>\n", cell(w));
+  for (const auto& w : s.info.warnings) out += fmt::format("> **warning:** {}\n>\n", markdown_cell(w));
   // Drop the trailing ">" separator line.
   if (notes && out.size() >= 2 && out.compare(out.size() - 2, 2, ">\n") == 0) out.resize(out.size() - 2);
   return out;

@@ -220,4 +220,17 @@ std::vector<StageRow> visible_stage_rows(const RunSummary& s) {
   return rows;
 }
 
+std::string markdown_cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
 }  // namespace inferprof::report

@@ -36,6 +36,8 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 
 // Width in terminal columns, counting one per UTF-8 code point ("µs" is 2).
 std::size_t display_width(std::string_view s);
+// A markdown table cell: '|' would end it and a newline the table.
+std::string markdown_cell(std::string_view s);
 std::string pad_left(std::string_view s, std::size_t width);   // right-aligned
 std::string pad_right(std::string_view s, std::size_t width);  // left-aligned
 // Keeps at most `width` columns, ending in ".." when cut; never splits a code point.

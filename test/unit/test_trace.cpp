@@ -15,40 +15,14 @@
 #include "inferprof/error.hpp"
 #include "inferprof/trace.hpp"
 
+#include "temp_dir.hpp"
+
 namespace fs = std::filesystem;
 using namespace inferprof;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "inferprof-trace-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-  std::string write(const std::string& name, const std::string& content) const {
-    const std::string p = file(name);
-    fs::create_directories(fs::path(p).parent_path());
-    std::ofstream out(p, std::ios::binary);
-    out << content;
-    return p;
-  }
-
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using inferprof::testing::TempDir;
 
 std::vector<TraceRecord> read_all(const std::string& path, TraceReader::Options options = {}) {
   TraceReader reader(path, options);
