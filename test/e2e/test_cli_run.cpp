@@ -222,7 +222,7 @@ TEST_SUITE("e2e bad input") {
     std::string message;  // expected stderr, after "inferprof: error: "
   };
 
-  TEST_CASE("bad trace lines name the file and line; nothing is written") {
+  TEST_CASE("bad trace lines name the file and line - nothing is written") {
     auto& f = fixture();
     TempDir dir;
     const std::string good = R"({"id": 1, "input": {"seed": 1}})";

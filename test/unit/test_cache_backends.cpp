@@ -145,7 +145,7 @@ TEST_SUITE("cache backends") {
     CHECK(b->entries() == 0);
   }
 
-  TEST_CASE("redis: namespaces isolate; clear() removes only its own; entries() and bytes()") {
+  TEST_CASE("redis: namespaces isolate - clear() removes only its own - entries() and bytes()") {
     REQUIRE_REDIS_SERVER();
     RedisServer server;
     auto a = make_redis_backend(server.url(), "alpha");
@@ -307,7 +307,7 @@ TEST_SUITE("cache backends") {
     }
   }
 
-  TEST_CASE("redis: a server that dies mid-use gives BackendError; a restarted one is picked up") {
+  TEST_CASE("redis: a server that dies mid-use gives BackendError - a restarted one is picked up") {
     REQUIRE_REDIS_SERVER();
     RedisServer server;
     auto b = make_redis_backend(server.url(), "crash");
@@ -404,7 +404,7 @@ TEST_SUITE("cache backends") {
     CHECK(many[2] == std::optional<std::string>(value));
   }
 
-  TEST_CASE("lmdb: namespaces share a folder; clear() empties only its own") {
+  TEST_CASE("lmdb: namespaces share a folder - clear() empties only its own") {
     TempDir dir;
     auto a = make_lmdb_backend(dir.file("db"), "a");
     auto b = make_lmdb_backend(dir.file("db"), "b");  // same environment, opened once

@@ -270,7 +270,7 @@ TEST_SUITE("compare report") {
     CHECK(table.find("hunter2") == std::string::npos);
   }
 
-  TEST_CASE("the compare table without noise has no footnote; one replay says it has no interval") {
+  TEST_CASE("the compare table without noise has no footnote - one replay says it has no interval") {
     CompareResult r = sample();
     r.rows.pop_back();
     r.repeat = 1;

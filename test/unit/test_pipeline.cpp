@@ -53,7 +53,7 @@ void write_npy(const std::string& path, const std::vector<float>& values, const 
 }  // namespace
 
 TEST_SUITE("pipeline") {
-  TEST_CASE("gen-model writes a loadable MLP with its metadata; seeds change the weights") {
+  TEST_CASE("gen-model writes a loadable MLP with its metadata - seeds change the weights") {
     TempDir dir;
     ModelMetadata meta = generate_model({"mlp", 7, dir.file("m.pt")});
     CHECK(meta.parameters == 16 * 64 + 64 + 64 * 64 + 64 + 64 * 10 + 10);

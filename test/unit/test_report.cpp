@@ -286,7 +286,7 @@ TEST_CASE("folded values sum exactly to the rounded total") {
   }
 }
 
-TEST_CASE("trace.json holds one X event per request and span; queue lanes never overlap") {
+TEST_CASE("trace.json holds one X event per request and span - queue lanes never overlap") {
   TempDir dir;
   CollectorOptions o;
   o.out_dir = dir.str();
