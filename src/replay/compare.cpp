@@ -164,7 +164,8 @@ CompareResult run_compare(const CompareConfig& config) {
                                           result.rows.front().name));
   if (config.repeat < 3)
     result.warnings.push_back(
-        "replay-time speedups come from a single replay each; use --repeat 5 for their confidence intervals");
+        "one replay per configuration: the intervals cover request-to-request variation only, not drift between "
+        "replays (other load, thermal); use --repeat 5 to interleave configurations and bound it");
 
   if (!config.out_dir.empty()) {
     if (config.flamegraph_diff) {
