@@ -2,7 +2,7 @@
 // threads, streamed reports) against a bare libtorch loop doing the same work
 // on the same model and inputs, interleaved in one process.
 //
-//   build/bench/bench_overhead [--arch mlp|cnn] [--requests N] [--rounds R]
+//   build/bench/bench_overhead [--arch mlp|cnn] [--requests N] [--rounds R] [--no-reports]
 //
 // Prints, per round and as medians, the wall time per request of each and the
 // difference: what inferprof adds to every request.
@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   std::string arch = "mlp";
   std::uint64_t n = 0;
   int rounds = 5;
+  bool reports = true;
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--no-reports")) reports = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--arch")) arch = argv[i + 1];
     else if (!std::strcmp(argv[i], "--requests")) n = std::stoull(argv[i + 1]);
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
   config.profile = load_profile("");
   config.threads = 1;
   config.warmup = 3;
-  config.out_dir = dir.file("reports");
+  if (reports) config.out_dir = dir.file("reports");  // --no-reports: aggregate only, to see what writing costs
 
   fmt::print("bench_overhead: {} ({} parameters), {} requests, {} rounds, 1 intra-op thread, libtorch {}\n", arch,
              meta.parameters, n, rounds, libtorch_version());
