@@ -45,15 +45,6 @@ constexpr std::size_t kBatch = 64;
 constexpr double kVerifyTolerance = 1e-4;
 using Batch = std::vector<RequestRecord>;
 
-// First request of the trace: the warm-up input, and an early "empty trace" error.
-std::optional<TraceRecord> first_request(const std::string& path, bool skip_invalid) {
-  TraceReader reader(path, TraceReader::Options{skip_invalid, 1 << 16});
-  TraceRecord rec;
-  while (reader.next(rec))
-    if (rec.kind == TraceRecord::Kind::request) return rec;
-  return std::nullopt;
-}
-
 // Sleeps most of the way, then spins: nanosleep alone overshoots by tens of
 // µs, which would show up as phantom queueing in open-loop replays.
 void wait_until(Nanos due) {
@@ -203,15 +194,13 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
       spec.max_entries = spec.tier == "l1" ? 1000 : spec.tier == "l2" ? 100000 : 0;
       spec.backend = spec.tier == "l3" ? "lmdb" : "memory";
     }
+    // --tier sets the policy and limits; where the tier lives stays as configured.
     for (const TierSpec& o : overrides)
       if (o.tier == spec.tier) {
-        std::string backend = spec.backend, location = spec.location;
-        spec = o;
-        if (o.backend == "memory" && spec.tier != "l1") {
-          // --tier sets the policy; where the tier lives stays as configured.
-          spec.backend = backend;
-          spec.location = location;
-        }
+        spec.policy = o.policy;
+        spec.max_entries = o.max_entries;
+        spec.max_bytes = o.max_bytes;
+        spec.ttl_s = o.ttl_s;
       }
     if (!redis_url.empty() && (spec.tier == "l2" || (spec.tier == "l3" && !profile.cache.l3))) {
       spec.backend = "redis";
@@ -250,11 +239,21 @@ RunOutcome run_replay(const RunConfig& config) {
   info.ops = config.ops;
   info.warmup = config.warmup >= 0 ? config.warmup : profile.model.warmup;
 
-  // Validate the trace before paying for the model load.
-  auto first = first_request(config.trace_path, config.skip_invalid);
-  if (!first) throw bad_input(fmt::format("{}: the trace has no requests", config.trace_path));
-  if (config.open_loop && !first->request.ts_ms)
-    throw bad_input(at_line(config.trace_path, first->line,
+  // Validate the trace before paying for the model load: read up to its first
+  // request (the warm-up input), which the producer then replays first. The
+  // reader's buffers are allocated here, before the clock starts.
+  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
+  TraceRecord pending;
+  std::uint64_t events = 0;
+  bool have_pending = false;
+  while (!have_pending && reader.next(pending)) {
+    if (pending.kind == TraceRecord::Kind::request) have_pending = true;
+    else ++events;
+  }
+  if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.trace_path));
+  const TraceRequest warmup_request = pending.request;
+  if (config.open_loop && !pending.request.ts_ms)
+    throw bad_input(at_line(config.trace_path, pending.line,
                             "open-loop replay needs 'ts_ms' on every request (this one has none); drop --open-loop "
                             "to replay closed-loop"));
   std::error_code ec;
@@ -295,7 +294,7 @@ RunOutcome run_replay(const RunConfig& config) {
   BoundedQueue<Batch> recycled(64);
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> bytes_read{0};
-  std::uint64_t skipped = 0, events = 0;
+  std::uint64_t skipped = 0;
   std::vector<std::string> skipped_examples;
   auto abort_all = [&] {
     jobs.abort();
@@ -310,11 +309,6 @@ RunOutcome run_replay(const RunConfig& config) {
   bool gate_open = false;
   Nanos epoch = 0;
   std::unique_ptr<Collector> collector;
-  // Opened and primed (first line parsed, buffers allocated) before the clock starts.
-  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
-  TraceRecord pending;
-  bool have_pending = reader.next(pending);
-
   std::vector<std::thread> workers;
   for (int w = 0; w < config.concurrency; ++w) {
     workers.emplace_back([&, w] {
@@ -325,7 +319,7 @@ RunOutcome run_replay(const RunConfig& config) {
           for (int i = 0; i < info.warmup && !failure.failed(); ++i) {
             scratch.reset();
             scratch.arrival = scratch.start = now_ns();
-            pipeline.serve(first->request, scratch);
+            pipeline.serve(warmup_request, scratch);
             scratch.finish();
             if (w == 0) info.warmup_us.push_back(static_cast<double>(scratch.total()) / 1e3);
           }

@@ -1,6 +1,7 @@
 #pragma once
 // Runs the built inferprof binary as a user would and captures what it says.
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -57,6 +58,30 @@ inline std::size_t count_lines(const std::string& text) {
 
 inline bool dir_is_empty_or_missing(const std::filesystem::path& dir) {
   return !std::filesystem::exists(dir) || std::filesystem::is_empty(dir);
+}
+
+// A JSON number whatever simdjson stored it as (double, int64 or uint64).
+inline double json_number(simdjson::dom::element e) {
+  double d = 0;
+  if (e.get(d) == simdjson::SUCCESS) return d;
+  std::int64_t i = 0;
+  if (e.get(i) == simdjson::SUCCESS) return static_cast<double>(i);
+  std::uint64_t u = 0;
+  if (e.get(u) != simdjson::SUCCESS) throw std::runtime_error("not a JSON number");
+  return static_cast<double>(u);
+}
+
+// gen-model + gen-trace through the CLI, as a user would make them.
+inline void make_model_and_trace(const std::string& model, const std::string& trace,
+                                 const std::vector<std::string>& trace_args) {
+  auto m = run_cli({"gen-model", "--arch", "mlp", "-o", model});
+  if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
+  std::vector<std::string> args = {"gen-trace"};
+  args.insert(args.end(), trace_args.begin(), trace_args.end());
+  args.push_back("-o");
+  args.push_back(trace);
+  auto t = run_cli(args);
+  if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
 }
 
 }  // namespace inferprof::testing

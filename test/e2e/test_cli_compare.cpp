@@ -17,27 +17,13 @@ struct CacheFixture {
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("zipf.jsonl");
   static constexpr int kRequests = 400;
-  CacheFixture() {
-    if (run_cli({"gen-model", "--arch", "mlp", "-o", model}).code != 0) throw std::runtime_error("gen-model failed");
-    if (run_cli({"gen-trace", "--requests", std::to_string(kRequests), "--keys", "50", "--zipf", "1.1", "-o", trace})
-            .code != 0)
-      throw std::runtime_error("gen-trace failed");
-  }
+  CacheFixture() { make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "50", "--zipf", "1.1"}); }
 };
 CacheFixture& cache_fixture() {
   static CacheFixture f;
   return f;
 }
 
-double number(simdjson::dom::element e) {
-  double d = 0;
-  if (e.get(d) == simdjson::SUCCESS) return d;
-  std::uint64_t u = 0;
-  if (e.get(u) == simdjson::SUCCESS) return static_cast<double>(u);
-  std::int64_t i = 0;
-  REQUIRE(e.get(i) == simdjson::SUCCESS);
-  return static_cast<double>(i);
-}
 
 bool redis_or_skip() {
   if (RedisServer::available()) return true;
@@ -73,18 +59,18 @@ TEST_SUITE("e2e caches") {
     for (auto row : rows) {
       for (auto tier : row["caches"].get_array()) {
         // Hits and misses always add up to lookups, and every request looks up L1.
-        CHECK(number(tier["hits"]) + number(tier["misses"]) == number(tier["lookups"]));
+        CHECK(json_number(tier["hits"]) + json_number(tier["misses"]) == json_number(tier["lookups"]));
         std::string_view name = tier["tier"].get_string();
         if (name == "l1") {
-          CHECK(number(tier["lookups"]) == CacheFixture::kRequests);
-          CHECK(number(tier["hits"]) > 0);
+          CHECK(json_number(tier["lookups"]) == CacheFixture::kRequests);
+          CHECK(json_number(tier["hits"]) > 0);
         }
       }
       if (i == 3) {
         // l1 holds only 10 entries: L2 and L3 see the rest and hit too.
         double l2_hits = 0;
         for (auto tier : row["caches"].get_array())
-          if (std::string_view(tier["tier"].get_string()) == "l2") l2_hits = number(tier["hits"]);
+          if (std::string_view(tier["tier"].get_string()) == "l2") l2_hits = json_number(tier["hits"]);
         CHECK(l2_hits > 0);
       }
       ++i;
@@ -93,8 +79,8 @@ TEST_SUITE("e2e caches") {
     std::string l1_summary = slurp(out.path() / "c" / "l1" / "summary.json");
     simdjson::dom::parser p2;
     auto s = p2.parse(l1_summary);
-    CHECK(number(s["verify"]["checked"]) > 0);
-    CHECK(number(s["verify"]["mismatches"]) == 0);
+    CHECK(json_number(s["verify"]["checked"]) > 0);
+    CHECK(json_number(s["verify"]["mismatches"]) == 0);
   }
 
   TEST_CASE("run --cache with a real Redis L2: keys deleted afterwards, password never shown") {
@@ -115,7 +101,7 @@ TEST_SUITE("e2e caches") {
     auto s = parser.parse(slurp(out.path() / "r" / "summary.json"));
     double l2_hits = 0;
     for (auto tier : s["caches"].get_array())
-      if (std::string_view(tier["tier"].get_string()) == "l2") l2_hits = number(tier["hits"]);
+      if (std::string_view(tier["tier"].get_string()) == "l2") l2_hits = json_number(tier["hits"]);
     CHECK(l2_hits > 0);
     CHECK(redis.integer("DBSIZE") == 0);
 
@@ -161,12 +147,12 @@ TEST_SUITE("e2e caches") {
     REQUIRE_MESSAGE(r.code == 0, r.err);
     simdjson::dom::parser parser;
     auto s = parser.parse(r.out);
-    CHECK(number(s["requests"]) == 60000);
+    CHECK(json_number(s["requests"]) == 60000);
     bool degraded = false;
     double errors = 0;
     for (auto tier : s["caches"].get_array()) {
       REQUIRE(tier["degraded"].get(degraded) == simdjson::SUCCESS);
-      errors = number(tier["errors"]);
+      errors = json_number(tier["errors"]);
     }
     CHECK(degraded);
     CHECK(errors > 0);

@@ -19,13 +19,7 @@ struct Fixture {
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("requests.jsonl");
   static constexpr int kRequests = 300;
-  Fixture() {
-    auto m = run_cli({"gen-model", "--arch", "mlp", "-o", model});
-    if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
-    auto t = run_cli({"gen-trace", "--requests", std::to_string(kRequests), "--keys", "40", "--rate", "2000", "-o",
-                      trace});
-    if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
-  }
+  Fixture() { make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "40", "--rate", "2000"}); }
 };
 Fixture& fixture() {
   static Fixture f;
@@ -39,15 +33,6 @@ simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::stri
   return doc;
 }
 
-double num(simdjson::dom::element e) {
-  double d;
-  if (e.get(d) == simdjson::SUCCESS) return d;
-  std::int64_t i;
-  if (e.get(i) == simdjson::SUCCESS) return static_cast<double>(i);
-  std::uint64_t u = 0;
-  REQUIRE(e.get(u) == simdjson::SUCCESS);
-  return static_cast<double>(u);
-}
 
 const std::vector<std::string> kReportFiles = {"summary.json", "requests.csv", "stages.csv",
                                                "stacks.folded", "flamegraph.svg", "trace.json"};
@@ -78,15 +63,15 @@ TEST_SUITE("e2e run") {
     simdjson::dom::parser parser;
     std::string summary_text = slurp(out.path() / "r" / "summary.json");
     auto summary = parse_json(parser, summary_text);
-    CHECK(num(summary["requests"]) == Fixture::kRequests);
+    CHECK(json_number(summary["requests"]) == Fixture::kRequests);
     // Stage means plus overhead add up to the mean total (within 1%).
     double sum = 0;
     for (const char* stage : {"queue", "cache", "load", "input", "preprocess", "compute", "overhead"}) {
       auto s = summary["stages"][stage];
       REQUIRE_MESSAGE(s.error() == simdjson::SUCCESS, stage);
-      sum += num(s["mean_us"]);
+      sum += json_number(s["mean_us"]);
     }
-    double total_mean = num(summary["total"]["mean_us"]);
+    double total_mean = json_number(summary["total"]["mean_us"]);
     CHECK(total_mean > 0);
     CHECK(std::abs(sum - total_mean) <= 0.01 * total_mean);
     bool h2d_applicable = true;
@@ -111,7 +96,7 @@ TEST_SUITE("e2e run") {
       ++lines;
     }
     CHECK(lines >= 4);
-    double total_us = num(summary["total"]["total_us"]);
+    double total_us = json_number(summary["total"]["total_us"]);
     CHECK(std::abs(folded_sum - std::round(total_us)) <= 1.0);
 
     // flamegraph.svg is well-formed XML (checked by a real XML parser).
@@ -133,7 +118,7 @@ TEST_SUITE("e2e run") {
         tids.insert(e["tid"].get_int64());
       }
     }
-    CHECK(complete == static_cast<std::uint64_t>(num(summary["reports"]["spans"])));
+    CHECK(complete == static_cast<std::uint64_t>(json_number(summary["reports"]["spans"])));
     // request root + input + preprocess + to_float + compute, per request
     CHECK(complete == 5u * Fixture::kRequests);
     CHECK(tids == std::set<std::int64_t>{1});
@@ -145,8 +130,8 @@ TEST_SUITE("e2e run") {
     REQUIRE_MESSAGE(json.code == 0, json.err);
     simdjson::dom::parser parser;
     auto doc = parse_json(parser, json.out);
-    CHECK(num(doc["requests"]) == 20);
-    CHECK(num(doc["run"]["threads"]) == 1);
+    CHECK(json_number(doc["requests"]) == 20);
+    CHECK(json_number(doc["run"]["threads"]) == 1);
 
     auto csv = run_cli({"run", f.model, "--trace", f.trace, "--format", "csv", "--limit", "20"});
     REQUIRE(csv.code == 0);
@@ -181,7 +166,7 @@ TEST_SUITE("e2e run") {
     CHECK(count_lines(csv) == Fixture::kRequests + 1);
     simdjson::dom::parser parser;
     auto summary = parse_json(parser, slurp(out.path() / "c" / "summary.json"));
-    CHECK(num(summary["run"]["concurrency"]) == 2);
+    CHECK(json_number(summary["run"]["concurrency"]) == 2);
 
     // 2000 req/s trace replayed 4x faster: requests arrive faster than one worker serves some of them.
     auto o = run_cli({"run", f.model, "--trace", f.trace, "--open-loop", "--speed", "4", "--limit", "100", "--out",
@@ -190,8 +175,8 @@ TEST_SUITE("e2e run") {
     simdjson::dom::parser p2;
     auto open = parse_json(p2, slurp(out.path() / "o" / "summary.json"));
     CHECK(std::string(open["run"]["mode"].get_string().value()) == "open-loop");
-    CHECK(num(open["requests"]) == 100);
-    CHECK(num(open["wall_s"]) > 0);
+    CHECK(json_number(open["requests"]) == 100);
+    CHECK(json_number(open["wall_s"]) > 0);
   }
 
   TEST_CASE("gen-trace is reproducible") {
@@ -261,8 +246,8 @@ TEST_SUITE("e2e bad input") {
     REQUIRE_MESSAGE(skip.code == 0, skip.err);
     simdjson::dom::parser parser;
     auto summary = parse_json(parser, skip.out);
-    CHECK(num(summary["requests"]) == Fixture::kRequests);
-    CHECK(num(summary["run"]["skipped"]["invalid"]) == 1);
+    CHECK(json_number(summary["requests"]) == Fixture::kRequests);
+    CHECK(json_number(summary["run"]["skipped"]["invalid"]) == 1);
   }
 
   TEST_CASE("bad models, shapes, profiles, folders and traces") {
