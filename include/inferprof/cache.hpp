@@ -25,8 +25,12 @@ struct CacheKey {
 struct CacheKeyHash {
   std::size_t operator()(const CacheKey& k) const noexcept { return static_cast<std::size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull)); }
 };
-// L1/L2: model version + input key. A new version changes every key.
+// L1/L2: model version + input key. A new version changes every key. The top
+// 32 bits of `hi` are version_tag(model_version), so a tier can drop one
+// version's results (invalidate) without a list of its keys; the other 96 bits
+// are the hash of both.
 CacheKey result_key(std::string_view model_version, std::string_view input_key);
+std::uint32_t version_tag(std::string_view model_version);
 // L3: preprocessing config + input key. A changed profile changes every key.
 CacheKey preprocessed_key(std::string_view preprocess_fingerprint, std::string_view input_key);
 std::string to_hex(const CacheKey& key);  // 32 lowercase hex digits
@@ -124,6 +128,9 @@ class BlobBackend {
   virtual void clear() = 0;                  // remove everything this run's namespace holds
   virtual std::uint64_t entries() = 0;       // held now, in this namespace
   virtual std::uint64_t bytes() = 0;         // value bytes held now, in this namespace
+  // Removes the result keys of one model version (result_key's tag); returns
+  // how many. Backends that hold no results (LMDB: L3 only) remove nothing.
+  virtual std::uint64_t erase_version(std::uint32_t /*tag*/) { return 0; }
   // One answer per key, in order (nullopt: absent). Redis pipelines the GETs
   // (one round trip per 256 keys); the default asks get() one by one.
   virtual std::vector<std::optional<std::string>> get_many(const std::vector<CacheKey>& keys) {
@@ -155,6 +162,9 @@ class CacheTier {
   virtual void put(const CacheKey& key, Blob value, Nanos now) = 0;
   virtual TierStats stats() = 0;
   virtual void clear() = 0;  // empty, and forget statistics
+  // Drops every result of the model version with this tag (after an update
+  // made it old); returns how many entries went. Never throws BackendError.
+  virtual std::uint64_t invalidate(std::uint32_t version_tag) = 0;
 };
 // In-process: the spec's policy and limits (src/cache/policy_cache.hpp has the
 // exact semantics), one mutex, so at concurrency 1 it matches `simulate`

@@ -25,13 +25,35 @@ struct ModelMetadata {
 };
 
 struct ModelInfo {
-  std::string path;
-  std::string version;          // "xxh3:<16 hex>" of the file: the result caches' key prefix
+  std::string path;             // the file, or "name@version" when it came from the model store
+  std::string name;             // the store's model name; the file path for a plain file
+  std::string version;          // the result caches' key prefix: the store's version, or "xxh3:<16 hex>" of a file
   ModelMetadata meta;
   std::int64_t file_bytes = 0;
   std::int64_t parameters = 0;  // counted from the loaded module
   double load_ms = 0;           // read + deserialise + move to device
+  std::string served_by = "file";  // where the bytes came from: file, memory, redis, remote
 };
+
+// A serialised model and where it came from: a plain file, or the model store
+// (which has already fetched and verified it, and says how long that took).
+struct ModelBytes {
+  std::string name;
+  std::string version;
+  std::shared_ptr<const std::string> bytes;
+  std::string served_by = "file";
+  Nanos fetch_ns = 0;   // becomes load/fetch
+  Nanos verify_ns = 0;  // becomes load/verify
+};
+// Reads a model file: version "xxh3:<16 hex>" of its bytes. Throws
+// Error(bad_input) when it is missing or a folder.
+ModelBytes read_model_file(const std::string& path);
+
+// One deserialised model version. Requests hold a reference while they use
+// it, so a swap never pulls a model out from under a running forward pass.
+struct LoadedModel;
+using ModelHandle = std::shared_ptr<LoadedModel>;
+const ModelInfo& model_info(const LoadedModel& model);
 
 // The cache tiers a request goes through (any may be null: tier off).
 // Lookups go L1 -> L2 -> L3 -> compute; a hit in a lower tier fills the ones above.
@@ -52,10 +74,24 @@ class Pipeline {
   // Loads the model. Throws Error(bad_input) if the file is missing,
   // Error(runtime) if it is not a loadable TorchScript archive.
   Pipeline(const std::string& model_path, const Profile& profile, const PipelineOptions& options);
+  // Loads `first` (already fetched, e.g. from the model store).
+  Pipeline(const ModelBytes& first, const Profile& profile, const PipelineOptions& options);
+
+  // Deserialises a model version and moves it to the device. With `record`,
+  // the time goes to a `load` span with children fetch (the store's time, as
+  // measured by it), verify, deserialize and to_device. Thread-safe; does not
+  // change what serve() uses (see activate()). Throws Error(runtime) if the
+  // bytes are not a loadable TorchScript archive.
+  ModelHandle load(const ModelBytes& bytes, RequestRecord* record = nullptr) const;
+  // From now on serve() uses `model` (an atomic swap; requests already
+  // running finish on the version they started with).
+  void activate(ModelHandle model);
+  ModelHandle active() const;
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
+  // The model version loaded first (the one run reports describe).
   const ModelInfo& model() const noexcept;
 
   // input -> preprocess -> compute for one request, on the calling thread,
@@ -65,13 +101,14 @@ class Pipeline {
   // With caches, record.cache_outcome says what served it: "l1_hit",
   // "l2_hit", "l3_hit" (computed from a cached preprocessed input) or "miss".
   // `served`, if given, receives the output as an encoded tensor blob.
+  // `model`: the version to serve with (default: the active one).
   void serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches = nullptr,
-             Blob* served = nullptr);
+             Blob* served = nullptr, const ModelHandle& model = nullptr);
 
   // Recomputes the request without any cache and compares the output with
   // `served`. Returns the max absolute difference (0 when identical);
   // infinity when shapes or dtypes differ or `served` does not decode.
-  double verify(const TraceRequest& request, const Blob& served);
+  double verify(const TraceRequest& request, const Blob& served, const ModelHandle& model = nullptr);
 
   // The shape/dtype a seed input gets when the request leaves them out.
   std::vector<std::int64_t> default_shape() const;

@@ -35,6 +35,7 @@ struct Profile {
     std::string device = "cpu";
     int threads = 1;   // 0: one per core
     int warmup = 3;
+    std::string update = "sync";  // how model_update events switch versions: sync | async | preload
   } model;
   struct Input {
     std::vector<std::int64_t> shape;  // empty: from the model's metadata

@@ -15,7 +15,7 @@ namespace inferprof {
 // Validated settings of one replay. The CLI fills it; nothing below the CLI
 // sees CLI11. Negative numbers mean "take the profile's value".
 struct RunConfig {
-  std::string model_path;
+  std::string model_path;   // a TorchScript file, or with store_url "name[@version]" in the store
   std::string trace_path;
   Profile profile;
   int warmup = -1;
@@ -35,6 +35,12 @@ struct RunConfig {
   std::vector<TierSpec> tiers;
   std::string cache_namespace;
   double verify_fraction = 0;  // share of cache hits recomputed and compared (--verify)
+  // The model store (file:// folder or http(s):// URL); empty: model_path is a
+  // plain file, its own one-version store, and update events cannot apply.
+  std::string store_url;
+  std::string store_redis_url;   // keep model bytes in Redis too (between memory and the remote)
+  bool store_zstd = false;       // compress them there
+  std::string update_mode;       // sync | async | preload (empty: the profile's): how model_update events switch versions
 };
 
 // The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the

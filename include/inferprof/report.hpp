@@ -23,6 +23,8 @@ struct RunInfo {
   std::string hostname;
   std::string started_at;  // ISO 8601, UTC
   std::string model_path;
+  std::string model_version;  // the store's version, or "xxh3:..." of the file
+  std::string model_served_by = "file";  // file, or the store tier: memory, redis, remote
   std::string model_arch;  // from the model's metadata, "unknown" if none
   std::int64_t model_parameters = 0;
   std::int64_t model_bytes = 0;  // file size
@@ -90,6 +92,32 @@ struct VerifyReport {
   std::vector<std::string> examples;  // "request 17 (l2_hit): max abs difference 0.5"
 };
 
+// Latency of a group of requests, in µs.
+struct LatencyStats {
+  std::uint64_t count = 0;
+  double mean_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
+};
+
+// One model update during the replay (a trace event, or a replica's broadcast)
+// and what it cost the requests around it.
+struct UpdateReport {
+  std::string model, from_version, to_version;
+  std::string mode;             // sync | async | preload
+  double announced_ms = 0;      // since the replay started
+  double live_ms = -1;          // when the new version began serving; -1: not within the replay
+  double live_unix_ms = 0;      // the same on the wall clock (ms since 1970), to line up replicas
+  double fetch_ms = 0, deserialize_ms = 0;
+  std::string served_by;        // the store tier the new version came from
+  std::uint64_t stalled = 0;    // requests that waited for the new version to load
+  double stall_ms = 0;          // their summed waiting (part of their `load` stage)
+  std::uint64_t stale_served = 0;  // requests after the announcement served by the old version
+  std::uint64_t invalidated = 0;   // result-cache entries of the old version dropped
+  // Requests that started before the announcement (after the previous update
+  // was live), while it was pending, and after it was live (until the next one).
+  LatencyStats before, during, after;
+  std::string error;            // the update failed (e.g. unknown version): the old version kept serving
+};
+
 struct RunSummary {
   RunInfo info;
   std::uint64_t requests = 0;  // measured requests
@@ -105,6 +133,7 @@ struct RunSummary {
   std::vector<CacheTierReport> caches;  // empty: no cache tier configured
   std::vector<OutcomeStats> outcomes;   // only with caches
   VerifyReport verify;
+  std::vector<UpdateReport> updates;  // model updates applied during the replay
   // A uniform sample (reservoir, at most 50,000) of request totals in µs, for
   // confidence intervals of comparisons; not written to summary.json.
   std::vector<double> latency_sample_us;

@@ -75,6 +75,12 @@ struct RequestRecord {
   std::array<Nanos, kStageCount> stage{};  // summed top-level stage time; overhead set by finish()
   std::vector<Span> spans;                 // every span, parents before children
   std::string cache_outcome = "none";      // "none" when no cache tier is configured
+  std::string model_version;               // the model version that served it
+  // Model updates (DESIGN.md "Cache tiers", model store): the index of the
+  // last update announced when the request started (-1: none yet), and
+  // whether that update was still pending (announced, not yet live).
+  std::int32_t update = -1;
+  bool update_pending = false;
   bool ok = true;
   std::string error;                       // when !ok: why the request failed
 

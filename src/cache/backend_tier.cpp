@@ -74,6 +74,15 @@ class BackendTier final : public CacheTier {
     return s;
   }
 
+  std::uint64_t invalidate(std::uint32_t version_tag) override {
+    try {
+      return backend_->erase_version(version_tag);
+    } catch (const BackendError&) {
+      failed();
+      return 0;
+    }
+  }
+
   void clear() override {
     hits_ = 0;
     misses_ = 0;

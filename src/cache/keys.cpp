@@ -65,6 +65,10 @@ CacheKey hash_parts(char domain, std::string_view a, std::string_view b) {
   return CacheKey{h.high64, h.low64};
 }
 
+std::uint32_t tag_of(std::string_view model_version) {
+  return static_cast<std::uint32_t>(XXH3_64bits(model_version.data(), model_version.size()) >> 32);
+}
+
 constexpr std::array<std::string_view, 4> kPolicyNames = {"lru", "lfu", "fifo", "ttl"};
 
 constexpr std::string_view kGrammarHint =
@@ -134,8 +138,12 @@ std::uint64_t byte_unit(std::string_view unit) {
 }  // namespace
 
 CacheKey result_key(std::string_view model_version, std::string_view input_key) {
-  return hash_parts(kResultDomain, model_version, input_key);
+  CacheKey k = hash_parts(kResultDomain, model_version, input_key);
+  k.hi = (static_cast<std::uint64_t>(tag_of(model_version)) << 32) | (k.hi & 0xFFFFFFFFull);
+  return k;
 }
+
+std::uint32_t version_tag(std::string_view model_version) { return tag_of(model_version); }
 
 CacheKey preprocessed_key(std::string_view preprocess_fingerprint, std::string_view input_key) {
   return hash_parts(kPreprocessedDomain, preprocess_fingerprint, input_key);

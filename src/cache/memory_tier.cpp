@@ -91,6 +91,18 @@ class MemoryTier final : public CacheTier {
     cache_.reset_counters();
   }
 
+  std::uint64_t invalidate(std::uint32_t version_tag) override {
+    std::vector<Blob>& retired = retired_blobs();
+    std::uint64_t n = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      RetireScope scope(cache_, retired);
+      n = cache_.erase_if([version_tag](const CacheKey& k) { return (k.hi >> 32) == version_tag; });
+    }
+    retired.clear();  // freed outside the lock
+    return n;
+  }
+
  private:
   TierSpec spec_;
   std::mutex mutex_;

@@ -184,6 +184,17 @@ class PolicyCache {
     return true;
   }
 
+  // Removes every key for which pred(key) holds, without counting them
+  // anywhere; returns how many. O(table size).
+  template <class Pred>
+  std::uint64_t erase_if(Pred&& pred) {
+    std::vector<CacheKey> doomed;
+    for (const Slot& s : table_)
+      if (s.node != kNil && pred(nodes_[s.node].key)) doomed.push_back(nodes_[s.node].key);
+    for (const CacheKey& k : doomed) erase(k);
+    return doomed.size();
+  }
+
   // Whether the key is held (expired or not); no use is counted.
   bool contains(const CacheKey& key) const { return table_[probe(key, hash32(key))].node != kNil; }
 

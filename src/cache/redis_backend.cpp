@@ -18,6 +18,7 @@
 // batch): exact for what the server holds now, whoever wrote it and whatever
 // expired, at a cost proportional to the namespace -- meant for the end of a
 // run, not the hot path.
+#include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
@@ -546,9 +547,22 @@ class RedisBackend final : public BlobBackend {
     });
   }
 
-  void clear() override {
-    run("clear (SCAN/UNLINK)", [&](Session& s) {
-      scan(s, [&](std::vector<std::string_view>& keys) {
+  void clear() override { unlink_matching("clear (SCAN/UNLINK)", pattern_); }
+
+  // Keys are prefix + to_hex(key), so one version's results share the first 8 hex digits.
+  std::uint64_t erase_version(std::uint32_t tag) override {
+    return unlink_matching("invalidate (SCAN/UNLINK)", glob_escape(prefix_) + fmt::format("{:08x}", tag) + "*");
+  }
+
+  std::uint64_t entries() override { return census(false).first; }
+  std::uint64_t bytes() override { return census(true).second; }
+
+ private:
+  std::uint64_t unlink_matching(const char* what, const std::string& pattern) {
+    return run(what, [&](Session& s) {
+      std::uint64_t n = 0;
+      scan(s, pattern, [&](std::vector<std::string_view>& keys) {
+        n += keys.size();
         for (std::size_t i = 0; i < keys.size(); i += kBatch) {
           std::size_t end = std::min(keys.size(), i + kBatch);
           std::vector<std::string_view> args{unlink_ ? "UNLINK" : "DEL"};
@@ -563,14 +577,10 @@ class RedisBackend final : public BlobBackend {
           expect_no_error(r);
         }
       });
-      return true;
+      return n;
     });
   }
 
-  std::uint64_t entries() override { return census(false).first; }
-  std::uint64_t bytes() override { return census(true).second; }
-
- private:
   std::string key_of(const CacheKey& key) const { return prefix_ + to_hex(key); }
   std::string get_command(const CacheKey& key) const {
     std::string k = key_of(key);
@@ -703,11 +713,11 @@ class RedisBackend final : public BlobBackend {
   // Calls `batch` with the keys of each SCAN step (deduplicated: SCAN may
   // return a key twice while the server rehashes).
   template <class Batch>
-  void scan(Session& s, Batch&& batch, std::unordered_set<std::string>* seen = nullptr) {
+  void scan(Session& s, const std::string& pattern, Batch&& batch, std::unordered_set<std::string>* seen = nullptr) {
     std::string cursor = "0";
     std::vector<std::string_view> keys;
     do {
-      Reply r = s.call({"SCAN", cursor, "MATCH", pattern_, "COUNT", kScanCount});
+      Reply r = s.call({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanCount});
       expect_no_error(r);
       if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
           r->element[1]->type != REDIS_REPLY_ARRAY)
@@ -730,7 +740,7 @@ class RedisBackend final : public BlobBackend {
       std::unordered_set<std::string> seen;
       std::uint64_t n = 0, total = 0;
       scan(
-          s,
+          s, pattern_,
           [&](std::vector<std::string_view>& keys) {
             n += keys.size();
             if (!with_bytes) return;

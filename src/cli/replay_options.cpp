@@ -9,7 +9,8 @@
 namespace inferprof::cli {
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
-  cmd->add_option("model", args.model, "TorchScript model file (model.pt)")->required();
+  cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")
+      ->required();
   cmd->add_option("--trace", args.trace, "Request trace (JSON lines, see DESIGN.md)")->required();
   cmd->add_option("--profile", args.profile, "Pipeline profile: a name from profiles/ or a .toml path")
       ->default_str("default");
@@ -39,6 +40,16 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
                   "Recompute this share of the cache hits without caches and compare (exit 1 on a mismatch)")
       ->expected(0, 1)
       ->default_str("1.0");
+  cmd->add_option("--store", args.store,
+                  "Serve MODEL (NAME[@VERSION]) from this model store: file:///folder or http(s)://base-url; "
+                  "model_update events in the trace then switch versions");
+  cmd->add_option("--store-redis", args.store_redis,
+                  "Keep model bytes in this Redis too, between the in-memory and the remote tier");
+  cmd->add_flag("--store-zstd", args.store_zstd, "Compress model chunks in Redis with zstd");
+  cmd->add_option("--update", args.update,
+                  "How a model_update switches versions: sync (next request reloads), async (old version serves "
+                  "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)")
+      ->check(CLI::IsMember({"sync", "async", "preload"}));
 }
 
 std::vector<TierSpec> tier_overrides(const ReplayArgs& args) {
@@ -74,6 +85,12 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.progress = !args.no_progress;
   config.skip_invalid = args.skip_invalid;
   config.trace_json_max_requests = args.trace_json_requests;
+  config.store_url = args.store;
+  config.store_redis_url = args.store_redis;
+  config.store_zstd = args.store_zstd;
+  config.update_mode = args.update;
+  if (args.store.empty() && (!args.store_redis.empty() || args.store_zstd))
+    throw bad_input("--store-redis and --store-zstd apply to a model store: add --store URL");
   if (args.verify >= 0) {
     if (args.verify > 1) throw bad_input(fmt::format("--verify {}: expected a fraction between 0 and 1", args.verify));
     config.verify_fraction = args.verify;

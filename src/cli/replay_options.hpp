@@ -18,6 +18,8 @@ struct ReplayArgs {
   std::uint64_t limit = 0, trace_json_requests = 20000;
   std::vector<std::string> tiers;  // --tier l1=lru:1000
   double verify = -1;              // --verify[=FRACTION]; -1: off
+  std::string store, store_redis, update;  // the model store
+  bool store_zstd = false;
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);

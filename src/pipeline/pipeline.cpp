@@ -47,19 +47,30 @@ ModelMetadata parse_metadata(const std::string& json) {
   return meta;
 }
 
-// Identifies the model's bytes: a changed file changes every result key.
-std::string file_version(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
+// Zero-copy view of model bytes for torch::jit::load: the archive reader
+// asks for ranges at offsets, which a plain istream would serve by copying.
+class BytesReader final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BytesReader(std::shared_ptr<const std::string> bytes) : bytes_(std::move(bytes)) {}
+  std::size_t size() const override { return bytes_->size(); }
+  std::size_t read(std::uint64_t pos, void* buf, std::size_t n, const char* /*what*/) const override {
+    if (pos >= bytes_->size()) return 0;
+    n = std::min<std::size_t>(n, bytes_->size() - pos);
+    std::memcpy(buf, bytes_->data() + pos, n);
+    return n;
   }
-  auto digest = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return fmt::format("xxh3:{:016x}", digest);
+
+ private:
+  std::shared_ptr<const std::string> bytes_;
+};
+
+struct LoadNames {
+  std::uint32_t fetch, verify, deserialize, to_device;
+};
+const LoadNames& load_names() {
+  auto& t = NameTable::global();
+  static const LoadNames names{t.intern("fetch"), t.intern("verify"), t.intern("deserialize"), t.intern("to_device")};
+  return names;
 }
 
 Blob encode_output(const at::Tensor& tensor) {
@@ -89,9 +100,85 @@ const TierNames& tier_names() {
 
 }  // namespace
 
-struct Pipeline::Impl {
+struct LoadedModel {
   torch::jit::Module module;
   ModelInfo info;
+};
+const ModelInfo& model_info(const LoadedModel& model) { return model.info; }
+
+ModelBytes read_model_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw bad_input(fmt::format("model '{}' not found", path));
+  if (fs::is_directory(path, ec)) throw bad_input(fmt::format("model '{}' is a folder, not a TorchScript file", path));
+  Nanos t0 = now_ns();
+  std::ifstream in(path, std::ios::binary);
+  auto bytes = std::make_shared<std::string>();
+  bytes->resize(static_cast<std::size_t>(fs::file_size(path, ec)));
+  if (!in.read(bytes->data(), static_cast<std::streamsize>(bytes->size())))
+    throw bad_input(fmt::format("model '{}': cannot read it", path));
+  ModelBytes m;
+  m.name = path;
+  // Identifies the model's bytes: a changed file changes every result key.
+  m.version = fmt::format("xxh3:{:016x}", XXH3_64bits(bytes->data(), bytes->size()));
+  m.bytes = std::move(bytes);
+  m.served_by = "file";
+  m.fetch_ns = now_ns() - t0;
+  return m;
+}
+
+namespace {
+
+ModelHandle deserialize(const ModelBytes& m, const std::string& device, RequestRecord* record) {
+  auto model = std::make_shared<LoadedModel>();
+  ModelInfo& info = model->info;
+  info.name = m.name;
+  info.version = m.version;
+  info.served_by = m.served_by;
+  info.path = m.served_by == "file" ? m.name : m.name + "@" + m.version;
+  info.file_bytes = static_cast<std::int64_t>(m.bytes->size());
+  const LoadNames& names = load_names();
+  std::optional<ScopedSpan> load;
+  if (record) {
+    load.emplace(*record, Stage::load);
+    // The store measured its own fetch and verify; they precede this call.
+    Nanos t = now_ns() - m.fetch_ns - m.verify_ns;
+    record->add(names.fetch, load->index(), t, m.fetch_ns);
+    if (m.verify_ns) record->add(names.verify, load->index(), t + m.fetch_ns, m.verify_ns);
+    record->spans[static_cast<std::size_t>(load->index())].start = t;
+  }
+  Nanos t0 = now_ns();
+  torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
+  try {
+    std::optional<ScopedSpan> span;
+    if (record) span.emplace(*record, names.deserialize, load->index());
+    model->module = torch::jit::load(std::make_shared<BytesReader>(m.bytes), c10::Device(c10::kCPU), extra);
+    model->module.eval();
+  } catch (const std::exception& e) {
+    std::string why = torch_error_line(e);
+    bool not_archive = why.find("zip archive") != std::string::npos || why.find("constants.pkl") != std::string::npos ||
+                       why.find("data.pkl") != std::string::npos;
+    throw runtime_failure(fmt::format("cannot load model '{}': {} ({})", info.path,
+                                      not_archive ? "not a TorchScript archive, or a truncated one"
+                                                  : "libtorch could not deserialise it",
+                                      why));
+  }
+  {
+    // On the CPU this is a no-op; the span is there so GPU runs show the move.
+    std::optional<ScopedSpan> span;
+    if (record) span.emplace(*record, names.to_device, load->index());
+    if (device != "cpu") model->module.to(c10::Device(device));
+  }
+  info.load_ms = static_cast<double>(now_ns() - t0 + m.fetch_ns + m.verify_ns) / 1e6;
+  info.meta = parse_metadata(extra[kMetadataFile]);
+  for (const auto& p : model->module.parameters()) info.parameters += p.numel();
+  return model;
+}
+
+}  // namespace
+
+struct Pipeline::Impl {
+  ModelHandle first;   // what model() describes
+  ModelHandle active;  // what serve() uses: read and swapped with std::atomic_load/store
   detail::Preprocessor preprocess;
   PipelineOptions options;
   std::vector<std::int64_t> default_shape;
@@ -99,53 +186,40 @@ struct Pipeline::Impl {
   std::string fingerprint;  // of the preprocessing: part of every L3 key
 
   at::Tensor prepare(const TraceRequest& request, RequestRecord& record);
-  at::Tensor forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record, bool record_ops);
+  at::Tensor forward(LoadedModel& model, const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
+                     bool record_ops);
+  ModelHandle pick(const ModelHandle& model) const { return model ? model : std::atomic_load(&active); }
 
   Impl(const std::vector<PreprocessOp>& ops, PipelineOptions opts) : preprocess(ops), options(std::move(opts)) {}
 };
 
 Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const PipelineOptions& options)
+    : Pipeline(read_model_file(model_path), profile, options) {}
+
+Pipeline::Pipeline(const ModelBytes& first, const Profile& profile, const PipelineOptions& options)
     : impl_(std::make_unique<Impl>(profile.preprocess, options)) {
   if (options.device != "cpu")
     throw bad_input(fmt::format("device '{}': this build has no CUDA support (rebuild with a CUDA libtorch on "
                                 "CMAKE_PREFIX_PATH and -DINFERPROF_WITH_CUDA=ON)",
                                 options.device));
-  std::error_code ec;
-  if (!fs::exists(model_path, ec)) throw bad_input(fmt::format("model '{}' not found", model_path));
-  if (fs::is_directory(model_path, ec))
-    throw bad_input(fmt::format("model '{}' is a folder, not a TorchScript file", model_path));
-  auto& info = impl_->info;
-  info.path = model_path;
-  info.file_bytes = static_cast<std::int64_t>(fs::file_size(model_path, ec));
-
-  Nanos t0 = now_ns();
-  torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
-  try {
-    impl_->module = torch::jit::load(model_path, c10::Device(c10::kCPU), extra);
-    impl_->module.eval();
-  } catch (const std::exception& e) {
-    std::string why = torch_error_line(e);
-    bool not_archive = why.find("zip archive") != std::string::npos || why.find("constants.pkl") != std::string::npos ||
-                       why.find("data.pkl") != std::string::npos;
-    throw runtime_failure(fmt::format("cannot load model '{}': {} ({})", model_path,
-                                      not_archive ? "not a TorchScript archive, or a truncated one"
-                                                  : "libtorch could not deserialise it",
-                                      why));
-  }
-  info.load_ms = static_cast<double>(now_ns() - t0) / 1e6;
-  info.version = file_version(model_path);
-  info.meta = parse_metadata(extra[kMetadataFile]);
-  for (const auto& p : impl_->module.parameters()) info.parameters += p.numel();
-
+  impl_->first = deserialize(first, options.device, nullptr);
+  impl_->active = impl_->first;
+  const ModelInfo& info = impl_->first->info;
   impl_->default_shape = !profile.input.shape.empty() ? profile.input.shape : info.meta.input_shape;
   impl_->default_dtype = profile.input.dtype.value_or(info.meta.input_dtype.value_or(DType::float32));
   impl_->fingerprint = profile.preprocess_fingerprint();
   if (options.record_ops) detail::OpRecorder::install();
 }
 
+ModelHandle Pipeline::load(const ModelBytes& bytes, RequestRecord* record) const {
+  return deserialize(bytes, impl_->options.device, record);
+}
+void Pipeline::activate(ModelHandle model) { std::atomic_store(&impl_->active, std::move(model)); }
+ModelHandle Pipeline::active() const { return std::atomic_load(&impl_->active); }
+
 Pipeline::~Pipeline() = default;
 
-const ModelInfo& Pipeline::model() const noexcept { return impl_->info; }
+const ModelInfo& Pipeline::model() const noexcept { return impl_->first->info; }
 std::vector<std::int64_t> Pipeline::default_shape() const { return impl_->default_shape; }
 DType Pipeline::default_dtype() const { return impl_->default_dtype; }
 
@@ -165,15 +239,15 @@ at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& r
   return preprocess.run(std::move(x), request, record, span.index());
 }
 
-at::Tensor Pipeline::Impl::forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
-                                   bool record_ops) {
+at::Tensor Pipeline::Impl::forward(LoadedModel& model, const TraceRequest& request, const at::Tensor& x,
+                                   RequestRecord& record, bool record_ops) {
   ScopedSpan span(record, Stage::compute);
   detail::OpRecorder::Scope ops(record_ops, record, span.index());
   try {
-    c10::IValue out = module.forward({x});
+    c10::IValue out = model.module.forward({x});
     return out.isTensor() ? out.toTensor() : at::Tensor();
   } catch (const std::exception& e) {
-    const auto& meta = info.meta;
+    const auto& meta = model.info.meta;
     std::string expected;
     if (!meta.input_shape.empty())
       expected = fmt::format("; the model expects {} {}", format_shape(meta.input_shape),
@@ -185,11 +259,14 @@ at::Tensor Pipeline::Impl::forward(const TraceRequest& request, const at::Tensor
   }
 }
 
-void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served) {
+void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
+                     const ModelHandle& use) {
   c10::InferenceMode inference;
   Impl& m = *impl_;
+  const ModelHandle model = m.pick(use);
+  record.model_version = model->info.version;
   if (!caches || !caches->any()) {
-    at::Tensor out = m.forward(request, m.prepare(request, record), record, m.options.record_ops);
+    at::Tensor out = m.forward(*model, request, m.prepare(request, record), record, m.options.record_ops);
     if (served) *served = out.defined() ? encode_output(out) : nullptr;
     return;
   }
@@ -199,7 +276,7 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
   at::Tensor x;
   {
     ScopedSpan cache(record, Stage::cache);
-    if (results) rkey = result_key(m.info.version, request.key);
+    if (results) rkey = result_key(model->info.version, request.key);
     if (caches->l1) {
       ScopedSpan span(record, names.l1, cache.index());
       if (Blob hit = caches->l1->get(rkey, now_ns())) {
@@ -240,7 +317,7 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
       if (Blob blob = encode_output(x)) caches->l3->put(pkey, std::move(blob), now_ns());
     }
   }
-  at::Tensor out = m.forward(request, x, record, m.options.record_ops);
+  at::Tensor out = m.forward(*model, request, x, record, m.options.record_ops);
   if (!out.defined()) return;  // non-tensor outputs (tuples, dicts) are served uncached
   if (results || served) {
     ScopedSpan cache(record, Stage::cache);
@@ -259,10 +336,11 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
   }
 }
 
-double Pipeline::verify(const TraceRequest& request, const Blob& served) {
+double Pipeline::verify(const TraceRequest& request, const Blob& served, const ModelHandle& use) {
   c10::InferenceMode inference;
   RequestRecord scratch;
-  at::Tensor fresh = impl_->forward(request, impl_->prepare(request, scratch), scratch, false);
+  const ModelHandle model = impl_->pick(use);
+  at::Tensor fresh = impl_->forward(*model, request, impl_->prepare(request, scratch), scratch, false);
   if (!served || !fresh.defined()) return std::numeric_limits<double>::infinity();
   at::Tensor cached = tensor_of(served);
   if (!cached.defined() || cached.sizes() != fresh.sizes() || cached.scalar_type() != fresh.scalar_type())

@@ -243,13 +243,17 @@ Profile parse_profile(std::string_view text, const std::string& source) {
   if (const toml::node* n = root.get("model")) {
     const toml::table* m = n->as_table();
     if (!m) ctx.fail(n, "[model] must be a table");
-    reject_unknown_keys(ctx, *m, "[model]", {"device", "threads", "warmup"});
+    reject_unknown_keys(ctx, *m, "[model]", {"device", "threads", "warmup", "update"});
     p.model.device = get_string(ctx, *m, "device", "[model]", "cpu");
     if (p.model.device != "cpu" && p.model.device != "cuda" && p.model.device.rfind("cuda:", 0) != 0)
       ctx.fail(m->get("device"), fmt::format("'device' in [model] must be \"cpu\" or \"cuda[:N]\" (got '{}')",
                                              p.model.device));
     p.model.threads = static_cast<int>(get_int(ctx, *m, "threads", "[model]", 1, 0));
     p.model.warmup = static_cast<int>(get_int(ctx, *m, "warmup", "[model]", 3, 0));
+    p.model.update = get_string(ctx, *m, "update", "[model]", "sync");
+    if (p.model.update != "sync" && p.model.update != "async" && p.model.update != "preload")
+      ctx.fail(m->get("update"), fmt::format("'update' in [model] must be \"sync\", \"async\" or \"preload\" (got '{}')",
+                                             p.model.update));
   }
   if (const toml::node* n = root.get("input")) {
     const toml::table* in = n->as_table();

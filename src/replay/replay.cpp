@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "inferprof/pipeline.hpp"
 #include "inferprof/trace.hpp"
 #include "replay/bounded_queue.hpp"
+#include "replay/model_updates.hpp"
 
 namespace inferprof {
 namespace {
@@ -31,6 +33,8 @@ namespace fs = std::filesystem;
 using detail::BoundedQueue;
 
 struct Job {
+  bool event = false;       // a model update to announce when a worker reaches it
+  std::string version;      // (event) the version it publishes
   TraceRequest request;
   std::uint64_t line = 0;
   std::uint64_t seq = 0;
@@ -243,14 +247,15 @@ RunOutcome run_replay(const RunConfig& config) {
   // request (the warm-up input), which the producer then replays first. The
   // reader's buffers are allocated here, before the clock starts.
   TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
-  TraceRecord pending;
-  std::uint64_t events = 0;
+  // Records read before the producer starts (events before the first request, then it), replayed first.
+  std::deque<TraceRecord> read_early;
   bool have_pending = false;
-  while (!have_pending && reader.next(pending)) {
-    if (pending.kind == TraceRecord::Kind::request) have_pending = true;
-    else ++events;
+  for (TraceRecord rec; !have_pending && reader.next(rec);) {
+    have_pending = rec.kind == TraceRecord::Kind::request;
+    read_early.push_back(std::move(rec));
   }
   if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.trace_path));
+  const TraceRecord& pending = read_early.back();
   const TraceRequest warmup_request = pending.request;
   if (config.open_loop && !pending.request.ts_ms)
     throw bad_input(at_line(config.trace_path, pending.line,
@@ -268,10 +273,28 @@ RunOutcome run_replay(const RunConfig& config) {
   verify.enabled = caches && config.verify_fraction > 0;
   verify.fraction = config.verify_fraction;
 
+  const std::string& mode_name = config.update_mode.empty() ? profile.model.update : config.update_mode;
+  const auto update_mode = parse_update_mode(mode_name);
+  if (!update_mode) throw bad_input(fmt::format("--update {}: expected sync, async or preload", mode_name));
+  std::unique_ptr<ModelSource> source;
+  std::string first_version;
+  if (config.store_url.empty()) {
+    source = make_file_source(config.model_path);
+  } else {
+    auto at = config.model_path.find('@');
+    source = make_store_source(config, config.model_path.substr(0, at));
+    if (at != std::string::npos) first_version = config.model_path.substr(at + 1);
+  }
+
   info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
-  Pipeline pipeline(config.model_path, profile, PipelineOptions{profile.model.device, config.ops});
+  Pipeline pipeline(source->fetch(first_version), profile, PipelineOptions{profile.model.device, config.ops});
   const ModelInfo& model = pipeline.model();
+  std::optional<ModelUpdates> updates;
+  if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
+  std::uint64_t ignored_events = 0;
   info.model_path = model.path;
+  info.model_version = model.version;
+  info.model_served_by = model.served_by;
   info.model_arch = model.meta.arch;
   info.model_parameters = model.parameters;
   info.model_bytes = model.file_bytes;
@@ -335,6 +358,11 @@ RunOutcome run_replay(const RunConfig& config) {
         Blob served;
         Job job;
         while (jobs.pop(job)) {
+          if (job.event) {
+            if (job.due != 0) wait_until(job.due);
+            updates->announce(job.version);
+            continue;
+          }
           RequestRecord& r = batch[used];
           r.reset();
           r.seq = job.seq;
@@ -349,12 +377,17 @@ RunOutcome run_replay(const RunConfig& config) {
           r.start = now_ns();
           const bool check = verify.enabled && sampled(job.seq, config.verify_fraction);
           served.reset();
-          pipeline.serve(job.request, r, caches, check ? &served : nullptr);
+          ModelHandle use;
+          if (updates) use = updates->begin_request(r, job.request);
+          pipeline.serve(job.request, r, caches, check ? &served : nullptr, use);
           r.finish();
+          if (updates) updates->end_request(r, job.request);
           if (check && r.cache_outcome != "miss") {
             // Outside the measured request: recompute without caches and compare.
             Nanos v0 = now_ns();
-            double diff = pipeline.verify(job.request, served);
+            // Against the version that served it: results of another version are a mismatch only
+            // through the cache, which is what this checks.
+            double diff = pipeline.verify(job.request, served, use ? use : pipeline.active());
             verify_ns.fetch_add(now_ns() - v0, std::memory_order_relaxed);
             std::lock_guard<std::mutex> lock(verify_mutex);
             ++verify.checked;
@@ -404,19 +437,39 @@ RunOutcome run_replay(const RunConfig& config) {
   // charged to the first requests (in open loop it would show as queueing).
   epoch = now_ns() + 2'000'000;
   if (collector) collector->set_epoch(epoch);
+  if (updates) updates->set_epoch(epoch);
 
   std::thread producer([&] {
     try {
       TraceRecord rec;
-      bool have = have_pending;
-      if (have) rec = std::move(pending);
+      auto next_record = [&] {
+        if (read_early.empty()) return reader.next(rec);
+        rec = std::move(read_early.front());
+        read_early.pop_front();
+        return true;
+      };
       std::uint64_t seq = 0;
       std::optional<double> t0;
-      while (!failure.failed() && (config.limit == 0 || seq < config.limit) && (have || reader.next(rec))) {
-        have = false;
+      Nanos last_due = 0;
+      while (!failure.failed() && (config.limit == 0 || seq < config.limit) && next_record()) {
         bytes_read.store(reader.bytes(), std::memory_order_relaxed);
         if (rec.kind == TraceRecord::Kind::event) {
-          ++events;
+          const TraceEvent& e = rec.event;
+          if (!updates || e.type != "model_update" || e.model != source->name()) {
+            ++ignored_events;
+            continue;
+          }
+          updates->read_ahead(e.version);
+          Job job;
+          job.event = true;
+          job.version = e.version;
+          job.line = rec.line;
+          // Open loop: it happens at its ts_ms (or, without one, right after the request before it).
+          if (config.open_loop) {
+            if (e.ts_ms && !t0) t0 = *e.ts_ms;
+            job.due = e.ts_ms ? epoch + static_cast<Nanos>((*e.ts_ms - *t0) * 1e6 / config.speed) : last_due;
+          }
+          if (!jobs.push(std::move(job))) break;
           continue;
         }
         Job job;
@@ -428,6 +481,7 @@ RunOutcome run_replay(const RunConfig& config) {
                                     "open-loop replay needs 'ts_ms' on every request (this one has none)"));
           if (!t0) t0 = *rec.request.ts_ms;
           job.due = epoch + static_cast<Nanos>((*rec.request.ts_ms - *t0) * 1e6 / config.speed);
+          last_due = job.due;
         }
         job.request = std::move(rec.request);
         if (!jobs.push(std::move(job))) break;
@@ -494,10 +548,15 @@ RunOutcome run_replay(const RunConfig& config) {
   info.wall_s = static_cast<double>(replay_end - epoch - verify_ns.load() / config.concurrency) / 1e9;
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
-  if (events)
-    info.warnings.push_back(fmt::format("{} model_update events in the trace were not applied: `run` serves one "
-                                        "model file (model versions need the model store)",
-                                        events));
+  if (ignored_events && !updates)
+    info.warnings.push_back(fmt::format("{} model_update events in the trace were not applied: a plain model file "
+                                        "has one version (serve from a model store with --store URL)",
+                                        ignored_events));
+  else if (ignored_events)
+    info.warnings.push_back(fmt::format("{} events in the trace were not applied (not a model_update of '{}')",
+                                        ignored_events, source->name()));
+  std::vector<UpdateReport> update_reports;
+  if (updates) update_reports = updates->finish();
   info.peak_rss_mb = peak_rss_mb();
 
   RunOutcome outcome;
@@ -510,6 +569,19 @@ RunOutcome run_replay(const RunConfig& config) {
     outcome.summary.caches.push_back(report);
   }
   outcome.summary.verify = verify;
+  // The collector grouped latencies by update phase; the update manager knows the rest.
+  outcome.summary.updates.resize(update_reports.size());
+  for (std::size_t k = 0; k < update_reports.size(); ++k) {
+    UpdateReport& u = outcome.summary.updates[k];
+    LatencyStats before = u.before, during = u.during, after = u.after;
+    u = update_reports[k];
+    u.before = before;
+    u.during = during;
+    u.after = after;
+    if (!u.error.empty())
+      outcome.summary.info.warnings.push_back(
+          fmt::format("update to {}@{} failed, {} kept serving: {}", u.model, u.to_version, u.from_version, u.error));
+  }
   outcome.folded = collector->folded();
   if (!config.out_dir.empty()) {
     collector->commit(outcome.summary);

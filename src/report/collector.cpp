@@ -54,6 +54,16 @@ bool is_copy(std::size_t stage) {
   return stage == static_cast<std::size_t>(Stage::h2d) || stage == static_cast<std::size_t>(Stage::d2h);
 }
 
+LatencyStats latency_of(const Histogram& h) {
+  LatencyStats l;
+  l.count = h.count();
+  l.mean_us = h.count() ? static_cast<double>(h.sum()) / static_cast<double>(h.count()) / 1e3 : 0;
+  l.p50_us = h.quantile(0.50) / 1e3;
+  l.p99_us = h.quantile(0.99) / 1e3;
+  l.max_us = static_cast<double>(h.max()) / 1e3;
+  return l;
+}
+
 StageStats stats_of(const Histogram& h, std::uint64_t count, std::uint64_t requests) {
   StageStats s;
   s.count = count;
@@ -94,6 +104,10 @@ struct Collector::Impl {
   std::vector<std::string> failed_examples;
   // Latency by what served the request; a handful of outcomes, so a small map.
   std::map<std::string, Histogram> outcome_hist;
+  // Request totals by model-update phase: [k + 1][pending] for RequestRecord::update == k.
+  // At most kUpdatePhases updates are told apart (two histograms each).
+  static constexpr std::size_t kUpdatePhases = 64;
+  std::vector<std::array<Histogram, 2>> update_hist;
   // Reservoir sample of totals (Vitter's algorithm R, fixed seed: reproducible).
   static constexpr std::size_t kSample = 50000;
   std::vector<double> sample;
@@ -181,6 +195,11 @@ void Collector::add(const RequestRecord& r) {
   }
   m.total_hist.record(r.total());
   if (r.cache_outcome != "none") m.outcome_hist[r.cache_outcome].record(r.total());
+  if (r.update >= 0 || !m.update_hist.empty()) {
+    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(r.update + 1), Impl::kUpdatePhases);
+    if (m.update_hist.size() <= k) m.update_hist.resize(k + 1);
+    m.update_hist[k][r.update_pending ? 1 : 0].record(r.total());
+  }
   const double total_us = static_cast<double>(r.total()) / 1e3;
   if (m.sample.size() < Impl::kSample) {
     m.sample.push_back(total_us);
@@ -256,6 +275,14 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     o.p50_us = h.quantile(0.50) / 1e3;
     o.p99_us = h.quantile(0.99) / 1e3;
     s.outcomes.push_back(o);
+  }
+  // Update k's "before" is the settled phase of update k - 1 (or of no update).
+  for (std::size_t k = 0; k + 1 < m.update_hist.size(); ++k) {
+    UpdateReport u;
+    u.before = latency_of(m.update_hist[k][0]);
+    u.during = latency_of(m.update_hist[k + 1][1]);
+    u.after = latency_of(m.update_hist[k + 1][0]);
+    s.updates.push_back(std::move(u));
   }
 
   const double compute_us = s.stages[static_cast<std::size_t>(Stage::compute)].total_us;

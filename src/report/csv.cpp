@@ -9,7 +9,7 @@ namespace report {
 
 std::string_view requests_csv_header() {
   return "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
-         "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error\n";
+         "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version\n";
 }
 
 void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable) {
@@ -32,6 +32,8 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
   append_csv_field(out, r.cache_outcome);
   out.append(std::string_view(r.ok ? ",true," : ",false,"));
   append_csv_field(out, r.error);
+  out.push_back(',');
+  append_csv_field(out, r.model_version);
   out.push_back('\n');
 }
 

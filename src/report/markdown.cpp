@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "report/cache_report.hpp"
+#include "report/update_report.hpp"
 #include "report/text.hpp"
 
 namespace inferprof {
@@ -49,6 +50,7 @@ std::string render_markdown(const RunSummary& s) {
   }
 
   out += report::cache_table_lines(s, true);
+  out += report::update_table_lines(s, true);
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';
   for (const auto& e : s.failed_examples) out += fmt::format("> **failed:** {}\n>\n", markdown_cell(e));

@@ -3,6 +3,7 @@
 #include "report/cache_report.hpp"
 #include "report/json.hpp"
 #include "report/text.hpp"
+#include "report/update_report.hpp"
 
 namespace inferprof {
 namespace report {
@@ -39,6 +40,7 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("hostname", info.hostname);
   w.field("started_at", info.started_at);
   w.field("model_path", info.model_path);
+  w.field("model_version", info.model_version);
   w.field("model_arch", info.model_arch);
   w.field("model_parameters", info.model_parameters);
   w.field("model_bytes", info.model_bytes);
@@ -125,6 +127,7 @@ std::string render_summary_json(const RunSummary& s) {
   report::write_stage(w, "total", s.total);
   report::write_ops(w, s.top_ops);
   report::write_cache_json(w, s);
+  report::write_updates_json(w, s);
   w.key("reports").begin_object();
   w.field("trace_json_requests", s.trace_json_requests);
   w.field("spans", s.spans);

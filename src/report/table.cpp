@@ -3,6 +3,7 @@
 
 #include "report/cache_report.hpp"
 #include "report/text.hpp"
+#include "report/update_report.hpp"
 
 namespace inferprof {
 namespace report {
@@ -65,6 +66,7 @@ std::string render_table(const RunSummary& s) {
   stage_line(out, "total", s.total);
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);
   out += cache_table_lines(s, false);
+  out += update_table_lines(s, false);
 
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';

@@ -190,7 +190,11 @@ std::string run_headline(const RunInfo& info) {
   return out;
 }
 
-std::string load_text(const RunInfo& info) { return human_duration_us(info.load_ms * 1e3); }
+std::string load_text(const RunInfo& info) {
+  std::string out = human_duration_us(info.load_ms * 1e3);
+  if (info.model_served_by != "file") out += fmt::format(" ({} from the store's {} tier)", info.model_path, info.model_served_by);
+  return out;
+}
 
 std::string warmup_text(const RunInfo& info) {
   const auto& w = info.warmup_us;

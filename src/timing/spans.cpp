@@ -44,6 +44,9 @@ void RequestRecord::reset() {
   stage.fill(0);
   spans.clear();
   cache_outcome = "none";
+  model_version.clear();
+  update = -1;
+  update_pending = false;
   ok = true;
   error.clear();
 }
