@@ -8,7 +8,7 @@
 // "fetch" is the tier's transfer (plus chunk checks and zstd), "verify" the
 // sha256 of the bytes against meta.json, "total" the fetch() call.
 //
-//   bench_store [--model model.pt] [--reps N]
+//   bench_store [--model model.pt] [--reps N] [--chunk BYTES (Redis chunk size, 4 MB)]
 // Without --model, 45 MB of random bytes stand in (incompressible, like float
 // weights mostly are).
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "http_server.hpp"
+#include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
 #include "redis_server.hpp"
@@ -51,6 +52,7 @@ double median(std::vector<double> v) {
 struct Row {
   std::string tier;
   double total_ms, fetch_ms, verify_ms;
+  double stored_mb = 0;  // what Redis holds for the model
 };
 
 }  // namespace
@@ -58,13 +60,16 @@ struct Row {
 int main(int argc, char** argv) {
   std::string model_path;
   int reps = 5;
+  std::uint64_t chunk = 4 << 20;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
       model_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--chunk") == 0 && i + 1 < argc) {
+      chunk = std::max<std::uint64_t>(1, std::strtoull(argv[++i], nullptr, 10));
     } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: bench_store [--model model.pt] [--reps N]\n");
+      std::fprintf(stderr, "usage: bench_store [--model model.pt] [--reps N] [--chunk BYTES]\n");
       return 2;
     }
   }
@@ -97,6 +102,7 @@ int main(int argc, char** argv) {
       if (redis_on) o.redis_url = redis.url();
       o.redis_namespace = ns;
       o.zstd = zstd;
+      o.redis_chunk_bytes = chunk;
       return o;
     };
     // Fresh store per rep: `want` must be the tier that served.
@@ -129,20 +135,31 @@ int main(int argc, char** argv) {
     }
     ModelStore(opts(root, "bench-plain", true, false)).fetch(ref);  // fills Redis
     ModelStore(opts(root, "bench-zstd", true, true)).fetch(ref);
+    auto stored_mb = [&](const char* ns) {
+      return static_cast<double>(make_redis_backend(redis.url(), ns)->bytes()) / (1 << 20);
+    };
     rows.push_back(measure("redis", opts(root, "bench-plain", true, false), StoreTier::redis));
+    rows.back().stored_mb = stored_mb("bench-plain");
     rows.push_back(measure("redis+zstd", opts(root, "bench-zstd", true, true), StoreTier::redis));
+    rows.back().stored_mb = stored_mb("bench-zstd");
     rows.push_back(measure("remote file://", opts("file://" + root, "bench", false, false), StoreTier::remote));
     rows.push_back(measure("remote http://", opts(http.url(), "bench", false, false), StoreTier::remote));
 
-    std::printf("model %s: %.1f MB; median of %d fetches per tier (memory: %d); Redis %s; HTTP %s\n",
+    std::printf("model %s: %.1f MB; median of %d fetches per tier (memory: %d); Redis %s, %llu-byte chunks; HTTP %s\n",
                 model_path.empty() ? "(random bytes)" : model_path.c_str(), mb, reps, reps * 20, redis.url().c_str(),
-                http.url().c_str());
-    std::printf("%-15s %10s %10s %10s %12s %14s\n", "tier", "total ms", "fetch ms", "verify ms", "fetch MB/s",
-                "vs file total");
+                static_cast<unsigned long long>(chunk), http.url().c_str());
+    std::printf("%-15s %10s %10s %10s %11s %12s %14s\n", "tier", "total ms", "fetch ms", "verify ms", "fetch MB/s",
+                "in Redis MB", "file total /");
     const double file_total = rows[3].total_ms;
-    for (const Row& r : rows)
-      std::printf("%-15s %10.3f %10.3f %10.3f %12.0f %13.2fx\n", r.tier.c_str(), r.total_ms, r.fetch_ms, r.verify_ms,
-                  r.fetch_ms > 0 ? mb / (r.fetch_ms / 1000) : 0.0, file_total / r.total_ms);
+    for (const Row& r : rows) {
+      if (r.tier == "memory") {  // a pointer handed out: no transfer to rate
+        std::printf("%-15s %10.4f %10s %10s %11s %12s %14s\n", r.tier.c_str(), r.total_ms, "-", "-", "-", "-", "-");
+        continue;
+      }
+      std::string stored = r.stored_mb > 0 ? std::to_string(r.stored_mb).substr(0, 5) : "-";
+      std::printf("%-15s %10.1f %10.1f %10.1f %11.0f %12s %13.2fx\n", r.tier.c_str(), r.total_ms, r.fetch_ms,
+                  r.verify_ms, mb / (r.fetch_ms / 1000), stored.c_str(), file_total / r.total_ms);
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_store: %s\n", e.what());
