@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config git python3
   libtorch-dev
   libcli11-dev libfmt-dev libsimdjson-dev libtomlplusplus-dev
-  libhiredis-dev liblmdb-dev libxxhash-dev libcurl4-openssl-dev
+  libhiredis-dev liblmdb-dev libxxhash-dev libcurl4-openssl-dev libssl-dev libzstd-dev
   doctest-dev libbenchmark-dev
   redis-server
 )

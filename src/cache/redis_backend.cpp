@@ -1,5 +1,6 @@
 // The Redis backend of the cache tiers (DESIGN.md "Redis is the distributed
-// engine"). hiredis is included here and nowhere else (STYLE.md).
+// engine"). hiredis only here, in redis_connect.cpp (URL and connection set-up,
+// shared with the model store's update channel) and in the update channel (STYLE.md).
 //
 // Keys are "inferprof:<namespace>:<32 hex digits>", values are the raw blobs.
 // A hiredis context is not thread-safe, so the backend keeps a small pool of
@@ -41,229 +42,22 @@
 #include <vector>
 
 #include "inferprof/cache.hpp"
+#include "cache/redis_connect.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof {
 namespace {
+
+using redis_detail::Context;
+using redis_detail::Reply;
+using redis_detail::RedisUrl;
+using redis_detail::SigpipeGuard;
 
 constexpr timeval kConnectTimeout{2, 0};
 constexpr timeval kCommandTimeout{2, 0};
 constexpr std::size_t kMaxIdle = 16;  // idle connections kept; more are closed
 constexpr std::size_t kBatch = 256;   // keys per pipelined batch / UNLINK
 constexpr const char* kScanCount = "1000";
-
-const char* const kUrlForms = "expected redis://[:password@]host:port[/db] or unix:///path.sock";
-
-// ---- URL -----------------------------------------------------------------
-
-struct RedisUrl {
-  bool unix_socket = false;
-  std::string host;  // without brackets for IPv6
-  int port = 6379;
-  std::string path;  // unix socket
-  int db = 0;
-  std::string user, password;
-  bool password_in_url = false;
-  std::string shown;  // canonical form, password replaced by ***
-};
-
-// The URL as the user wrote it, with whatever stands where a password would
-// stand replaced by "***": everything before the last '@' after the scheme,
-// and the value of a password= query parameter.
-std::string redact_url(std::string s) {
-  std::size_t scheme = s.find("://");
-  std::size_t start = scheme == std::string::npos ? 0 : scheme + 3;
-  std::size_t at = s.rfind('@');
-  if (at != std::string::npos && at >= start) s.replace(start, at - start, "***");
-  for (std::size_t p = s.find("password="); p != std::string::npos; p = s.find("password=", p + 1)) {
-    std::size_t v = p + 9, end = s.find('&', v);
-    if (end == std::string::npos) end = s.size();
-    s.replace(v, end - v, "***");
-  }
-  return s;
-}
-
-[[noreturn]] void bad_url(const std::string& url) {
-  throw bad_input("bad Redis URL '" + redact_url(url) + "': " + kUrlForms);
-}
-
-bool all_digits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
-// A small non-negative decimal, or -1.
-long small_number(std::string_view s, long max) {
-  if (!all_digits(s) || s.size() > 9) return -1;
-  long v = std::strtol(std::string(s).c_str(), nullptr, 10);
-  return v <= max ? v : -1;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decoding for the user and password parts; false on a bad escape.
-bool percent_decode(std::string_view in, std::string* out) {
-  out->clear();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out->push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return true;
-}
-
-RedisUrl parse_url(const std::string& url) {
-  RedisUrl u;
-  std::string_view s(url);
-  constexpr std::string_view kRedis = "redis://", kUnix = "unix://";
-  if (s.substr(0, kRedis.size()) == kRedis) {
-    std::string_view rest = s.substr(kRedis.size());
-    // The last '@' ends the user info, so a raw '@' or '/' in a password works.
-    std::size_t at = rest.rfind('@');
-    if (at != std::string_view::npos) {
-      std::string_view info = rest.substr(0, at);
-      std::size_t colon = info.find(':');
-      if (colon == std::string_view::npos) bad_url(url);
-      if (!percent_decode(info.substr(0, colon), &u.user) || !percent_decode(info.substr(colon + 1), &u.password))
-        bad_url(url);
-      u.password_in_url = !u.password.empty();
-      if (u.password.empty() && !u.user.empty()) bad_url(url);
-      rest = rest.substr(at + 1);
-    }
-    std::size_t slash = rest.find('/');
-    std::string_view hostport = rest.substr(0, slash);
-    std::string_view dbpart = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    std::string_view portpart;
-    if (!hostport.empty() && hostport.front() == '[') {  // [IPv6]:port
-      std::size_t close = hostport.find(']');
-      if (close == std::string_view::npos) bad_url(url);
-      u.host = std::string(hostport.substr(1, close - 1));
-      std::string_view after = hostport.substr(close + 1);
-      if (!after.empty()) {
-        if (after.front() != ':') bad_url(url);
-        portpart = after.substr(1);
-        if (portpart.empty()) bad_url(url);
-      }
-    } else {
-      std::size_t colon = hostport.rfind(':');
-      u.host = std::string(hostport.substr(0, colon));
-      if (colon != std::string_view::npos) {
-        portpart = hostport.substr(colon + 1);
-        if (portpart.empty()) bad_url(url);
-      }
-    }
-    bool bracketed = !hostport.empty() && hostport.front() == '[';
-    if (u.host.empty() || (!bracketed && u.host.find_first_of(":/?#@ ") != std::string::npos)) bad_url(url);
-    if (!portpart.empty()) {
-      long port = small_number(portpart, 65535);
-      if (port <= 0) bad_url(url);
-      u.port = static_cast<int>(port);
-    }
-    if (!dbpart.empty()) {
-      long db = small_number(dbpart, 1000000);
-      if (db < 0) bad_url(url);
-      u.db = static_cast<int>(db);
-    }
-    bool v6 = u.host.find(':') != std::string::npos;
-    u.shown = "redis://";
-    if (u.password_in_url) u.shown += u.user + ":***@";
-    u.shown += (v6 ? "[" + u.host + "]" : u.host) + ":" + std::to_string(u.port) + "/" + std::to_string(u.db);
-    return u;
-  }
-  if (s.substr(0, kUnix.size()) == kUnix) {
-    u.unix_socket = true;
-    std::string_view rest = s.substr(kUnix.size());
-    std::size_t q = rest.find('?');
-    std::string_view path = rest.substr(0, q);
-    if (path.size() < 2 || path.front() != '/' || path.back() == '/') bad_url(url);
-    u.path = std::string(path);
-    if (q != std::string_view::npos) {
-      std::string_view query = rest.substr(q + 1);
-      if (query.empty()) bad_url(url);
-      while (!query.empty()) {
-        std::size_t amp = query.find('&');
-        std::string_view param = query.substr(0, amp);
-        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-        std::size_t eq = param.find('=');
-        if (eq == std::string_view::npos) bad_url(url);
-        std::string_view name = param.substr(0, eq), value = param.substr(eq + 1);
-        if (name == "db") {
-          long db = small_number(value, 1000000);
-          if (db < 0) bad_url(url);
-          u.db = static_cast<int>(db);
-        } else if (name == "password") {
-          if (!percent_decode(value, &u.password)) bad_url(url);
-          u.password_in_url = !u.password.empty();
-        } else {
-          bad_url(url);
-        }
-      }
-    }
-    u.shown = "unix://" + u.path + "?db=" + std::to_string(u.db);
-    if (u.password_in_url) u.shown += "&password=***";
-    return u;
-  }
-  bad_url(url);
-}
-
-// ---- hiredis plumbing ----------------------------------------------------
-
-struct ContextFree {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using Context = std::unique_ptr<redisContext, ContextFree>;
-struct ReplyFree {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyFree>;
-
-// hiredis writes with write(2): a server that went away would raise SIGPIPE,
-// whose default action ends the process. SIGPIPE from a write is directed at
-// the writing thread, so block it in this thread for the duration of a call
-// and swallow one that arrived meanwhile -- without touching the process-wide
-// disposition, which belongs to main.
-class SigpipeGuard {
- public:
-  SigpipeGuard() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~SigpipeGuard() {
-    if (!was_pending_) {
-      sigset_t pending;
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        timespec zero{0, 0};
-        while (sigtimedwait(&pipe_, nullptr, &zero) == -1 && errno == EINTR) {
-        }
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SigpipeGuard(const SigpipeGuard&) = delete;
-  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
-
- private:
-  sigset_t pipe_{}, old_{};
-  bool was_pending_ = false;
-};
 
 // The connection broke (I/O, protocol, timeout): the context is unusable.
 struct ConnectionBroken {
@@ -587,71 +381,10 @@ class RedisBackend final : public BlobBackend {
     return "*2\r\n$3\r\nGET\r\n$" + std::to_string(k.size()) + "\r\n" + k + "\r\n";
   }
 
-  // Server text may quote what we sent; never let it carry the password out.
-  std::string scrub(std::string text) const {
-    if (url_.password.empty()) return text;
-    for (std::size_t p = text.find(url_.password); p != std::string::npos; p = text.find(url_.password, p + 3))
-      text.replace(p, url_.password.size(), "***");
-    return text;
-  }
+  std::string scrub(std::string text) const { return redis_detail::scrub(url_, std::move(text)); }
 
-  // A new connection, authenticated and on the right database; nullptr with
-  // `why` set when that fails.
   Context open(std::string* why, bool ping) const {
-    SigpipeGuard guard;
-    Context c(url_.unix_socket ? redisConnectUnixWithTimeout(url_.path.c_str(), kConnectTimeout)
-                               : redisConnectWithTimeout(url_.host.c_str(), url_.port, kConnectTimeout));
-    if (!c) {
-      *why = "cannot reach Redis at " + url_.shown + ": cannot allocate a connection";
-      return nullptr;
-    }
-    if (c->err) {
-      *why = "cannot reach Redis at " + url_.shown + ": " + scrub(c->errstr);
-      return nullptr;
-    }
-    if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK) {
-      *why = "cannot reach Redis at " + url_.shown + ": cannot set the timeout: " + scrub(c->errstr);
-      return nullptr;
-    }
-    if (!url_.unix_socket) redisEnableKeepAlive(c.get());
-    Session s(c.get());
-    auto refused = [&](const std::string& what, const Reply& r) {
-      std::string text(r->str, r->len);
-      if (text.rfind("NOAUTH", 0) == 0)
-        return "Redis at " + url_.shown +
-               " requires a password (give it as redis://:PASSWORD@host:port/db or in INFERPROF_REDIS_PASSWORD): " +
-               scrub(text);
-      return "Redis at " + url_.shown + " refused " + what + ": " + scrub(text);
-    };
-    try {
-      if (!url_.password.empty()) {
-        Reply r = url_.user.empty() ? s.call({"AUTH", url_.password}) : s.call({"AUTH", url_.user, url_.password});
-        if (r->type == REDIS_REPLY_ERROR) {
-          *why =
-              refused(url_.password_in_url ? "AUTH with the URL's password" : "AUTH with INFERPROF_REDIS_PASSWORD", r);
-          return nullptr;
-        }
-      }
-      if (url_.db != 0) {
-        std::string db = std::to_string(url_.db);
-        Reply r = s.call({"SELECT", db});
-        if (r->type == REDIS_REPLY_ERROR) {
-          *why = refused("SELECT " + db, r);
-          return nullptr;
-        }
-      }
-      if (ping) {
-        Reply r = s.call({"PING"});
-        if (r->type == REDIS_REPLY_ERROR) {
-          *why = refused("PING", r);
-          return nullptr;
-        }
-      }
-    } catch (const ConnectionBroken& e) {
-      *why = "cannot reach Redis at " + url_.shown + ": " + scrub(e.text);
-      return nullptr;
-    }
-    return c;
+    return redis_detail::connect_redis(url_, kConnectTimeout, &kCommandTimeout, ping, why);
   }
 
   // Runs `fn` on a pooled connection; see the top of the file for the policy.
@@ -767,12 +500,7 @@ class RedisBackend final : public BlobBackend {
 }  // namespace
 
 std::unique_ptr<BlobBackend> make_redis_backend(const std::string& url, const std::string& name_space) {
-  RedisUrl u = parse_url(url);
-  if (u.password.empty()) {
-    // The URL wins; the environment keeps the password off command lines.
-    if (const char* env = std::getenv("INFERPROF_REDIS_PASSWORD"); env && *env) u.password = env;
-  }
-  return std::make_unique<RedisBackend>(std::move(u), name_space);
+  return std::make_unique<RedisBackend>(redis_detail::resolve_redis_url(url), name_space);
 }
 
 }  // namespace inferprof

@@ -1,0 +1,145 @@
+// The file store: ROOT/name/version/model.pt + meta.json, and ROOT/index.json
+// for listing over HTTP. Writes go through a temp file and a rename, the
+// metadata after the model, so a reader sees a version whole or not at all.
+#include <fmt/format.h>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "inferprof/error.hpp"
+#include "inferprof/report.hpp"
+#include "store/store_detail.hpp"
+
+namespace fs = std::filesystem;
+
+namespace inferprof::store_detail {
+namespace {
+
+// nullopt when the file does not exist; throws Error(runtime) on other failures.
+std::optional<std::string> read_file(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return std::nullopt;
+  std::ifstream in(p, std::ios::binary | std::ios::ate);
+  if (!in) throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
+  std::string out(static_cast<std::size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  if (!in) throw runtime_failure(fmt::format("{}: cannot read all of it", p.string()));
+  return out;
+}
+
+class FileStore final : public RemoteStore {
+ public:
+  FileStore(std::string url, fs::path root) : url_(std::move(url)), root_(std::move(root)) {}
+
+  std::string url() const override { return url_; }
+
+  ModelMeta meta(const ModelRef& ref) override {
+    ModelRef r = resolved(ref);
+    fs::path p = root_ / r.name / r.version / "meta.json";
+    std::optional<std::string> text = read_file(p);
+    if (!text) throw no_model(*this, r);
+    return parse_meta_json(*text, p.string());
+  }
+
+  std::string fetch(const ModelRef& ref) override {
+    ModelRef r = resolved(ref);
+    fs::path dir = root_ / r.name / r.version;
+    std::optional<std::string> bytes = read_file(dir / "model.pt");
+    if (bytes) return std::move(*bytes);
+    if (fs::exists(dir / "meta.json"))
+      throw runtime_failure(
+          fmt::format("{}: {}: model.pt is missing from {} (its meta.json is there)", url_, r.str(), dir.string()));
+    throw no_model(*this, r);
+  }
+
+  std::vector<ModelMeta> list() override {
+    std::error_code ec;
+    if (!fs::is_directory(root_, ec))
+      throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
+    std::vector<ModelMeta> out;
+    for (const fs::directory_entry& name : fs::directory_iterator(root_)) {
+      if (!name.is_directory()) continue;
+      for (const fs::directory_entry& version : fs::directory_iterator(name.path())) {
+        if (!version.is_directory()) continue;
+        fs::path p = version.path() / "meta.json";
+        // No meta.json: a put under way or interrupted, not a version yet.
+        if (std::optional<std::string> text = read_file(p)) out.push_back(parse_meta_json(*text, p.string()));
+      }
+    }
+    sort_metas(out);
+    return out;
+  }
+
+  void put(const ModelRef& ref, std::string_view bytes) override {
+    if (ref.version.empty())
+      throw bad_input(fmt::format("{}: put needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
+    fs::path dir = root_ / ref.name / ref.version;
+    if (fs::exists(dir / "meta.json"))
+      throw bad_input(fmt::format("{}: {} exists already (a version is immutable: put a new version, or rm this one first)",
+                                  url_, ref.str()));
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw runtime_failure(fmt::format("{}: cannot create {}: {}", url_, dir.string(), ec.message()));
+    ModelMeta m;
+    m.name = ref.name;
+    m.version = ref.version;
+    m.size = bytes.size();
+    m.sha256 = sha256_hex(bytes);
+    m.created = utc_now_iso();
+    write_file_atomic(dir.string(), "model.pt", std::string(bytes));
+    write_file_atomic(dir.string(), "meta.json", meta_json(m));
+    write_index();
+  }
+
+  bool remove(const ModelRef& ref) override {
+    if (ref.version.empty())
+      throw bad_input(fmt::format("{}: rm needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
+    fs::path dir = root_ / ref.name / ref.version;
+    if (!fs::exists(dir / "meta.json")) return false;
+    // The metadata first: from then on readers see no version, not a broken one.
+    std::error_code ec;
+    fs::remove(dir / "meta.json", ec);
+    if (!ec) fs::remove_all(dir, ec);
+    if (ec) throw runtime_failure(fmt::format("{}: cannot remove {}: {}", url_, dir.string(), ec.message()));
+    if (fs::is_empty(root_ / ref.name, ec)) fs::remove(root_ / ref.name, ec);
+    write_index();
+    return true;
+  }
+
+ private:
+  ModelRef resolved(const ModelRef& ref) {
+    if (!ref.version.empty()) return ref;
+    return ModelRef{ref.name, newest_version(*this, ref.name)};
+  }
+  void write_index() { write_file_atomic(root_.string(), "index.json", index_json(list())); }
+
+  std::string url_;
+  fs::path root_;
+};
+
+}  // namespace
+
+std::unique_ptr<RemoteStore> make_file_store(const std::string& url, const std::string& root) {
+  if (root.empty()) throw bad_input(fmt::format("store URL '{}': expected a folder, file:///path or http(s)://host/path", url));
+  return std::make_unique<FileStore>(url, fs::path(root));
+}
+
+}  // namespace inferprof::store_detail
+
+namespace inferprof {
+
+std::unique_ptr<RemoteStore> open_remote_store(const std::string& url) {
+  constexpr std::string_view kFile = "file://";
+  std::string_view u(url);
+  if (u.substr(0, 7) == "http://" || u.substr(0, 8) == "https://") return store_detail::make_http_store(url);
+  if (u.substr(0, kFile.size()) == kFile) return store_detail::make_file_store(url, url.substr(kFile.size()));
+  if (u.find("://") != std::string_view::npos)
+    throw bad_input(fmt::format("store URL '{}': unsupported scheme; expected a folder, file:///path or http(s)://host/path",
+                                url));
+  return store_detail::make_file_store(url, url);
+}
+
+}  // namespace inferprof

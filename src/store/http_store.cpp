@@ -1,0 +1,126 @@
+// The http(s) store: a file store's folder served by any static web server.
+// GET BASE/name/version/meta.json and model.pt; BASE/index.json lists. libcurl
+// only here. Read-only: models are published into a file store.
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "inferprof/error.hpp"
+#include "store/store_detail.hpp"
+
+namespace inferprof::store_detail {
+namespace {
+
+constexpr long kConnectTimeoutMs = 5000;
+// A transfer slower than 1 KB/s for 30 s is given up: a large model on a slow
+// link may take long, a stalled one must not hang a run.
+constexpr long kLowSpeedBytes = 1024, kLowSpeedSeconds = 30;
+
+struct Response {
+  long status = 0;
+  std::string body;
+};
+
+std::size_t on_data(char* data, std::size_t size, std::size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+struct CurlFree {
+  void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
+};
+
+class HttpStore final : public RemoteStore {
+ public:
+  explicit HttpStore(std::string url) : url_(std::move(url)), base_(url_) {
+    while (!base_.empty() && base_.back() == '/') base_.pop_back();
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  }
+
+  std::string url() const override { return url_; }
+
+  ModelMeta meta(const ModelRef& ref) override {
+    ModelRef r = resolved(ref);
+    std::string u = object_url(r, "meta.json");
+    Response resp = get(u, 0);
+    if (resp.status == 404) throw no_model(*this, r);
+    expect_ok(u, resp);
+    return parse_meta_json(resp.body, u);
+  }
+
+  std::string fetch(const ModelRef& ref) override {
+    ModelRef r = resolved(ref);
+    std::string u = object_url(r, "model.pt");
+    Response resp = get(u, 0);
+    if (resp.status == 404)
+      throw runtime_failure(fmt::format("{}: {}: GET {}: HTTP 404 (the model file is missing)", url_, r.str(), u));
+    expect_ok(u, resp);
+    return std::move(resp.body);
+  }
+
+  std::vector<ModelMeta> list() override {
+    std::string u = base_ + "/index.json";
+    Response resp = get(u, 0);
+    if (resp.status == 404)
+      throw runtime_failure(fmt::format(
+          "{}: GET {}: HTTP 404: an http store is a file store's folder served over HTTP, and `inferprof store put` "
+          "writes its index.json",
+          url_, u));
+    expect_ok(u, resp);
+    return parse_index_json(resp.body, u);
+  }
+
+  void put(const ModelRef&, std::string_view) override { read_only(); }
+  bool remove(const ModelRef&) override { read_only(); }
+
+ private:
+  [[noreturn]] void read_only() const {
+    throw bad_input(fmt::format(
+        "{}: an http(s) store is read-only: put and rm work on a file:// store (whose folder the server serves)", url_));
+  }
+  ModelRef resolved(const ModelRef& ref) {
+    if (!ref.version.empty()) return ref;
+    return ModelRef{ref.name, newest_version(*this, ref.name)};
+  }
+  std::string object_url(const ModelRef& r, const char* file) const {
+    return base_ + "/" + r.name + "/" + r.version + "/" + file;
+  }
+  void expect_ok(const std::string& u, const Response& resp) const {
+    if (resp.status != 200) throw runtime_failure(fmt::format("{}: GET {}: HTTP {}", url_, u, resp.status));
+  }
+
+  // One handle per request: requests may come from several threads, and on a
+  // model-sized transfer the connection set-up is noise.
+  Response get(const std::string& u, std::size_t size_hint) const {
+    std::unique_ptr<CURL, CurlFree> c(curl_easy_init());
+    if (!c) throw runtime_failure(fmt::format("{}: cannot start libcurl", url_));
+    Response resp;
+    resp.body.reserve(size_hint);
+    char errbuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(c.get(), CURLOPT_URL, u.c_str());
+    curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: threads
+    curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+    curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);
+    curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
+    curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &resp.body);
+    curl_easy_setopt(c.get(), CURLOPT_ERRORBUFFER, errbuf);
+    CURLcode rc = curl_easy_perform(c.get());
+    if (rc != CURLE_OK)
+      throw runtime_failure(
+          fmt::format("{}: GET {}: {}", url_, u, errbuf[0] ? std::string(errbuf) : curl_easy_strerror(rc)));
+    curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &resp.status);
+    return resp;
+  }
+
+  std::string url_, base_;
+};
+
+}  // namespace
+
+std::unique_ptr<RemoteStore> make_http_store(const std::string& url) { return std::make_unique<HttpStore>(url); }
+
+}  // namespace inferprof::store_detail

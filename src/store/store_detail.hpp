@@ -1,0 +1,63 @@
+#pragma once
+// Internal to the store module: the metadata's JSON, the two remotes'
+// factories, and the Redis tier of the model store.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inferprof/cache.hpp"
+#include "inferprof/store.hpp"
+
+namespace inferprof::store_detail {
+
+// meta.json: {"name", "version", "size", "sha256", "created"}, pretty-printed.
+std::string meta_json(const ModelMeta& m);
+// index.json at a store's root: {"models": [meta, ...]}, what `store put`
+// keeps current so that an http(s) store can list.
+std::string index_json(const std::vector<ModelMeta>& metas);
+// Throws Error(runtime) "WHERE: ..." when the text is not a valid meta / index.
+ModelMeta parse_meta_json(std::string_view text, const std::string& where);
+std::vector<ModelMeta> parse_index_json(std::string_view text, const std::string& where);
+// By name, then created, then version.
+void sort_metas(std::vector<ModelMeta>& metas);
+// ISO 8601 UTC with milliseconds, "2026-11-30T01:02:03.123Z": sorts as text,
+// and two versions put within one second still have an order.
+std::string utc_now_iso();
+// The newest version of `name` by `created`; throws Error(bad_input)
+// "URL: no model NAME" when the store holds none.
+std::string newest_version(RemoteStore& remote, const std::string& name);
+// Error(bad_input) "URL: no model NAME@VERSION (NAME has versions a, b)".
+Error no_model(RemoteStore& remote, const ModelRef& ref);
+
+std::unique_ptr<RemoteStore> make_file_store(const std::string& url, const std::string& root);
+std::unique_ptr<RemoteStore> make_http_store(const std::string& url);
+
+// Model bytes in Redis, over the cache's BlobBackend: a manifest (size, chunk
+// size and count, sha256, zstd flag, per-chunk XXH3-64 of the stored bytes,
+// itself checksummed) and the chunks, each under a key derived with XXH3 from
+// name@version and the chunk index. Chunks are written first and the manifest
+// last, so a reader never finds a manifest whose chunks were never written.
+class RedisModelTier {
+ public:
+  enum class Outcome { hit, miss, error, corrupt };
+  RedisModelTier(const std::string& url, const std::string& name_space, std::uint64_t chunk_bytes, bool zstd,
+                 int zstd_level);
+  // `why` says what went wrong for error and corrupt.
+  Outcome get(const std::string& ref, std::string* bytes, std::string* why);
+  // false (with `why`) when Redis failed.
+  bool put(const std::string& ref, std::string_view bytes, const std::string& sha256, std::string* why);
+  // Overwrites the manifest and chunks with empty values that expire at once
+  // (BlobBackend has no delete). false when Redis failed.
+  bool evict(const std::string& ref, std::string* why);
+  std::string describe() const { return backend_->describe(); }
+
+ private:
+  std::unique_ptr<BlobBackend> backend_;
+  std::uint64_t chunk_bytes_;
+  bool zstd_;
+  int zstd_level_;
+};
+
+}  // namespace inferprof::store_detail
