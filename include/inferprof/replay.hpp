@@ -3,6 +3,7 @@
 // next request when it finishes one) or open loop (requests are released at
 // their ts_ms, scaled by speed; the wait before service is the queue stage).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,15 @@ struct RunConfig {
   std::string store_redis_url;   // keep model bytes in Redis too (between memory and the remote)
   bool store_zstd = false;       // compress them there
   std::string update_mode;       // sync | async | preload (empty: the profile's): how model_update events switch versions
+  // One replica of `run --replicas N` (replicas.hpp): it replays its share of
+  // the requests (every event), leaves the shared Redis namespace to the
+  // parent, and with update_channel takes model updates from Redis pub/sub
+  // (replica 0 publishes the trace's events).
+  int replica_index = -1;        // -1: not a replica
+  int replica_count = 0;
+  std::string split = "rr";      // rr: request n goes to replica n mod N; hash: by its key
+  std::string update_channel;    // Redis URL for update pub/sub; empty: the trace's own events
+  std::function<void()> on_ready;  // called when warmed up, before the replay starts; may block
 };
 
 // The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the

@@ -8,7 +8,17 @@
 
 namespace inferprof::cli {
 
+namespace {
+std::vector<std::string>& saved_args() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+const std::vector<std::string>& command_line() { return saved_args(); }
+
 int run_cli(int argc, char** argv) {
+  saved_args().assign(argv + 1, argv + argc);
   CLI::App app{"inferprof: where inference latency goes, and what caching would buy"};
   app.require_subcommand(1);
   app.set_version_flag("--version", INFERPROF_VERSION);

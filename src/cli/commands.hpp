@@ -3,6 +3,8 @@
 // options, validates them into the settings struct of the module it drives,
 // and runs it; errors are inferprof::Error, printed once by main().
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -21,5 +23,7 @@ Runner add_store_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand. Returns the process exit code.
 int run_cli(int argc, char** argv);
+// The command line as given (argv[0] excluded), for commands that start copies of themselves.
+const std::vector<std::string>& command_line();
 
 }  // namespace inferprof::cli

@@ -1,12 +1,15 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "inferprof/compare.hpp"
+#include "inferprof/replicas.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof::cli {
@@ -22,23 +25,132 @@ void print_files(const std::vector<std::string>& files, const std::string& dir, 
   }
   std::fprintf(to, "\n");
 }
+
+// The command line a replica gets: the parent's, without what the parent
+// decides for each replica (or does itself).
+std::vector<std::string> replica_args(const std::vector<std::string>& given) {
+  static const std::vector<std::string> parent_only = {"--replicas", "--out", "--format", "--split", "--replica-timeout"};
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    const std::string& a = given[i];
+    bool drop = false;
+    for (const std::string& p : parent_only) {
+      if (a == p) {
+        drop = true;
+        ++i;  // and its value
+      } else if (a.rfind(p + "=", 0) == 0) {
+        drop = true;
+      }
+    }
+    if (!drop) out.push_back(a);
+  }
+  return out;
+}
+
+// fds 3 and 4 come from the parent (replicas.cpp): say ready, wait for go.
+void replica_handshake() {
+  const char ready = 'r';
+  char go = 0;
+  if (::write(3, &ready, 1) != 1 || ::read(4, &go, 1) != 1)
+    throw runtime_failure("replica: lost the parent before the start (run replicas through `run --replicas N`)");
+  ::close(3);
+  ::close(4);
+}
+
+int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, const std::string& split,
+                  int timeout_s) {
+  ReplicaLaunch launch;
+  launch.replicas = replicas;
+  launch.binary = "/proc/self/exe";
+  launch.child_args = replica_args(command_line());
+  launch.split = split;
+  launch.cache_namespace = fmt::format("replicas-{}", ::getpid());
+  launch.redis_url = redis_url(args);
+  launch.timeout_s = timeout_s;
+  // Without --out the replicas' reports go to a scratch folder, removed after.
+  std::string scratch;
+  launch.out_dir = out;
+  if (out.empty()) {
+    scratch = (std::filesystem::temp_directory_path() / fmt::format("inferprof-replicas-{}-XXXXXX", ::getpid())).string();
+    if (!::mkdtemp(scratch.data())) throw runtime_failure("cannot create a scratch folder for the replicas' reports");
+    launch.out_dir = scratch;
+  }
+  ReplicaSummary s;
+  try {
+    s = run_replicas(launch);
+  } catch (...) {
+    std::error_code ec;
+    if (!scratch.empty()) std::filesystem::remove_all(scratch, ec);
+    throw;
+  }
+  if (!out.empty()) write_file_atomic(out, "replicas.json", render_replicas_json(s));
+  std::error_code ec;
+  if (!scratch.empty()) std::filesystem::remove_all(scratch, ec);
+  std::string text = args.format == "json"       ? render_replicas_json(s)
+                     : args.format == "markdown" ? render_replicas_markdown(s)
+                                                 : render_replicas_table(s);
+  std::fputs(text.c_str(), stdout);
+  if (!out.empty() && args.format == "table")
+    std::printf("\nreports written to %s/: replicas.json, replica-N/ (each replica's reports), replica-N.log\n",
+                out.c_str());
+  if (s.failed > 0) {
+    std::fprintf(stderr, "inferprof: error: %d of %d replicas failed (see the table)\n", s.failed, replicas);
+    return static_cast<int>(ExitCode::runtime);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Runner add_run_command(CLI::App& app) {
   auto args = std::make_shared<ReplayArgs>();
   auto out = std::make_shared<std::string>();
   auto caches = std::make_shared<std::string>("none");
+  auto replicas = std::make_shared<int>(1);
+  auto split = std::make_shared<std::string>("rr");
+  auto replica = std::make_shared<std::string>();
+  auto cache_ns = std::make_shared<std::string>();
+  auto replica_timeout = std::make_shared<int>(0);
   CLI::App* cmd = app.add_subcommand("run", "Replay a trace once and print where each request's time goes");
   add_replay_options(cmd, *args);
   cmd->add_option("--out", *out, "Write the report files to this folder");
   cmd->add_option("--cache", *caches, "Cache tiers to replay with: none, or tiers joined by commas (l1,l2,l3)")
       ->capture_default_str();
+  cmd->add_option("--replicas", *replicas,
+                  "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
+                  "updates reach them over Redis pub/sub")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--split", *split, "How replicas split the requests: rr (round-robin) or hash (of the key)")
+      ->check(CLI::IsMember({"rr", "hash"}))
+      ->capture_default_str();
+  cmd->add_option("--replica-timeout", *replica_timeout, "Kill replicas still running after S seconds (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  // Set by the parent of --replicas for each replica; not for people.
+  cmd->add_option("--replica", *replica)->group("");
+  cmd->add_option("--cache-namespace", *cache_ns)->group("");
 
-  return [args, out, caches] {
+  return [args, out, caches, replicas, split, replica, cache_ns, replica_timeout] {
+    if (*replicas > 1) {
+      if (!replica->empty()) throw bad_input("--replicas and --replica cannot be combined");
+      return run_as_parent(*args, *out, *replicas, *split, *replica_timeout);
+    }
     RunConfig config = make_run_config(*args);
     config.out_dir = *out;
     config.tiers = resolve_tiers(config.profile, *caches, tier_overrides(*args), redis_url(*args), "");
-    config.cache_namespace = fmt::format("run-{}", ::getpid());
+    config.cache_namespace = cache_ns->empty() ? fmt::format("run-{}", ::getpid()) : *cache_ns;
+    if (!replica->empty()) {
+      int index = -1, count = 0;
+      if (std::sscanf(replica->c_str(), "%d/%d", &index, &count) != 2 || index < 0 || count < 1 || index >= count)
+        throw bad_input(fmt::format("--replica {}: expected I/N with 0 <= I < N", *replica));
+      config.replica_index = index;
+      config.replica_count = count;
+      config.split = *split;
+      if (!config.store_url.empty()) config.update_channel = redis_url(*args);
+      config.on_ready = replica_handshake;
+      // Fault injection for the tests: this replica dies before it starts.
+      if (const char* crash = std::getenv("INFERPROF_TEST_CRASH_REPLICA"); crash && std::atoi(crash) == index)
+        config.on_ready = [] { std::abort(); };
+    }
     RunOutcome outcome = run_replay(config);
     const RunSummary& s = outcome.summary;
     std::string text = args->format == "json"       ? render_summary_json(s)

@@ -3,6 +3,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <xxhash.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
+#include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
 #include "replay/bounded_queue.hpp"
 #include "replay/model_updates.hpp"
@@ -103,12 +105,14 @@ struct Tiers {
   std::vector<std::string> where;
   CacheSet set;
   std::vector<std::string> scratch;  // LMDB folders made for this replay, removed after it
+  bool keep_remote = false;          // a replica: the parent owns the shared namespace
   Tiers() = default;
   Tiers(Tiers&&) = default;
   // The run's keys are deleted when it ends, also when it fails: a shared
   // Redis keeps nothing of it.
   ~Tiers() {
     for (auto& tier : owned) {
+      if (keep_remote && tier->spec().backend == "redis") continue;
       try {
         tier->clear();
       } catch (...) {
@@ -122,6 +126,7 @@ struct Tiers {
 
 Tiers build_tiers(const RunConfig& config) {
   Tiers t;
+  t.keep_remote = config.replica_index >= 0;
   for (const TierSpec& spec : config.tiers) {
     std::unique_ptr<CacheTier> tier;
     if (spec.backend == "memory") {
@@ -144,7 +149,7 @@ Tiers build_tiers(const RunConfig& config) {
       t.where.push_back(backend->describe());
       tier = make_backend_tier(spec, std::move(backend));
     }
-    tier->clear();  // a cold, empty start
+    if (!(t.keep_remote && spec.backend == "redis")) tier->clear();  // a cold, empty start
     if (spec.tier == "l1") t.set.l1 = tier.get();
     else if (spec.tier == "l2") t.set.l2 = tier.get();
     else t.set.l3 = tier.get();
@@ -292,6 +297,15 @@ RunOutcome run_replay(const RunConfig& config) {
   std::optional<ModelUpdates> updates;
   if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
   std::uint64_t ignored_events = 0;
+  // Replicas hear of updates from Redis pub/sub (replica 0 publishes the trace's events).
+  std::unique_ptr<UpdateChannel> channel;
+  if (updates && !config.update_channel.empty()) {
+    channel = std::make_unique<UpdateChannel>(config.update_channel, "inferprof:" + config.cache_namespace + ":updates",
+                                              [&](const ModelRef& ref) {
+                                                if (ref.name == source->name()) updates->announce(ref.version);
+                                              });
+    channel->wait_subscribed();
+  }
   info.model_path = model.path;
   info.model_version = model.version;
   info.model_served_by = model.served_by;
@@ -360,7 +374,8 @@ RunOutcome run_replay(const RunConfig& config) {
         while (jobs.pop(job)) {
           if (job.event) {
             if (job.due != 0) wait_until(job.due);
-            updates->announce(job.version);
+            if (!channel) updates->announce(job.version);
+            else if (config.replica_index <= 0) channel->publish(ModelRef{source->name(), job.version});
             continue;
           }
           RequestRecord& r = batch[used];
@@ -422,6 +437,8 @@ RunOutcome run_replay(const RunConfig& config) {
     std::unique_lock<std::mutex> lock(gate_mutex);
     gate_cv.wait(lock, [&] { return warmed == config.concurrency; });
   }
+  // A replica: tell the parent it is ready and wait for the common start.
+  if (config.on_ready && !failure.failed()) config.on_ready();
   try {
     CollectorOptions copts;
     copts.out_dir = config.out_dir;
@@ -449,6 +466,7 @@ RunOutcome run_replay(const RunConfig& config) {
         return true;
       };
       std::uint64_t seq = 0;
+      std::uint64_t nth = 0;  // requests in the trace, this replica's or not
       std::optional<double> t0;
       Nanos last_due = 0;
       while (!failure.failed() && (config.limit == 0 || seq < config.limit) && next_record()) {
@@ -471,6 +489,14 @@ RunOutcome run_replay(const RunConfig& config) {
           }
           if (!jobs.push(std::move(job))) break;
           continue;
+        }
+        if (config.replica_count > 1) {
+          const std::uint64_t n = config.split == "hash"
+                                      ? XXH3_64bits(rec.request.key.data(), rec.request.key.size())
+                                      : nth;
+          ++nth;
+          if (n % static_cast<std::uint64_t>(config.replica_count) != static_cast<std::uint64_t>(config.replica_index))
+            continue;
         }
         Job job;
         job.line = rec.line;
@@ -556,6 +582,7 @@ RunOutcome run_replay(const RunConfig& config) {
     info.warnings.push_back(fmt::format("{} events in the trace were not applied (not a model_update of '{}')",
                                         ignored_events, source->name()));
   std::vector<UpdateReport> update_reports;
+  channel.reset();  // no announcement after this point
   if (updates) update_reports = updates->finish();
   info.peak_rss_mb = peak_rss_mb();
 

@@ -1,0 +1,69 @@
+#pragma once
+// `inferprof run --replicas N`: N replica processes (the same binary) split
+// the trace, share the Redis tiers and learn of model updates over Redis
+// pub/sub; the parent starts them together, waits for all of them, and
+// folds their reports into one: per-replica latency, the cross-replica
+// spread, and per update the version skew (first to last replica serving the
+// new version) and the stale and stalled requests.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace inferprof {
+
+struct ReplicaLaunch {
+  int replicas = 2;
+  std::string binary;                  // the inferprof executable
+  std::vector<std::string> child_args;  // `run` arguments each replica gets, before its own
+  std::string split = "rr";             // rr (round-robin) | hash (of the request key)
+  std::string out_dir;                  // DIR/replica-I/ per replica, DIR/replicas.json
+  std::string cache_namespace;          // shared by all replicas
+  std::string redis_url;                // shared tiers and the update channel ("" none)
+  int timeout_s = 0;                    // > 0: replicas still running then are killed (reported)
+};
+
+struct ReplicaResult {
+  int index = 0;
+  int pid = 0;
+  std::string status = "ok";  // ok | "exit N" | "killed by signal N" | "timed out"
+  std::string log_tail;       // last lines of its output when it failed
+  std::uint64_t requests = 0;
+  double mean_us = 0, p50_us = 0, p99_us = 0, throughput_rps = 0;
+  std::uint64_t stale_served = 0, stalled = 0;
+  double stall_ms = 0;
+  struct Live {
+    std::string version;
+    double unix_ms = -1;  // -1: this replica never served it
+    std::uint64_t stale_served = 0, stalled = 0;
+    double stall_ms = 0;
+  };
+  std::vector<Live> live;  // per update it saw
+};
+
+struct ReplicaUpdate {
+  std::string version;
+  int replicas_live = 0;         // replicas that went live on it
+  double skew_ms = 0;            // last minus first replica going live
+  std::uint64_t stale_served = 0, stalled = 0;
+  double stall_ms = 0;
+};
+
+struct ReplicaSummary {
+  std::string split;
+  std::vector<ReplicaResult> replicas;
+  int failed = 0;
+  std::uint64_t requests = 0;
+  double p50_spread_us = 0, p99_spread_us = 0;   // max - min across replicas that finished
+  std::vector<ReplicaUpdate> updates;
+  std::vector<std::string> files;
+};
+
+// Starts the replicas, waits for them, aggregates. Throws Error(runtime) if
+// none can be started; a replica that fails is reported, not thrown.
+ReplicaSummary run_replicas(const ReplicaLaunch& launch);
+
+std::string render_replicas_table(const ReplicaSummary& s);
+std::string render_replicas_json(const ReplicaSummary& s);
+std::string render_replicas_markdown(const ReplicaSummary& s);
+
+}  // namespace inferprof

@@ -1,0 +1,264 @@
+// The parent of `run --replicas N`. Each replica is the same binary running
+// `run ... --replica I/N` with two pipes on fds 3 and 4: it writes one byte on
+// 3 when it is loaded, warmed up and subscribed to the update channel, then
+// waits for one byte on 4. The parent releases them together, so their
+// replays start at the same moment and an update published by one is seen by
+// all. A replica that dies is reported and the others go on.
+#include "inferprof/replicas.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "inferprof/cache.hpp"
+#include "inferprof/error.hpp"
+#include "inferprof/report.hpp"
+
+extern char** environ;
+
+namespace inferprof {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// How long a replica may take to load, warm up and subscribe.
+constexpr int kReadyTimeoutMs = 300'000;
+
+struct Child {
+  pid_t pid = -1;
+  int ready_fd = -1;  // parent's read end
+  int go_fd = -1;     // parent's write end
+  bool ready = false;
+  bool exited = false;
+  int wait_status = 0;
+  std::string dir, log;
+};
+
+std::string tail_lines(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += all[i] + "\n";
+  return out;
+}
+
+Child spawn(const ReplicaLaunch& launch, int index) {
+  Child c;
+  c.dir = (fs::path(launch.out_dir) / fmt::format("replica-{}", index)).string();
+  c.log = (fs::path(launch.out_dir) / fmt::format("replica-{}.log", index)).string();
+  int ready[2], go[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
+    throw runtime_failure("replicas: cannot create pipes");
+  std::vector<std::string> args{launch.binary};
+  args.insert(args.end(), launch.child_args.begin(), launch.child_args.end());
+  for (std::string a : {std::string("--replica"), fmt::format("{}/{}", index, launch.replicas), std::string("--split"),
+                        launch.split, std::string("--cache-namespace"), launch.cache_namespace, std::string("--out"),
+                        c.dir, std::string("--format"), std::string("json"), std::string("--no-progress")})
+    args.push_back(std::move(a));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, ready[1], 3);  // dup2 clears O_CLOEXEC on the copy
+  posix_spawn_file_actions_adddup2(&fa, go[0], 4);
+  int rc = posix_spawn(&c.pid, launch.binary.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(ready[1]);
+  ::close(go[0]);
+  if (rc != 0) {
+    ::close(ready[0]);
+    ::close(go[1]);
+    throw runtime_failure(fmt::format("replicas: cannot start {}: {}", launch.binary, std::strerror(rc)));
+  }
+  c.ready_fd = ready[0];
+  c.go_fd = go[1];
+  return c;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? "ok" : fmt::format("exit {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  return "unknown";
+}
+
+// Reads what a finished replica wrote into its summary.json.
+void read_summary(const std::string& path, ReplicaResult& r) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.load(path).get(doc)) {
+    if (r.status == "ok") r.status = "no summary.json";
+    return;
+  }
+  std::uint64_t n = 0;
+  double v = 0;
+  if (!doc["requests"].get(n)) r.requests = n;
+  if (!doc["throughput_rps"].get(v)) r.throughput_rps = v;
+  simdjson::dom::element total;
+  if (!doc["total"].get(total)) {
+    if (!total["mean_us"].get(v)) r.mean_us = v;
+    if (!total["p50_us"].get(v)) r.p50_us = v;
+    if (!total["p99_us"].get(v)) r.p99_us = v;
+  }
+  simdjson::dom::array updates;
+  if (doc["updates"].get(updates)) return;
+  for (auto u : updates) {
+    ReplicaResult::Live live;
+    std::string_view s;
+    if (!u["to_version"].get(s)) live.version = std::string(s);
+    if (u["live_unix_ms"].get(v)) v = -1;  // null: never live in this replica
+    live.unix_ms = v;
+    if (!u["stale_served"].get(n)) live.stale_served = n;
+    if (!u["stalled"].get(n)) live.stalled = n;
+    if (!u["stall_ms"].get(v)) live.stall_ms = v;
+    r.stale_served += live.stale_served;
+    r.stalled += live.stalled;
+    r.stall_ms += live.stall_ms;
+    r.live.push_back(std::move(live));
+  }
+}
+
+}  // namespace
+
+ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
+  if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
+  if (launch.split != "rr" && launch.split != "hash")
+    throw bad_input(fmt::format("--split {}: expected rr (round-robin) or hash (of the request key)", launch.split));
+  ensure_output_dir(launch.out_dir);
+
+  // The shared tiers start empty and keep nothing of the run afterwards; the
+  // replicas themselves leave the shared namespace alone.
+  auto clear_shared = [&] {
+    if (launch.redis_url.empty()) return;
+    try {
+      make_redis_backend(launch.redis_url, launch.cache_namespace)->clear();
+    } catch (const std::exception&) {
+      // Unreachable now: the replicas report it themselves.
+    }
+  };
+  clear_shared();
+
+  std::vector<Child> children;
+  for (int i = 0; i < launch.replicas; ++i) children.push_back(spawn(launch, i));
+
+  // Wait until every replica is ready (or gone), then release them together.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadyTimeoutMs);
+  for (Child& c : children) {
+    pollfd p{c.ready_fd, POLLIN, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    char byte = 0;
+    if (::poll(&p, 1, static_cast<int>(std::max<long>(0, left.count()))) == 1 && ::read(c.ready_fd, &byte, 1) == 1)
+      c.ready = true;
+    ::close(c.ready_fd);
+  }
+  for (Child& c : children) {
+    if (c.ready) {
+      const char go = 'g';
+      if (::write(c.go_fd, &go, 1) != 1) c.ready = false;
+    }
+    ::close(c.go_fd);
+  }
+
+  // Wait for all; past the timeout, the rest are killed and reported.
+  const auto stop_at = std::chrono::steady_clock::now() + std::chrono::seconds(launch.timeout_s);
+  std::size_t running = children.size();
+  bool timed_out = false;
+  while (running > 0) {
+    for (Child& c : children) {
+      if (c.exited) continue;
+      int status = 0;
+      pid_t r = ::waitpid(c.pid, &status, WNOHANG);
+      if (r == c.pid) {
+        c.exited = true;
+        c.wait_status = status;
+        --running;
+      }
+    }
+    if (running == 0) break;
+    if (launch.timeout_s > 0 && !timed_out && std::chrono::steady_clock::now() > stop_at) {
+      timed_out = true;
+      for (Child& c : children)
+        if (!c.exited) ::kill(c.pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  clear_shared();
+
+  ReplicaSummary s;
+  s.split = launch.split;
+  std::map<std::string, ReplicaUpdate> by_version;
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<double, double>> live_range;
+  double p50_lo = 0, p50_hi = 0, p99_lo = 0, p99_hi = 0;
+  int finished = 0;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const Child& c = children[i];
+    ReplicaResult r;
+    r.index = static_cast<int>(i);
+    r.pid = c.pid;
+    r.status = describe_status(c.wait_status);
+    if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) r.status = "timed out";
+    if (!c.ready && r.status == "ok") r.status = "never ready";
+    if (r.status == "ok") read_summary((fs::path(c.dir) / "summary.json").string(), r);
+    if (r.status != "ok") {
+      ++s.failed;
+      r.log_tail = tail_lines(c.log, 5);
+    } else {
+      if (finished == 0) {
+        p50_lo = p50_hi = r.p50_us;
+        p99_lo = p99_hi = r.p99_us;
+      }
+      p50_lo = std::min(p50_lo, r.p50_us);
+      p50_hi = std::max(p50_hi, r.p50_us);
+      p99_lo = std::min(p99_lo, r.p99_us);
+      p99_hi = std::max(p99_hi, r.p99_us);
+      ++finished;
+      s.requests += r.requests;
+    }
+    for (const auto& live : r.live) {
+      if (!by_version.count(live.version)) order.push_back(live.version);
+      ReplicaUpdate& u = by_version[live.version];
+      u.version = live.version;
+      u.stale_served += live.stale_served;
+      u.stalled += live.stalled;
+      u.stall_ms += live.stall_ms;
+      if (live.unix_ms >= 0) {
+        auto [it, fresh] = live_range.try_emplace(live.version, live.unix_ms, live.unix_ms);
+        if (!fresh) {
+          it->second.first = std::min(it->second.first, live.unix_ms);
+          it->second.second = std::max(it->second.second, live.unix_ms);
+        }
+        ++u.replicas_live;
+      }
+    }
+    s.replicas.push_back(std::move(r));
+  }
+  s.p50_spread_us = p50_hi - p50_lo;
+  s.p99_spread_us = p99_hi - p99_lo;
+  for (const std::string& v : order) {
+    ReplicaUpdate u = by_version[v];
+    if (auto it = live_range.find(v); it != live_range.end()) u.skew_ms = it->second.second - it->second.first;
+    s.updates.push_back(u);
+  }
+  return s;
+}
+
+}  // namespace inferprof
