@@ -20,24 +20,17 @@
 #include "http_server.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
+#include "test_util.hpp"
 
 using namespace inferprof;
 using inferprof::testing::HttpServer;
 using inferprof::testing::RedisServer;
 using inferprof::testing::TempDir;
+using inferprof::testing::error_of;
+using inferprof::testing::random_bytes;
 namespace fs = std::filesystem;
 
 namespace {
-
-#define REQUIRE_REDIS_SERVER()                                           \
-  do {                                                                   \
-    if (!RedisServer::available()) {                                     \
-      if (RedisServer::required()) FAIL(RedisServer::why_unavailable()); \
-      MESSAGE(RedisServer::why_unavailable());                           \
-      return;                                                            \
-    }                                                                    \
-    ::unsetenv("INFERPROF_REDIS_PASSWORD");                              \
-  } while (0)
 
 #define REQUIRE_HTTP_SERVER()                                        \
   do {                                                               \
@@ -46,25 +39,6 @@ namespace {
       return;                                                        \
     }                                                                \
   } while (0)
-
-std::string random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng() & 0xff);
-  return s;
-}
-
-template <class Fn>
-std::pair<std::string, int> error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return {e.what(), e.exit_code()};
-  } catch (const std::exception& e) {
-    return {std::string("not an inferprof::Error: ") + e.what(), -1};
-  }
-  return {"nothing thrown", 0};
-}
 
 ModelRef ref(const std::string& text) { return parse_model_ref(text, "test"); }
 
@@ -441,6 +415,20 @@ TEST_SUITE("store") {
     std::unique_lock<std::mutex> lock(mu);
     CHECK(cv.wait_for(lock, std::chrono::seconds(5), [&] { return !seen.empty(); }));
     CHECK(seen == std::vector<std::string>{"resnet@v2"});
+    lock.unlock();
+
+    // A restarted server: the publisher reconnects, the subscriber subscribes again.
+    redis.stop(/*hard=*/true);
+    redis.start();
+    bool delivered = false;
+    for (int i = 0; i < 100 && !delivered; ++i) {
+      pub.publish(ref("resnet@v3"));
+      std::unique_lock<std::mutex> again(mu);
+      delivered = cv.wait_for(again, std::chrono::milliseconds(50), [&] { return seen.size() > 1; });
+    }
+    CHECK(delivered);
+    std::lock_guard<std::mutex> relock(mu);
+    CHECK(seen.back() == "resnet@v3");
 
     auto [msg, code] = error_of([&] { UpdateChannel c("redis://127.0.0.1:1/0", "x", [](const ModelRef&) {}); });
     CHECK(code == 3);
