@@ -79,7 +79,6 @@ class SigpipeGuard {
   bool was_pending_ = false;
 };
 
-
 // A command with binary-safe arguments (never a format string); nullptr when
 // the connection broke (c->errstr says why). At most 3 arguments.
 Reply command(redisContext* c, std::initializer_list<std::string_view> args);

@@ -39,12 +39,12 @@ std::pair<std::string, int> error_of(Fn&& fn) {
 
 // Skips the test (printing why) where redis-server is missing, unless
 // INFERPROF_REQUIRE_REDIS says it must be there.
-#define REQUIRE_REDIS_SERVER()                                                                           \
-  do {                                                                                                   \
-    if (!::inferprof::testing::RedisServer::available()) {                                               \
+#define REQUIRE_REDIS_SERVER()                                                                                       \
+  do {                                                                                                               \
+    if (!::inferprof::testing::RedisServer::available()) {                                                           \
       if (::inferprof::testing::RedisServer::required()) FAIL(::inferprof::testing::RedisServer::why_unavailable()); \
-      MESSAGE(::inferprof::testing::RedisServer::why_unavailable());                                     \
-      return;                                                                                            \
-    }                                                                                                    \
-    ::unsetenv("INFERPROF_REDIS_PASSWORD");                                                              \
+      MESSAGE(::inferprof::testing::RedisServer::why_unavailable());                                                 \
+      return;                                                                                                        \
+    }                                                                                                                \
+    ::unsetenv("INFERPROF_REDIS_PASSWORD");                                                                          \
   } while (0)

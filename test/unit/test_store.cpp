@@ -14,33 +14,35 @@
 #include <set>
 #include <thread>
 
+#include "http_server.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
-#include "http_server.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
 #include "test_util.hpp"
 
 using namespace inferprof;
+using inferprof::testing::error_of;
 using inferprof::testing::HttpServer;
+using inferprof::testing::random_bytes;
 using inferprof::testing::RedisServer;
 using inferprof::testing::TempDir;
-using inferprof::testing::error_of;
-using inferprof::testing::random_bytes;
 namespace fs = std::filesystem;
 
 namespace {
 
-#define REQUIRE_HTTP_SERVER()                                        \
-  do {                                                               \
-    if (!HttpServer::available()) {                                  \
-      MESSAGE("python3 with http.server is missing; skipping");      \
-      return;                                                        \
-    }                                                                \
+#define REQUIRE_HTTP_SERVER()                                   \
+  do {                                                          \
+    if (!HttpServer::available()) {                             \
+      MESSAGE("python3 with http.server is missing; skipping"); \
+      return;                                                   \
+    }                                                           \
   } while (0)
 
-ModelRef ref(const std::string& text) { return parse_model_ref(text, "test"); }
+ModelRef ref(const std::string& text) {
+  return parse_model_ref(text, "test");
+}
 
 // The Redis key of a model's chunk (or "manifest"), as the store derives it.
 std::string redis_key(const std::string& model, const std::string& part, const std::string& ns = "models") {
@@ -126,8 +128,9 @@ TEST_SUITE("store") {
   TEST_CASE("remote stores: unsupported schemes and missing folders are bad input") {
     auto [msg, code] = error_of([] { open_remote_store("ftp://host/models"); });
     CHECK(code == 2);
-    CHECK(msg == "store URL 'ftp://host/models': unsupported scheme; expected a folder, file:///path or "
-                 "http(s)://host/path");
+    CHECK(msg ==
+          "store URL 'ftp://host/models': unsupported scheme; expected a folder, file:///path or "
+          "http(s)://host/path");
     TempDir dir;
     auto [msg2, code2] = error_of([&] { open_remote_store(dir.file("none"))->list(); });
     CHECK(code2 == 2);
@@ -170,7 +173,8 @@ TEST_SUITE("store") {
   TEST_CASE("model store: memory is an LRU by count and by bytes") {
     TempDir dir;
     auto remote = open_remote_store(dir.str());
-    for (const char* m : {"a@1", "b@1", "c@1"}) remote->put(ref(m), random_bytes(1000, 7));
+    for (const char* m : {"a@1", "b@1", "c@1"})
+      remote->put(ref(m), random_bytes(1000, 7));
     SUBCASE("by count") {
       StoreOptions o = options(dir.str());
       o.memory_max_models = 2;
@@ -238,13 +242,18 @@ TEST_SUITE("store") {
     auto remote = open_remote_store(dir.str());
     // Compressible (repeated text) and incompressible halves.
     std::string model;
-    while (model.size() < 20000) model += "weights weights weights ";
+    while (model.size() < 20000)
+      model += "weights weights weights ";
     model += random_bytes(5000, 4);
     remote->put(ref("m@v1"), model);
     bool zstd_write = false, zstd_read = false;
     SUBCASE("zstd off") {}
-    SUBCASE("zstd on") { zstd_write = zstd_read = true; }
-    SUBCASE("written with zstd, read by a store without") { zstd_write = true; }
+    SUBCASE("zstd on") {
+      zstd_write = zstd_read = true;
+    }
+    SUBCASE("written with zstd, read by a store without") {
+      zstd_write = true;
+    }
     StoreOptions o = options(dir.str(), redis.url());
     o.redis_chunk_bytes = 4096;
     o.zstd = zstd_write;
@@ -285,9 +294,15 @@ TEST_SUITE("store") {
     { ModelStore(o).fetch(ref("m@v1")); }
     std::string chunk1 = redis_key("m@v1", "chunk 1");
     REQUIRE(redis.integer("EXISTS " + chunk1) == 1);
-    SUBCASE("corrupt") { CHECK(redis.command("SETRANGE " + chunk1 + " 100 garbage") == ":4096"); }
-    SUBCASE("missing") { CHECK(redis.integer("DEL " + chunk1) == 1); }
-    SUBCASE("manifest damaged") { CHECK(redis.command("SETRANGE " + redis_key("m@v1", "manifest") + " 20 x") != ""); }
+    SUBCASE("corrupt") {
+      CHECK(redis.command("SETRANGE " + chunk1 + " 100 garbage") == ":4096");
+    }
+    SUBCASE("missing") {
+      CHECK(redis.integer("DEL " + chunk1) == 1);
+    }
+    SUBCASE("manifest damaged") {
+      CHECK(redis.command("SETRANGE " + redis_key("m@v1", "manifest") + " 20 x") != "");
+    }
     ModelStore store(o);
     FetchedModel f = store.fetch(ref("m@v1"));
     CHECK(f.tier == StoreTier::remote);
@@ -349,9 +364,12 @@ TEST_SUITE("store") {
     ModelStore store(options(dir.str()));
     std::vector<std::thread> threads;
     std::vector<std::shared_ptr<const std::string>> got(8);
-    for (int i = 0; i < 8; ++i) threads.emplace_back([&, i] { got[i] = store.fetch(ref("big@v1")).bytes; });
-    for (auto& t : threads) t.join();
-    for (const auto& g : got) CHECK(g == got[0]);
+    for (int i = 0; i < 8; ++i)
+      threads.emplace_back([&, i] { got[i] = store.fetch(ref("big@v1")).bytes; });
+    for (auto& t : threads)
+      t.join();
+    for (const auto& g : got)
+      CHECK(g == got[0]);
     CHECK(store.counters().remote_fetches == 1);
   }
 
@@ -378,7 +396,8 @@ TEST_SUITE("store") {
     CHECK(msg == http.url() + ": no model m@v3 ('m' has v1, v2)");
     auto [msg2, code2] = error_of([&] { store.fetch(ref("gone@v1")); });
     CHECK(code2 == 3);
-    CHECK(msg2 == http.url() + ": gone@v1: GET " + http.url() + "/gone/v1/model.pt: HTTP 404 (the model file is missing)");
+    CHECK(msg2 ==
+          http.url() + ": gone@v1: GET " + http.url() + "/gone/v1/model.pt: HTTP 404 (the model file is missing)");
 
     auto broken = open_remote_store(http.url() + "/status-503");
     auto [msg3, code3] = error_of([&] { broken->meta(ref("m@v1")); });
