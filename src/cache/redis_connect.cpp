@@ -181,6 +181,18 @@ std::string scrub(const RedisUrl& url, std::string text) {
   return text;
 }
 
+Reply command(redisContext* c, std::initializer_list<std::string_view> args) {
+  const char* argv[3];
+  std::size_t lens[3];
+  int n = 0;
+  for (std::string_view a : args) {
+    if (n == 3) break;
+    argv[n] = a.data();
+    lens[n++] = a.size();
+  }
+  return Reply(static_cast<redisReply*>(redisCommandArgv(c, n, argv, lens)));
+}
+
 Context connect_redis(const RedisUrl& url, timeval connect_timeout, const timeval* command_timeout, bool ping,
                       std::string* why) {
   SigpipeGuard guard;
@@ -199,18 +211,7 @@ Context connect_redis(const RedisUrl& url, timeval connect_timeout, const timeva
     return nullptr;
   }
   if (!url.unix_socket) redisEnableKeepAlive(c.get());
-  // Binary-safe arguments, never a format string; nullptr when the
-  // connection broke (c->errstr says why).
-  auto call = [&](std::initializer_list<std::string_view> args) {
-    const char* argv[3];
-    std::size_t lens[3];
-    int n = 0;
-    for (std::string_view a : args) {
-      argv[n] = a.data();
-      lens[n++] = a.size();
-    }
-    return Reply(static_cast<redisReply*>(redisCommandArgv(c.get(), n, argv, lens)));
-  };
+  auto call = [&](std::initializer_list<std::string_view> args) { return command(c.get(), args); };
   auto broken = [&] {
     *why = "cannot reach Redis at " + url.shown + ": " + scrub(url, c->errstr[0] ? c->errstr : "connection closed");
     return nullptr;

@@ -10,8 +10,10 @@
 
 #include <cerrno>
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace inferprof::redis_detail {
 
@@ -77,6 +79,9 @@ class SigpipeGuard {
   bool was_pending_ = false;
 };
 
+// A command with binary-safe arguments (never a format string); nullptr when
+// the connection broke (c->errstr says why). At most 3 arguments.
+Reply command(redisContext* c, std::initializer_list<std::string_view> args);
 
 // A new connection, authenticated (AUTH), on the URL's database (SELECT) and,
 // with `ping`, checked with PING; `command_timeout` null leaves reads blocking

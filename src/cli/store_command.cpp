@@ -1,8 +1,8 @@
 // inferprof store put|ls|rm: publish, list and remove model versions in a
 // store, so that a user can roll a model out from the shell.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -33,8 +33,8 @@ std::string read_model_file(const std::string& path) {
 std::string render_table(const std::vector<ModelMeta>& metas) {
   std::vector<std::vector<std::string>> rows = {{"NAME", "VERSION", "SIZE", "SHA256", "CREATED"}};
   for (const ModelMeta& m : metas)
-    rows.push_back({m.name, m.version, report::human_bytes(static_cast<std::int64_t>(m.size)), m.sha256.substr(0, 12),
-                    m.created});
+    rows.push_back(
+        {m.name, m.version, report::human_bytes(static_cast<std::int64_t>(m.size)), m.sha256.substr(0, 12), m.created});
   std::vector<std::size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
     for (std::size_t i = 0; i < r.size(); ++i)
@@ -47,7 +47,8 @@ std::string render_table(const std::vector<ModelMeta>& metas) {
       line += i == 2 ? report::pad_left(r[i], width[i]) : report::pad_right(r[i], width[i]);
       if (i + 1 < r.size()) line += "  ";
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
     out += line + "\n";
   }
   return out;
@@ -76,14 +77,15 @@ Runner add_store_command(CLI::App& app) {
   CLI::App* ls = cmd->add_subcommand("ls", "List the versions in a store");
   ls->add_option("url", args->url, url_help)->required();
   ls->add_option("name", args->name, "Only this model's versions");
-  ls->add_option("--format", args->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}))
+  ls->add_option("--format", args->format, "table, json or csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
 
   CLI::App* rm = cmd->add_subcommand("rm", "Remove NAME@VERSION (file stores only)");
   rm->add_option("url", args->url, url_help)->required();
   rm->add_option("model", args->ref, "NAME@VERSION")->required();
 
-  return [args, put, ls, rm] {
+  return [args, put, ls] {
     if (put->parsed()) {
       ModelRef ref = parse_model_ref(args->ref, "store put: the model");
       if (ref.version.empty())
@@ -107,14 +109,14 @@ Runner add_store_command(CLI::App& app) {
         if (kept.empty()) throw store_detail::no_model(*remote, only);
         metas = std::move(kept);
       }
-      std::string text = args->format == "json" ? store_detail::index_json(metas)
+      std::string text = args->format == "json"  ? store_detail::index_json(metas)
                          : args->format == "csv" ? render_csv(metas)
                          : metas.empty()         ? fmt::format("no models in {}\n", remote->url())
                                                  : render_table(metas);
       std::fputs(text.c_str(), stdout);
       return 0;
     }
-    (void)rm;
+    // rm: CLI11 ran exactly one of the three.
     ModelRef ref = parse_model_ref(args->ref, "store rm: the model");
     if (ref.version.empty())
       throw bad_input(fmt::format("store rm: the model: expected NAME@VERSION, got '{}' (no version)", args->ref));

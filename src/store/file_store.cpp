@@ -2,6 +2,7 @@
 // for listing over HTTP. Writes go through a temp file and a rename, the
 // metadata after the model, so a reader sees a version whole or not at all.
 #include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -57,8 +58,7 @@ class FileStore final : public RemoteStore {
 
   std::vector<ModelMeta> list() override {
     std::error_code ec;
-    if (!fs::is_directory(root_, ec))
-      throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
+    if (!fs::is_directory(root_, ec)) throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
     std::vector<ModelMeta> out;
     for (const fs::directory_entry& name : fs::directory_iterator(root_)) {
       if (!name.is_directory()) continue;
@@ -78,8 +78,8 @@ class FileStore final : public RemoteStore {
       throw bad_input(fmt::format("{}: put needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
     fs::path dir = root_ / ref.name / ref.version;
     if (fs::exists(dir / "meta.json"))
-      throw bad_input(fmt::format("{}: {} exists already (a version is immutable: put a new version, or rm this one first)",
-                                  url_, ref.str()));
+      throw bad_input(fmt::format(
+          "{}: {} exists already (a version is immutable: put a new version, or rm this one first)", url_, ref.str()));
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw runtime_failure(fmt::format("{}: cannot create {}: {}", url_, dir.string(), ec.message()));
@@ -123,7 +123,8 @@ class FileStore final : public RemoteStore {
 }  // namespace
 
 std::unique_ptr<RemoteStore> make_file_store(const std::string& url, const std::string& root) {
-  if (root.empty()) throw bad_input(fmt::format("store URL '{}': expected a folder, file:///path or http(s)://host/path", url));
+  if (root.empty())
+    throw bad_input(fmt::format("store URL '{}': expected a folder, file:///path or http(s)://host/path", url));
   return std::make_unique<FileStore>(url, fs::path(root));
 }
 
@@ -137,8 +138,8 @@ std::unique_ptr<RemoteStore> open_remote_store(const std::string& url) {
   if (u.substr(0, 7) == "http://" || u.substr(0, 8) == "https://") return store_detail::make_http_store(url);
   if (u.substr(0, kFile.size()) == kFile) return store_detail::make_file_store(url, url.substr(kFile.size()));
   if (u.find("://") != std::string_view::npos)
-    throw bad_input(fmt::format("store URL '{}': unsupported scheme; expected a folder, file:///path or http(s)://host/path",
-                                url));
+    throw bad_input(
+        fmt::format("store URL '{}': unsupported scheme; expected a folder, file:///path or http(s)://host/path", url));
   return store_detail::make_file_store(url, url);
 }
 

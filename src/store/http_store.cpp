@@ -34,7 +34,8 @@ struct CurlFree {
 class HttpStore final : public RemoteStore {
  public:
   explicit HttpStore(std::string url) : url_(std::move(url)), base_(url_) {
-    while (!base_.empty() && base_.back() == '/') base_.pop_back();
+    while (!base_.empty() && base_.back() == '/')
+      base_.pop_back();
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   }
@@ -44,7 +45,7 @@ class HttpStore final : public RemoteStore {
   ModelMeta meta(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     std::string u = object_url(r, "meta.json");
-    Response resp = get(u, 0);
+    Response resp = get(u);
     if (resp.status == 404) throw no_model(*this, r);
     expect_ok(u, resp);
     return parse_meta_json(resp.body, u);
@@ -53,7 +54,7 @@ class HttpStore final : public RemoteStore {
   std::string fetch(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     std::string u = object_url(r, "model.pt");
-    Response resp = get(u, 0);
+    Response resp = get(u);
     if (resp.status == 404)
       throw runtime_failure(fmt::format("{}: {}: GET {}: HTTP 404 (the model file is missing)", url_, r.str(), u));
     expect_ok(u, resp);
@@ -62,7 +63,7 @@ class HttpStore final : public RemoteStore {
 
   std::vector<ModelMeta> list() override {
     std::string u = base_ + "/index.json";
-    Response resp = get(u, 0);
+    Response resp = get(u);
     if (resp.status == 404)
       throw runtime_failure(fmt::format(
           "{}: GET {}: HTTP 404: an http store is a file store's folder served over HTTP, and `inferprof store put` "
@@ -78,7 +79,8 @@ class HttpStore final : public RemoteStore {
  private:
   [[noreturn]] void read_only() const {
     throw bad_input(fmt::format(
-        "{}: an http(s) store is read-only: put and rm work on a file:// store (whose folder the server serves)", url_));
+        "{}: an http(s) store is read-only: put and rm work on a file:// store (whose folder the server serves)",
+        url_));
   }
   ModelRef resolved(const ModelRef& ref) {
     if (!ref.version.empty()) return ref;
@@ -93,11 +95,10 @@ class HttpStore final : public RemoteStore {
 
   // One handle per request: requests may come from several threads, and on a
   // model-sized transfer the connection set-up is noise.
-  Response get(const std::string& u, std::size_t size_hint) const {
+  Response get(const std::string& u) const {
     std::unique_ptr<CURL, CurlFree> c(curl_easy_init());
     if (!c) throw runtime_failure(fmt::format("{}: cannot start libcurl", url_));
     Response resp;
-    resp.body.reserve(size_hint);
     char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(c.get(), CURLOPT_URL, u.c_str());
     curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: threads
@@ -121,6 +122,8 @@ class HttpStore final : public RemoteStore {
 
 }  // namespace
 
-std::unique_ptr<RemoteStore> make_http_store(const std::string& url) { return std::make_unique<HttpStore>(url); }
+std::unique_ptr<RemoteStore> make_http_store(const std::string& url) {
+  return std::make_unique<HttpStore>(url);
+}
 
 }  // namespace inferprof::store_detail

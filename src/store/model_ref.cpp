@@ -1,4 +1,5 @@
 // Model references (name@version), sha256, and the metadata's JSON form.
+#include <fmt/format.h>
 #include <openssl/evp.h>
 #include <simdjson.h>
 
@@ -6,8 +7,6 @@
 #include <chrono>
 #include <ctime>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
@@ -32,7 +31,9 @@ constexpr const char* kRefForm =
 
 }  // namespace
 
-std::string ModelRef::str() const { return version.empty() ? name : name + "@" + version; }
+std::string ModelRef::str() const {
+  return version.empty() ? name : name + "@" + version;
+}
 
 ModelRef parse_model_ref(std::string_view text, std::string_view what) {
   std::size_t at = text.find('@');
@@ -63,9 +64,12 @@ std::string sha256_hex(std::string_view bytes) {
 
 std::string_view store_tier_name(StoreTier t) {
   switch (t) {
-    case StoreTier::memory: return "memory";
-    case StoreTier::redis: return "redis";
-    case StoreTier::remote: return "remote";
+    case StoreTier::memory:
+      return "memory";
+    case StoreTier::redis:
+      return "redis";
+    case StoreTier::remote:
+      return "remote";
   }
   return "?";
 }
@@ -103,7 +107,8 @@ ModelMeta meta_from(simdjson::dom::element e, const std::string& where) {
   if (e["size"].get(m.size) != simdjson::SUCCESS)
     throw runtime_failure(fmt::format("{}: expected a non-negative integer \"size\" in the model metadata", where));
   if (!valid_part(m.name) || !valid_part(m.version))
-    throw runtime_failure(fmt::format("{}: bad name or version '{}@{}' in the model metadata", where, m.name, m.version));
+    throw runtime_failure(
+        fmt::format("{}: bad name or version '{}@{}' in the model metadata", where, m.name, m.version));
   if (!is_sha256_hex(m.sha256))
     throw runtime_failure(fmt::format("{}: \"sha256\" must be 64 lowercase hex digits, got '{}'", where, m.sha256));
   return m;

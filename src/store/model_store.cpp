@@ -51,9 +51,8 @@ struct ModelStore::Impl {
         remote(open_remote_store(options.remote_url)),
         memory(Policy::lru, options.memory_max_models, options.memory_max_bytes, 0) {
     if (!options.redis_url.empty())
-      redis = std::make_unique<store_detail::RedisModelTier>(options.redis_url, options.redis_namespace,
-                                                              options.redis_chunk_bytes, options.zstd,
-                                                              options.zstd_level);
+      redis = std::make_unique<store_detail::RedisModelTier>(
+          options.redis_url, options.redis_namespace, options.redis_chunk_bytes, options.zstd, options.zstd_level);
   }
 
   ModelRef resolve(const ModelRef& ref) {
@@ -176,9 +175,13 @@ struct ModelStore::Impl {
 ModelStore::ModelStore(StoreOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 ModelStore::~ModelStore() = default;
 
-FetchedModel ModelStore::fetch(const ModelRef& ref) { return impl_->fetch(ref); }
+FetchedModel ModelStore::fetch(const ModelRef& ref) {
+  return impl_->fetch(ref);
+}
 
-void ModelStore::prefetch(const ModelRef& ref) { impl_->fetch(ref); }
+void ModelStore::prefetch(const ModelRef& ref) {
+  impl_->fetch(ref);
+}
 
 void ModelStore::evict(const ModelRef& ref) {
   if (ref.version.empty()) throw bad_input(fmt::format("model store: evict needs NAME@VERSION, got '{}'", ref.name));
@@ -196,6 +199,8 @@ StoreCounters ModelStore::counters() const {
   return impl_->counters;
 }
 
-RemoteStore& ModelStore::remote() { return *impl_->remote; }
+RemoteStore& ModelStore::remote() {
+  return *impl_->remote;
+}
 
 }  // namespace inferprof

@@ -28,8 +28,12 @@ CacheKey key_of(const std::string& ref, std::string_view part) {
   XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
   return CacheKey{h.high64, h.low64};
 }
-CacheKey manifest_key(const std::string& ref) { return key_of(ref, "manifest"); }
-CacheKey chunk_key(const std::string& ref, std::uint64_t i) { return key_of(ref, "chunk " + std::to_string(i)); }
+CacheKey manifest_key(const std::string& ref) {
+  return key_of(ref, "manifest");
+}
+CacheKey chunk_key(const std::string& ref, std::uint64_t i) {
+  return key_of(ref, "chunk " + std::to_string(i));
+}
 
 template <class T>
 void put_le(std::string& out, T v) {
@@ -117,8 +121,8 @@ RedisModelTier::RedisModelTier(const std::string& url, const std::string& name_s
       zstd_level_(zstd_level) {
   if (chunk_bytes_ == 0) throw bad_input("model store: redis_chunk_bytes must be positive");
   if (zstd_ && (zstd_level_ < ZSTD_minCLevel() || zstd_level_ > ZSTD_maxCLevel()))
-    throw bad_input(fmt::format("model store: zstd level {} is outside {}..{}", zstd_level_, ZSTD_minCLevel(),
-                                ZSTD_maxCLevel()));
+    throw bad_input(
+        fmt::format("model store: zstd level {} is outside {}..{}", zstd_level_, ZSTD_minCLevel(), ZSTD_maxCLevel()));
 }
 
 RedisModelTier::Outcome RedisModelTier::get(const std::string& ref, std::string* bytes, std::string* why) {

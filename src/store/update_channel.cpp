@@ -45,17 +45,6 @@ struct UpdateChannel::Impl {
   int sub_fd = -1;
   std::thread thread;
 
-  Reply command(redisContext* c, std::initializer_list<std::string_view> args) {
-    const char* argv[3];
-    std::size_t lens[3];
-    int n = 0;
-    for (std::string_view a : args) {
-      argv[n] = a.data();
-      lens[n++] = a.size();
-    }
-    return Reply(static_cast<redisReply*>(redisCommandArgv(c, n, argv, lens)));
-  }
-
   void subscriber() {
     while (true) {
       std::string why;
@@ -81,7 +70,7 @@ struct UpdateChannel::Impl {
   // Until the connection breaks (or is shut down).
   void listen(redisContext* c) {
     redis_detail::SigpipeGuard guard;
-    Reply r = command(c, {"SUBSCRIBE", channel});
+    Reply r = redis_detail::command(c, {"SUBSCRIBE", channel});
     if (!r || r->type != REDIS_REPLY_ARRAY) return;
     {
       std::lock_guard<std::mutex> lock(sub_mu);
@@ -138,7 +127,7 @@ void UpdateChannel::publish(const ModelRef& ref) {
       impl_->pub = redis_detail::connect_redis(impl_->url, kConnectTimeout, &kCommandTimeout, false, &why);
       if (!impl_->pub) continue;
     }
-    Reply r = impl_->command(impl_->pub.get(), {"PUBLISH", impl_->channel, payload});
+    Reply r = redis_detail::command(impl_->pub.get(), {"PUBLISH", impl_->channel, payload});
     if (r && r->type != REDIS_REPLY_ERROR) return;
     why = r ? redis_detail::scrub(impl_->url, std::string(r->str, r->len))
             : "Redis at " + impl_->url.shown + ": " + redis_detail::scrub(impl_->url, impl_->pub->errstr);

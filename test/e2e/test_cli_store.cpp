@@ -74,7 +74,8 @@ TEST_SUITE("e2e store") {
     CHECK_FALSE(fs::exists(root + "/m/v2"));
     check(run_cli({"store", "rm", root, "m@v9"}), root + ": no model m@v9 ('m' has v1)");
     check(run_cli({"store", "ls", root, "x"}), root + ": no model x (no versions of 'x')");
-    check(run_cli({"store", "ls", dir.file("nowhere")}), dir.file("nowhere") + ": no such folder " + dir.file("nowhere"));
+    check(run_cli({"store", "ls", dir.file("nowhere")}),
+          dir.file("nowhere") + ": no such folder " + dir.file("nowhere"));
     check(run_cli({"store", "ls", "s3://bucket/models"}),
           "store URL 's3://bucket/models': unsupported scheme; expected a folder, file:///path or http(s)://host/path");
     check(run_cli({"store", "put", "http://127.0.0.1:1/models", "m@v1", file}),
@@ -103,7 +104,7 @@ TEST_SUITE("e2e store") {
     CHECK(ls.out.find("\nm,v1,11,") != std::string::npos);
     auto down = run_cli({"store", "ls", http.url() + "/status-503"});
     CHECK(down.code == 3);
-    CHECK(down.err == "inferprof: error: " + http.url() + "/status-503: GET " + http.url() +
-                          "/status-503/index.json: HTTP 503\n");
+    CHECK(down.err ==
+          "inferprof: error: " + http.url() + "/status-503: GET " + http.url() + "/status-503/index.json: HTTP 503\n");
   }
 }

@@ -5,10 +5,8 @@
 // handler: any path under /status-503/ answers 503, so a test can meet an
 // HTTP error status that is not 404.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "redis_server.hpp"
+#include "spawn.hpp"
 #include "temp_dir.hpp"
 
 namespace inferprof::testing {
@@ -42,26 +41,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 server = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), functools.partial(Handler, directory=sys.argv[2]))
 server.serve_forever()
 )");
-    std::vector<std::string> args = {"python3", script, std::to_string(port_), root};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("cannot fork for the HTTP server");
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      int null = ::open("/dev/null", O_RDWR);
-      if (null >= 0) {
-        ::dup2(null, STDIN_FILENO);
-        ::dup2(null, STDOUT_FILENO);
-        ::dup2(null, STDERR_FILENO);
-      }
-      for (int fd = 3; fd < 1024; ++fd) ::close(fd);
-      ::execvp("python3", argv.data());
-      ::_exit(127);
-    }
+    pid_ = spawn_quiet({"python3", script, std::to_string(port_), root});
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
     while (std::chrono::steady_clock::now() < deadline) {
       if (accepts()) return;

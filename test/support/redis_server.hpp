@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "spawn.hpp"
+
 namespace inferprof::testing {
 
 class RedisServer {
@@ -78,32 +80,8 @@ class RedisServer {
       args.push_back("--requirepass");
       args.push_back(password_);
     }
-    std::vector<char*> argv;
-    for (std::string& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    // Its log goes nowhere: the tests judge the server by its answers. The
-    // child dies with the thread that started it (PR_SET_PDEATHSIG), so a
-    // crashed test leaves no server behind. Only async-signal-safe calls
-    // between fork and exec.
-    pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("cannot start redis-server: " + std::string(std::strerror(errno)));
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      int null = ::open("/dev/null", O_RDWR);
-      if (null >= 0) {
-        ::dup2(null, STDIN_FILENO);
-        ::dup2(null, STDOUT_FILENO);
-        ::dup2(null, STDERR_FILENO);
-      }
-      for (int fd = 3; fd < 1024; ++fd)
-        ::close(fd);  // not the test's sockets
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
+    // Its log goes nowhere: the tests judge the server by its answers.
+    pid_t pid = spawn_quiet(args);
     pid_ = pid;
 
     auto deadline = std::chrono::steady_clock::now() + wait;

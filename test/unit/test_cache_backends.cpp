@@ -17,48 +17,18 @@
 #include "inferprof/error.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
+#include "test_util.hpp"
 
 using namespace inferprof;
 using inferprof::testing::RedisServer;
 using inferprof::testing::TempDir;
+using inferprof::testing::error_of;
+using inferprof::testing::random_bytes;
 
 namespace {
 
-// Skips the test (printing why) where redis-server is missing, unless
-// INFERPROF_REQUIRE_REDIS says it must be there.
-#define REQUIRE_REDIS_SERVER()                                           \
-  do {                                                                   \
-    if (!RedisServer::available()) {                                     \
-      if (RedisServer::required()) FAIL(RedisServer::why_unavailable()); \
-      MESSAGE(RedisServer::why_unavailable());                           \
-      return;                                                            \
-    }                                                                    \
-    ::unsetenv("INFERPROF_REDIS_PASSWORD");                              \
-  } while (0)
-
 CacheKey key(std::uint64_t i, std::uint64_t salt = 0x5eed) {
   return CacheKey{salt * 0x9E3779B97F4A7C15ull + i, ~i};
-}
-
-std::string random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s)
-    c = static_cast<char>(rng() & 0xff);
-  return s;
-}
-
-// The message and exit code of the inferprof::Error `fn` throws.
-template <class Fn>
-std::pair<std::string, int> error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return {e.what(), e.exit_code()};
-  } catch (const std::exception& e) {
-    return {std::string("not an inferprof::Error: ") + e.what(), -1};
-  }
-  return {"nothing thrown", 0};
 }
 
 template <class Fn>

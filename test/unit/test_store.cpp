@@ -14,59 +14,35 @@
 #include <set>
 #include <thread>
 
+#include "http_server.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
-#include "http_server.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
+#include "test_util.hpp"
 
 using namespace inferprof;
+using inferprof::testing::error_of;
 using inferprof::testing::HttpServer;
+using inferprof::testing::random_bytes;
 using inferprof::testing::RedisServer;
 using inferprof::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-#define REQUIRE_REDIS_SERVER()                                           \
-  do {                                                                   \
-    if (!RedisServer::available()) {                                     \
-      if (RedisServer::required()) FAIL(RedisServer::why_unavailable()); \
-      MESSAGE(RedisServer::why_unavailable());                           \
-      return;                                                            \
-    }                                                                    \
-    ::unsetenv("INFERPROF_REDIS_PASSWORD");                              \
+#define REQUIRE_HTTP_SERVER()                                   \
+  do {                                                          \
+    if (!HttpServer::available()) {                             \
+      MESSAGE("python3 with http.server is missing; skipping"); \
+      return;                                                   \
+    }                                                           \
   } while (0)
 
-#define REQUIRE_HTTP_SERVER()                                        \
-  do {                                                               \
-    if (!HttpServer::available()) {                                  \
-      MESSAGE("python3 with http.server is missing; skipping");      \
-      return;                                                        \
-    }                                                                \
-  } while (0)
-
-std::string random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng() & 0xff);
-  return s;
+ModelRef ref(const std::string& text) {
+  return parse_model_ref(text, "test");
 }
-
-template <class Fn>
-std::pair<std::string, int> error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return {e.what(), e.exit_code()};
-  } catch (const std::exception& e) {
-    return {std::string("not an inferprof::Error: ") + e.what(), -1};
-  }
-  return {"nothing thrown", 0};
-}
-
-ModelRef ref(const std::string& text) { return parse_model_ref(text, "test"); }
 
 // The Redis key of a model's chunk (or "manifest"), as the store derives it.
 std::string redis_key(const std::string& model, const std::string& part, const std::string& ns = "models") {
@@ -152,8 +128,9 @@ TEST_SUITE("store") {
   TEST_CASE("remote stores: unsupported schemes and missing folders are bad input") {
     auto [msg, code] = error_of([] { open_remote_store("ftp://host/models"); });
     CHECK(code == 2);
-    CHECK(msg == "store URL 'ftp://host/models': unsupported scheme; expected a folder, file:///path or "
-                 "http(s)://host/path");
+    CHECK(msg ==
+          "store URL 'ftp://host/models': unsupported scheme; expected a folder, file:///path or "
+          "http(s)://host/path");
     TempDir dir;
     auto [msg2, code2] = error_of([&] { open_remote_store(dir.file("none"))->list(); });
     CHECK(code2 == 2);
@@ -196,7 +173,8 @@ TEST_SUITE("store") {
   TEST_CASE("model store: memory is an LRU by count and by bytes") {
     TempDir dir;
     auto remote = open_remote_store(dir.str());
-    for (const char* m : {"a@1", "b@1", "c@1"}) remote->put(ref(m), random_bytes(1000, 7));
+    for (const char* m : {"a@1", "b@1", "c@1"})
+      remote->put(ref(m), random_bytes(1000, 7));
     SUBCASE("by count") {
       StoreOptions o = options(dir.str());
       o.memory_max_models = 2;
@@ -264,13 +242,18 @@ TEST_SUITE("store") {
     auto remote = open_remote_store(dir.str());
     // Compressible (repeated text) and incompressible halves.
     std::string model;
-    while (model.size() < 20000) model += "weights weights weights ";
+    while (model.size() < 20000)
+      model += "weights weights weights ";
     model += random_bytes(5000, 4);
     remote->put(ref("m@v1"), model);
     bool zstd_write = false, zstd_read = false;
     SUBCASE("zstd off") {}
-    SUBCASE("zstd on") { zstd_write = zstd_read = true; }
-    SUBCASE("written with zstd, read by a store without") { zstd_write = true; }
+    SUBCASE("zstd on") {
+      zstd_write = zstd_read = true;
+    }
+    SUBCASE("written with zstd, read by a store without") {
+      zstd_write = true;
+    }
     StoreOptions o = options(dir.str(), redis.url());
     o.redis_chunk_bytes = 4096;
     o.zstd = zstd_write;
@@ -311,9 +294,15 @@ TEST_SUITE("store") {
     { ModelStore(o).fetch(ref("m@v1")); }
     std::string chunk1 = redis_key("m@v1", "chunk 1");
     REQUIRE(redis.integer("EXISTS " + chunk1) == 1);
-    SUBCASE("corrupt") { CHECK(redis.command("SETRANGE " + chunk1 + " 100 garbage") == ":4096"); }
-    SUBCASE("missing") { CHECK(redis.integer("DEL " + chunk1) == 1); }
-    SUBCASE("manifest damaged") { CHECK(redis.command("SETRANGE " + redis_key("m@v1", "manifest") + " 20 x") != ""); }
+    SUBCASE("corrupt") {
+      CHECK(redis.command("SETRANGE " + chunk1 + " 100 garbage") == ":4096");
+    }
+    SUBCASE("missing") {
+      CHECK(redis.integer("DEL " + chunk1) == 1);
+    }
+    SUBCASE("manifest damaged") {
+      CHECK(redis.command("SETRANGE " + redis_key("m@v1", "manifest") + " 20 x") != "");
+    }
     ModelStore store(o);
     FetchedModel f = store.fetch(ref("m@v1"));
     CHECK(f.tier == StoreTier::remote);
@@ -375,9 +364,12 @@ TEST_SUITE("store") {
     ModelStore store(options(dir.str()));
     std::vector<std::thread> threads;
     std::vector<std::shared_ptr<const std::string>> got(8);
-    for (int i = 0; i < 8; ++i) threads.emplace_back([&, i] { got[i] = store.fetch(ref("big@v1")).bytes; });
-    for (auto& t : threads) t.join();
-    for (const auto& g : got) CHECK(g == got[0]);
+    for (int i = 0; i < 8; ++i)
+      threads.emplace_back([&, i] { got[i] = store.fetch(ref("big@v1")).bytes; });
+    for (auto& t : threads)
+      t.join();
+    for (const auto& g : got)
+      CHECK(g == got[0]);
     CHECK(store.counters().remote_fetches == 1);
   }
 
@@ -404,7 +396,8 @@ TEST_SUITE("store") {
     CHECK(msg == http.url() + ": no model m@v3 ('m' has v1, v2)");
     auto [msg2, code2] = error_of([&] { store.fetch(ref("gone@v1")); });
     CHECK(code2 == 3);
-    CHECK(msg2 == http.url() + ": gone@v1: GET " + http.url() + "/gone/v1/model.pt: HTTP 404 (the model file is missing)");
+    CHECK(msg2 ==
+          http.url() + ": gone@v1: GET " + http.url() + "/gone/v1/model.pt: HTTP 404 (the model file is missing)");
 
     auto broken = open_remote_store(http.url() + "/status-503");
     auto [msg3, code3] = error_of([&] { broken->meta(ref("m@v1")); });
@@ -441,6 +434,20 @@ TEST_SUITE("store") {
     std::unique_lock<std::mutex> lock(mu);
     CHECK(cv.wait_for(lock, std::chrono::seconds(5), [&] { return !seen.empty(); }));
     CHECK(seen == std::vector<std::string>{"resnet@v2"});
+    lock.unlock();
+
+    // A restarted server: the publisher reconnects, the subscriber subscribes again.
+    redis.stop(/*hard=*/true);
+    redis.start();
+    bool delivered = false;
+    for (int i = 0; i < 100 && !delivered; ++i) {
+      pub.publish(ref("resnet@v3"));
+      std::unique_lock<std::mutex> again(mu);
+      delivered = cv.wait_for(again, std::chrono::milliseconds(50), [&] { return seen.size() > 1; });
+    }
+    CHECK(delivered);
+    std::lock_guard<std::mutex> relock(mu);
+    CHECK(seen.back() == "resnet@v3");
 
     auto [msg, code] = error_of([&] { UpdateChannel c("redis://127.0.0.1:1/0", "x", [](const ModelRef&) {}); });
     CHECK(code == 3);
