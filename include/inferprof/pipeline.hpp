@@ -86,6 +86,8 @@ class Pipeline {
 // count in effect, as read back from libtorch.
 int configure_threads(int requested);
 std::string libtorch_version();
+// "xxh3:<16 hex>" of a file's bytes: a model's version, a trace's identity.
+std::string file_version(const std::string& path);
 
 struct GenModelOptions {
   std::string arch = "mlp";  // mlp | cnn | resnet18

@@ -47,21 +47,6 @@ ModelMetadata parse_metadata(const std::string& json) {
   return meta;
 }
 
-// Identifies the model's bytes: a changed file changes every result key.
-std::string file_version(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  auto digest = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return fmt::format("xxh3:{:016x}", digest);
-}
-
 Blob encode_output(const at::Tensor& tensor) {
   at::Tensor t = tensor.contiguous();
   auto dtype = detail::from_scalar_type(t.scalar_type());
@@ -288,5 +273,21 @@ int configure_threads(int requested) {
 }
 
 std::string libtorch_version() { return TORCH_VERSION; }
+
+// Identifies the model's bytes: a changed file changes every result key.
+std::string file_version(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  auto digest = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return fmt::format("xxh3:{:016x}", digest);
+}
+
 
 }  // namespace inferprof
