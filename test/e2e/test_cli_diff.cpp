@@ -11,11 +11,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Two real runs of one CNN on one trace: BASE with the default preprocessing,
-// NEW with a profile that adds an up-and-down resize through 768x768. That is
-// tens of megapixels of interpolation per request against a 64x64 CNN: a
-// regression many times larger than any scheduling noise, so the test is not
-// flaky on a loaded machine. A third run uses another model file.
+// Two real runs of one CNN on one trace of 16x16 images: BASE with the default
+// preprocessing, NEW with a profile that adds a resize up to 1024x1024 and
+// back. That is three megapixels of interpolation per request against a CNN
+// of about a millisecond: several times slower in mean and median, far past
+// any scheduling noise, so the test is not flaky on a loaded machine (the
+// tail is not asserted on: one stall in BASE can own its p99). A third run
+// uses another model file.
 struct DiffFixture {
   TempDir dir;
   std::string model = dir.file("cnn.pt");
@@ -28,13 +30,13 @@ struct DiffFixture {
     if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
     m = run_cli({"gen-model", "--arch", "cnn", "--seed", "2", "-o", other_model});
     if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
-    auto t = run_cli({"gen-trace", "--requests", "60", "--keys", "60", "--shape", "1,3,64,64", "--dtype", "uint8",
+    auto t = run_cli({"gen-trace", "--requests", "60", "--keys", "60", "--shape", "1,3,16,16", "--dtype", "uint8",
                       "-o", trace});
     if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
     std::ofstream(heavy_profile) << "name = \"heavy\"\n[model]\ndevice = \"cpu\"\nthreads = 1\nwarmup = 2\n"
                                     "[[preprocess]]\nop = \"to_float\"\n"
-                                    "[[preprocess]]\nop = \"resize\"\nsize = [768, 768]\n"
-                                    "[[preprocess]]\nop = \"resize\"\nsize = [64, 64]\n";
+                                    "[[preprocess]]\nop = \"resize\"\nsize = [1024, 1024]\n"
+                                    "[[preprocess]]\nop = \"resize\"\nsize = [16, 16]\n";
     run_or_throw({"run", model, "--trace", trace, "--warmup", "2", "--out", base, "--no-progress"});
     run_or_throw({"run", model, "--trace", trace, "--profile", heavy_profile, "--out", slow, "--no-progress"});
     run_or_throw({"run", other_model, "--trace", trace, "--warmup", "2", "--out", other, "--no-progress"});
@@ -72,16 +74,17 @@ TEST_SUITE("e2e diff") {
     TempDir out;
     auto r = run_cli({"diff", f.base, f.slow, "--junit", out.file("junit.xml")});
     REQUIRE_MESSAGE(r.code == 1, r.out << r.err);
-    CHECK(r.out.find("REGRESSION: 2 of 2 gates failed") != std::string::npos);
+    CHECK(r.out.find("REGRESSION: ") != std::string::npos);
     CHECK(r.out.find("note: profiles differ: base default vs new heavy") != std::string::npos);
     std::string junit = slurp(out.path() / "junit.xml");
-    CHECK(junit.find("failures=\"2\"") != std::string::npos);
-    CHECK(junit.find("<failure message=\"total p99 regressed") != std::string::npos);
+    CHECK(junit.find("<testsuites name=\"inferprof diff\" tests=\"2\"") != std::string::npos);
+    CHECK(junit.find("failures=\"0\"") == std::string::npos);
+    CHECK(junit.find("<failure message=\"total mean regressed") != std::string::npos);
 
     auto md = run_cli({"diff", f.base, f.slow, "--format", "markdown"});
     CHECK(md.code == 1);
     CHECK(md.out.rfind("**inferprof diff: REGRESSION", 0) == 0);
-    CHECK(md.out.find("| total | p99 |") != std::string::npos);
+    CHECK(md.out.find("| total | mean |") != std::string::npos);
 
     auto js = run_cli({"diff", f.base, f.slow, "--format", "json", "--max-regression", "preprocess.mean=50%"});
     CHECK(js.code == 1);
@@ -104,7 +107,7 @@ TEST_SUITE("e2e diff") {
     CHECK(seen);
 
     // Turned around, the same pair is an improvement and passes.
-    auto back = run_cli({"diff", f.slow, f.base});
+    auto back = run_cli({"diff", f.slow, f.base, "--max-regression", "total.mean=5%,total.p50=10%"});
     CHECK_MESSAGE(back.code == 0, back.out << back.err);
     CHECK(back.out.find("2 improved") != std::string::npos);
   }
