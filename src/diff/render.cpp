@@ -28,6 +28,8 @@ std::string signed_text(const DiffRow& row, double v) {
 
 std::string pct_text(const DiffRow& row) {
   if (row.unit == "ratio" || row.change.base == 0) return "-";
+  // Past +1000% a ratio reads better than a percentage.
+  if (row.change.pct() >= 1000 && row.change.base > 0) return fmt::format("{:.0f}\u00d7", row.change.now / row.change.base);
   return fmt::format("{:+.1f}%", row.change.pct());
 }
 
@@ -46,7 +48,7 @@ std::string verdict_line(const DiffResult& r) {
   if (r.regressions > 0)
     return fmt::format("REGRESSION: {} of {} gates failed (past the threshold and statistically clear)", r.regressions,
                        r.gated);
-  std::string out = fmt::format("ok: {} gates passed", r.gated);
+  std::string out = fmt::format("ok: {} gate{} passed", r.gated, r.gated == 1 ? "" : "s");
   if (r.noise > 0) out += fmt::format(", {} past the threshold but within noise", r.noise);
   if (r.improved > 0) out += fmt::format(", {} improved", r.improved);
   return out;
