@@ -91,6 +91,13 @@ void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_bet
   if (row.verdict == Verdict::improved) ++r.improved;
 }
 
+std::vector<GateSpec> checked_gates(const DiffConfig& config) {
+  if (!(config.confidence > 0.5 && config.confidence < 1))
+    throw bad_input(fmt::format("--confidence {} is out of range (expected a level between 0.5 and 1, e.g. 0.95)",
+                                config.confidence));
+  return parse_gates(config.gates);
+}
+
 }  // namespace
 
 MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, const std::vector<double>& now,
@@ -127,11 +134,8 @@ MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, cons
 }
 
 DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config) {
-  if (!(config.confidence > 0.5 && config.confidence < 1))
-    throw bad_input(fmt::format("--confidence {} is out of range (expected a level between 0.5 and 1, e.g. 0.95)",
-                                config.confidence));
   DiffResult r;
-  r.gates = parse_gates(config.gates);
+  r.gates = checked_gates(config);
   r.base_path = base.summary_path;
   r.new_path = now.summary_path;
   r.confidence = config.confidence;
@@ -216,8 +220,8 @@ DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config) {
 }
 
 DiffResult run_diff(const DiffConfig& config) {
-  // The thresholds first: a typo there should not wait for two large CSVs.
-  parse_gates(config.gates);
+  // The settings first: a typo there should not wait for two large CSVs.
+  checked_gates(config);
   RunData base = load_run(config.base_path);
   RunData now = load_run(config.new_path);
   return diff_runs(std::move(base), std::move(now), config);

@@ -182,7 +182,11 @@ std::string render_diff_json(const DiffResult& r) {
       w.null();
     else
       w.value(row.gate);
-    w.field_number("limit", row.limit, 6);
+    w.key("limit");
+    if (row.gate.empty())
+      w.null();
+    else
+      w.number(row.limit, 6);
     w.field("verdict", row.verdict == Verdict::none ? std::string("none") : std::string(verdict_name(row.verdict)));
     if (!row.note.empty()) w.field("note", row.note);
     w.end_object();
