@@ -36,8 +36,10 @@ std::vector<std::string> identity_mismatches(const RunData& b, const RunData& n)
   auto differ = [&](std::string_view what, const std::string& x, const std::string& y) {
     if (!x.empty() && !y.empty() && x != y) out.push_back(fmt::format("{} differ: base {} vs new {}", what, x, y));
   };
-  differ("models", b.model_hash, n.model_hash);
-  differ("traces", b.trace_hash, n.trace_hash);
+  // Summaries written before the hashes were recorded: the paths stand in.
+  const bool hashes = !b.model_hash.empty() && !n.model_hash.empty() && !b.trace_hash.empty() && !n.trace_hash.empty();
+  differ("models", hashes ? b.model_hash : b.model_path, hashes ? n.model_hash : n.model_path);
+  differ("traces", hashes ? b.trace_hash : b.trace_path, hashes ? n.trace_hash : n.trace_path);
   if (b.limit != n.limit)
     out.push_back(fmt::format("trace limits differ: base {} vs new {}", b.limit ? std::to_string(b.limit) : "all",
                               n.limit ? std::to_string(n.limit) : "all"));

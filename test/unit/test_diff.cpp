@@ -288,6 +288,17 @@ TEST_SUITE("diff") {
     DiffResult r = diff_runs(a, b, forced);
     CHECK(r.mismatches.size() == 2);
     CHECK(render_diff_table(r).find("warning (--force): models differ") != std::string::npos);
+    // A summary from before the hashes were recorded: the paths stand in, and the report says so.
+    RunData old_base = run_of(base), old_new = run_of(base);
+    old_base.model_hash.clear();
+    old_base.model_path = "a.pt";
+    old_new.model_path = "b.pt";
+    CHECK_THROWS_WITH(diff_runs(old_base, old_new, DiffConfig{}),
+                      doctest::Contains("models differ: base a.pt vs new b.pt"));
+    old_new.model_path = "a.pt";
+    r = diff_runs(old_base, old_new, DiffConfig{});
+    REQUIRE(r.notes.size() == 1);
+    CHECK(r.notes[0].find("hashes not recorded in base") != std::string::npos);
     // The host name alone is not a different machine (CI runners change names every job).
     RunData c = run_of(base), d = run_of(base);
     c.hostname = "runner-1";
