@@ -3,6 +3,8 @@
 // configurations, each from a cold, empty state, interleaved when repeated
 // (A B C A B C ...), with the speedup of each against the first and its 95%
 // confidence interval, so noise is never read as a gain.
+#include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,5 +69,23 @@ std::string render_diff_flamegraph_svg(const std::vector<std::pair<std::string, 
 // Bootstrap 95% CI of mean(base) / mean(other), resampling requests
 // (deterministic seed). Exposed for tests.
 Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples = 2000);
+
+// The bootstrap machinery compare and diff share: draws with replacement from
+// a fixed seed, so the same data always gives the same interval.
+class Resampler {
+ public:
+  explicit Resampler(std::uint64_t seed = 42) : rng_(seed) {}
+  // One resample of `from` (same size) into `into`.
+  void draw(const std::vector<double>& from, std::vector<double>& into);
+  // The mean of one resample of `from`, without materialising it.
+  double draw_mean(const std::vector<double>& from);
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// The central `confidence` interval of bootstrap replicates (reordered): their
+// (1 - c) / 2 and (1 + c) / 2 quantiles. {0, 0} when empty.
+std::pair<double, double> percentile_interval(std::vector<double>& replicates, double confidence);
 
 }  // namespace inferprof

@@ -28,6 +28,7 @@ struct ModelInfo {
   std::string path;             // the file, or "name@version" when it came from the model store
   std::string name;             // the store's model name; the file path for a plain file
   std::string version;          // the result caches' key prefix: the store's version, or "xxh3:<16 hex>" of a file
+  std::string hash;             // "xxh3:<16 hex>" of the bytes, wherever they came from
   ModelMetadata meta;
   std::int64_t file_bytes = 0;
   std::int64_t parameters = 0;  // counted from the loaded module
@@ -123,6 +124,8 @@ class Pipeline {
 // count in effect, as read back from libtorch.
 int configure_threads(int requested);
 std::string libtorch_version();
+// "xxh3:<16 hex>" of a file's bytes: a model's version, a trace's identity.
+std::string file_version(const std::string& path);
 
 struct GenModelOptions {
   std::string arch = "mlp";  // mlp | cnn | resnet18

@@ -21,10 +21,13 @@ struct RunInfo {
   std::string tool_version;
   std::string libtorch_version;
   std::string hostname;
+  std::string cpu_model;   // /proc/cpuinfo "model name"; with cpu_cores, what `diff` calls the machine
+  int cpu_cores = 0;       // hardware threads
   std::string started_at;  // ISO 8601, UTC
   std::string model_path;
   std::string model_version;  // the store's version, or "xxh3:..." of the file
   std::string model_served_by = "file";  // file, or the store tier: memory, redis, remote
+  std::string model_hash;  // "xxh3:<16 hex>" of the model file
   std::string model_arch;  // from the model's metadata, "unknown" if none
   std::int64_t model_parameters = 0;
   std::int64_t model_bytes = 0;  // file size
@@ -32,6 +35,7 @@ struct RunInfo {
   std::string profile_source;  // a path, or "<embedded default>"
   std::string trace_path;
   std::uint64_t trace_bytes = 0;
+  std::string trace_hash;  // "xxh3:<16 hex>" of the trace file
   std::string device = "cpu";
   bool copies_applicable = false;  // h2d/d2h mean something (GPU); on CPU they print n/a
   int threads = 1;                 // intra-op threads, as set

@@ -33,6 +33,7 @@ int run_cli(int argc, char** argv) {
   add(add_gen_model_command);
   add(add_gen_trace_command);
   add(add_store_command);
+  add(add_diff_command);
 
   try {
     app.parse(argc, argv);

@@ -136,6 +136,8 @@ ModelHandle deserialize(const ModelBytes& m, const std::string& device, RequestR
   info.served_by = m.served_by;
   info.path = m.served_by == "file" ? m.name : m.name + "@" + m.version;
   info.file_bytes = static_cast<std::int64_t>(m.bytes->size());
+  info.hash = m.version.rfind("xxh3:", 0) == 0 ? m.version
+                                                : fmt::format("xxh3:{:016x}", XXH3_64bits(m.bytes->data(), m.bytes->size()));
   const LoadNames& names = load_names();
   std::optional<ScopedSpan> load;
   if (record) {
@@ -366,5 +368,20 @@ int configure_threads(int requested) {
 }
 
 std::string libtorch_version() { return TORCH_VERSION; }
+
+// A file's identity for reports (summary.json's trace_hash), read in 1 MB blocks.
+std::string file_version(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  auto digest = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return fmt::format("xxh3:{:016x}", digest);
+}
 
 }  // namespace inferprof

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "inferprof/error.hpp"
 
@@ -46,32 +47,45 @@ std::string run_namespace(std::size_t config, int repeat) {
 
 }  // namespace
 
+void Resampler::draw(const std::vector<double>& from, std::vector<double>& into) {
+  into.resize(from.size());
+  if (from.empty()) return;
+  std::uniform_int_distribution<std::size_t> pick(0, from.size() - 1);
+  for (double& v : into) v = from[pick(rng_)];
+}
+
+double Resampler::draw_mean(const std::vector<double>& from) {
+  if (from.empty()) return 0;
+  std::uniform_int_distribution<std::size_t> pick(0, from.size() - 1);
+  double sum = 0;
+  for (std::size_t i = 0; i < from.size(); ++i) sum += from[pick(rng_)];
+  return sum / static_cast<double>(from.size());
+}
+
+std::pair<double, double> percentile_interval(std::vector<double>& replicates, double confidence) {
+  if (replicates.empty()) return {0, 0};
+  std::sort(replicates.begin(), replicates.end());
+  auto at = [&](double q) {
+    auto idx = static_cast<std::size_t>(q * static_cast<double>(replicates.size() - 1));
+    return replicates[idx];
+  };
+  return {at((1 - confidence) / 2), at((1 + confidence) / 2)};
+}
+
 Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
   Speedup s;
   const double mb = mean_of(base), mo = mean_of(other);
   if (base.empty() || other.empty() || mo <= 0) return s;
   s.value = mb / mo;
-  std::mt19937_64 rng(42);
+  Resampler resampler;
   std::vector<double> ratios;
   ratios.reserve(static_cast<std::size_t>(resamples));
-  auto resample_mean = [&](const std::vector<double>& v) {
-    std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
-    double sum = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) sum += v[pick(rng)];
-    return sum / static_cast<double>(v.size());
-  };
   for (int i = 0; i < resamples; ++i) {
-    double b = resample_mean(base), o = resample_mean(other);
+    double b = resampler.draw_mean(base), o = resampler.draw_mean(other);
     if (o > 0) ratios.push_back(b / o);
   }
-  std::sort(ratios.begin(), ratios.end());
   if (ratios.empty()) return s;
-  auto at = [&](double q) {
-    auto idx = static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1));
-    return ratios[idx];
-  };
-  s.low = at(0.025);
-  s.high = at(0.975);
+  std::tie(s.low, s.high) = percentile_interval(ratios, 0.95);
   s.noise = s.low <= 1.0 && 1.0 <= s.high;
   return s;
 }

@@ -17,6 +17,7 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -78,6 +79,21 @@ std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+// The CPU's marketing name: with the core count, what `diff` compares to
+// decide whether two runs ran on the same kind of machine.
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    auto start = line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? "unknown" : line.substr(start);
+  }
+  return "unknown";
 }
 
 // First error wins; everything else stops.
@@ -236,6 +252,8 @@ RunOutcome run_replay(const RunConfig& config) {
   info.tool_version = INFERPROF_VERSION;
   info.libtorch_version = libtorch_version();
   info.hostname = host_name();
+  info.cpu_model = cpu_model();
+  info.cpu_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   info.started_at = iso_now();
   info.trace_path = config.trace_path;
   info.profile_name = profile.name;
@@ -268,6 +286,7 @@ RunOutcome run_replay(const RunConfig& config) {
                             "to replay closed-loop"));
   std::error_code ec;
   info.trace_bytes = fs::file_size(config.trace_path, ec);
+  info.trace_hash = file_version(config.trace_path);
 
   // Backends first: an unreachable Redis fails fast, before the model load.
   Tiers tiers = build_tiers(config);
@@ -309,6 +328,7 @@ RunOutcome run_replay(const RunConfig& config) {
   info.model_path = model.path;
   info.model_version = model.version;
   info.model_served_by = model.served_by;
+  info.model_hash = model.hash;
   info.model_arch = model.meta.arch;
   info.model_parameters = model.parameters;
   info.model_bytes = model.file_bytes;

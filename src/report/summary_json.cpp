@@ -38,9 +38,12 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("tool_version", info.tool_version);
   w.field("libtorch_version", info.libtorch_version);
   w.field("hostname", info.hostname);
+  w.field("cpu_model", info.cpu_model);
+  w.field("cpu_cores", info.cpu_cores);
   w.field("started_at", info.started_at);
   w.field("model_path", info.model_path);
   w.field("model_version", info.model_version);
+  w.field("model_hash", info.model_hash);
   w.field("model_arch", info.model_arch);
   w.field("model_parameters", info.model_parameters);
   w.field("model_bytes", info.model_bytes);
@@ -48,6 +51,7 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("profile_source", info.profile_source);
   w.field("trace_path", info.trace_path);
   w.field("trace_bytes", info.trace_bytes);
+  w.field("trace_hash", info.trace_hash);
   w.field("device", info.device);
   w.field("copies_applicable", info.copies_applicable);
   w.field("threads", info.threads);
