@@ -22,6 +22,8 @@ int run_cli(int argc, char** argv) {
   add(add_compare_command);
   add(add_gen_model_command);
   add(add_gen_trace_command);
+  add(add_simulate_command);
+  add(add_convert_command);
 
   try {
     app.parse(argc, argv);

@@ -17,6 +17,8 @@ Runner add_run_command(CLI::App& app);
 Runner add_compare_command(CLI::App& app);
 Runner add_gen_model_command(CLI::App& app);
 Runner add_gen_trace_command(CLI::App& app);
+Runner add_simulate_command(CLI::App& app);
+Runner add_convert_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand. Returns the process exit code.
 int run_cli(int argc, char** argv);

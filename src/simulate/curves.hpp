@@ -1,0 +1,78 @@
+#pragma once
+// The machinery behind miss-ratio curves, shared by run_simulate and the
+// public helpers (tests, bench).
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "inferprof/simulate.hpp"
+#include "inferprof/timing.hpp"
+
+namespace inferprof {
+template <class V>
+class PolicyCache;
+
+namespace detail {
+
+struct SimValue {};  // the simulator stores nothing: PolicyCache gives it no room
+
+// Exact LRU stack distances: a Fenwick tree over last-access times marks the
+// one live time of each key, so the distinct keys used since a key's last
+// access are one prefix sum away (O(log n) per access).
+class LruStackDistance {
+ public:
+  // 0 for a first access, else the key's stack distance (1: it was the most
+  // recent). An LRU cache of C entries hits exactly when 0 < distance <= C.
+  std::uint64_t access(std::uint64_t key);
+  std::uint64_t distinct() const noexcept { return last_.size(); }
+
+ private:
+  void add(std::uint32_t i, int v) {
+    for (; i < tree_.size(); i += i & (~i + 1)) tree_[i] = static_cast<std::uint32_t>(static_cast<int>(tree_[i]) + v);
+  }
+  std::uint64_t prefix(std::uint32_t i) const {
+    std::uint64_t s = 0;
+    for (; i > 0; i -= i & (~i + 1)) s += tree_[i];
+    return s;
+  }
+  void compact();
+  std::unordered_map<std::uint64_t, std::uint32_t> last_;
+  std::vector<std::uint32_t> tree_;
+  std::uint32_t t_ = 0;
+};
+
+// Turns stack distances into hit counts at each capacity; `scale` multiplies
+// distances (1 / sampling rate for SHARDS).
+struct CurveCounter {
+  CurveCounter(std::vector<std::uint64_t> capacities, double scale_)
+      : caps(std::move(capacities)), first_hit(caps.size(), 0), scale(scale_) {}
+  void record(std::uint64_t distance);
+  void reset() {
+    std::fill(first_hit.begin(), first_hit.end(), 0);
+    requests = 0;
+  }
+  std::vector<double> hit_ratios() const;
+  std::vector<std::uint64_t> caps;
+  std::vector<std::uint64_t> first_hit;
+  std::uint64_t requests = 0;
+  double scale = 1;
+};
+
+// One PolicyCache per capacity, fed the same keys; capacities split over threads.
+class CapacitySweep {
+ public:
+  CapacitySweep(Policy policy, double ttl_s, const std::vector<std::uint64_t>& caps, unsigned threads);
+  ~CapacitySweep();
+  void feed(const CacheKey* keys, const Nanos* now, std::size_t n);
+  void reset_counters();
+  std::vector<double> hit_ratios() const;
+  unsigned threads() const noexcept { return threads_; }
+
+ private:
+  unsigned threads_;
+  std::vector<std::unique_ptr<PolicyCache<SimValue>>> caches_;
+};
+
+}  // namespace detail
+}  // namespace inferprof
