@@ -63,6 +63,18 @@ std::vector<double> CurveCounter::hit_ratios() const {
   return out;
 }
 
+std::vector<double> CurveCounter::hit_ratios_adjusted(double expected) const {
+  std::vector<double> out(caps.size(), 0);
+  if (expected <= 0) return out;
+  const double adj = expected - static_cast<double>(requests);
+  std::uint64_t cum = 0;
+  for (std::size_t i = 0; i < caps.size(); ++i) {
+    cum += first_hit[i];
+    out[i] = std::clamp((static_cast<double>(cum) + adj) / expected, 0.0, 1.0);
+  }
+  return out;
+}
+
 CapacitySweep::CapacitySweep(Policy policy, double ttl_s, const std::vector<std::uint64_t>& caps, unsigned threads)
     : threads_(std::max(1u, std::min<unsigned>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
                                                static_cast<unsigned>(caps.size())))) {

@@ -53,6 +53,10 @@ struct CurveCounter {
     requests = 0;
   }
   std::vector<double> hit_ratios() const;
+  // SHARDS-adj (Waldspurger et al., FAST '15): a sample that caught more or
+  // fewer requests than rate x `all_requests` is corrected at the smallest
+  // distance, which removes most of the bias hot keys bring in or leave out.
+  std::vector<double> hit_ratios_adjusted(double expected_requests) const;
   std::vector<std::uint64_t> caps;
   std::vector<std::uint64_t> first_hit;
   std::uint64_t requests = 0;

@@ -76,7 +76,7 @@ struct MrcState {
   std::unique_ptr<detail::CapacitySweep> sweep;
   std::vector<CacheKey> keys;
   std::vector<Nanos> times;
-  std::uint64_t sampled = 0;
+  std::uint64_t sampled = 0, all = 0;
   double seconds = 0;
 
   void flush() {
@@ -99,6 +99,7 @@ struct MrcState {
     h ^= h >> 31;
     h *= 0x9E3779B97F4A7C15ull;
     h ^= h >> 29;
+    ++all;
     if ((h & 0xFFFFFF) >= threshold) return;
     ++sampled;
     counter->record(stack.access(h));
@@ -112,7 +113,7 @@ struct MrcState {
     if (sweep) sweep->reset_counters();
     if (counter) counter->reset();
     for (auto& c : sub_counters) c.reset();
-    sampled = 0;
+    sampled = all = 0;
   }
 };
 
@@ -337,7 +338,8 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       r.distinct_keys = m.stack.distinct();
       ratios = m.counter->hit_ratios();
       if (m.rate < 1) {
-        r.method += fmt::format(" (SHARDS sample, rate {:g})", m.rate);
+        ratios = m.counter->hit_ratios_adjusted(static_cast<double>(m.all) * m.rate);
+        r.method += fmt::format(" (SHARDS-adj sample, rate {:g})", m.rate);
         r.sampled_keys = m.stack.distinct();
         // Each sub-sample is an estimate at rate/8; the spread of eight of
         // them, shrunk by sqrt(8), is the standard error at the full rate.
@@ -345,12 +347,17 @@ SimulateResult run_simulate(const SimulateConfig& config) {
         for (std::size_t p = 0; p < ratios.size(); ++p) {
           double mean = 0, var = 0;
           std::vector<double> v;
-          for (const auto& c : m.sub_counters) v.push_back(c.hit_ratios()[p]);
+          for (const auto& c : m.sub_counters) v.push_back(c.hit_ratios_adjusted(static_cast<double>(m.all) * m.rate / 8)[p]);
           for (double x : v) mean += x / 8;
           for (double x : v) var += (x - mean) * (x - mean) / 7;
           worst = std::max(worst, 1.96 * std::sqrt(var / 8));
         }
         r.error_bound = worst;
+        if (static_cast<double>(m.spec.capacities.front()) < 10 / m.rate)
+          res.warnings.push_back(fmt::format(
+              "--mrc {}: at sampling rate {:g} one sampled key stands for {:g}, so capacities under {:g} entries are "
+              "coarse (SHARDS cannot resolve them)",
+              m.spec.tier, m.rate, 1 / m.rate, 10 / m.rate));
       }
     } else {
       r.method = fmt::format("one simulation per capacity ({} threads)", m.sweep->threads());
