@@ -52,6 +52,26 @@ std::unique_ptr<SimSource> open_sim_source(const std::string& path, const CsvCol
 //   record (24 bytes): u64 key hash | i64 ts in ns (flag bit 1) | u32 size | u32 flags
 //                      (bit 0: model_update, key = version hash; bit 1: has ts)
 inline constexpr std::uint32_t kIptraceVersion = 1;
+// Streams records into an .iptrace under a temporary name; commit() fills in
+// the header's counts and renames it into place (the destructor of an
+// uncommitted writer removes it). Throws Error on I/O failure.
+class IptraceWriter {
+ public:
+  explicit IptraceWriter(const std::string& path);
+  ~IptraceWriter();
+  IptraceWriter(const IptraceWriter&) = delete;
+  IptraceWriter& operator=(const IptraceWriter&) = delete;
+  // Throws Error(bad_input) naming `source` and r.line for a ts or size out of range.
+  void add(const SimRecord& r, const std::string& source = "");
+  void commit();
+  std::uint64_t requests() const noexcept { return requests_; }
+  std::uint64_t model_updates() const noexcept { return updates_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::uint64_t requests_ = 0, updates_ = 0;
+};
 struct ConvertStats {
   std::uint64_t requests = 0, model_updates = 0, bytes = 0;
   std::string format;  // of the input

@@ -259,60 +259,79 @@ std::unique_ptr<SimSource> open_sim_source(const std::string& path, const CsvCol
   return std::make_unique<JsonlSource>(path);
 }
 
-ConvertStats convert_trace(const std::string& in_path, const std::string& out_path, const CsvColumns& csv) {
-  auto source = open_sim_source(in_path, csv);
-  std::string dir = out_path.find('/') == std::string::npos ? "." : out_path.substr(0, out_path.rfind('/'));
-  if (dir.empty()) dir = "/";
-  report::TempFile out;
-  out.open(dir, report::base_name(out_path));
-  unsigned char header[kHeaderBytes] = {};
-  out.write(std::string_view(reinterpret_cast<const char*>(header), kHeaderBytes));  // counts filled in below
-  ConvertStats stats;
-  stats.format = source->format();
+struct IptraceWriter::Impl {
+  std::string path;
+  report::TempFile file;
   std::string buf;
-  buf.reserve(kRecordBytes * 65536);
-  SimRecord r;
-  while (source->next(r)) {
-    unsigned char rec[kRecordBytes] = {};
-    std::uint32_t flags = 0;
-    put_le(rec, r.key, 8);
-    if (r.ts_ms) {
-      flags |= kFlagTs;
-      const double ns = std::round(*r.ts_ms * 1e6);
-      if (!(std::fabs(ns) < 9.2e18))
-        throw bad_input(at_line(in_path, r.line, fmt::format("ts_ms {} is out of range", *r.ts_ms)));
-      put_le(rec + 8, static_cast<std::uint64_t>(static_cast<std::int64_t>(ns)), 8);
-    }
-    if (r.size > std::numeric_limits<std::uint32_t>::max())
-      throw bad_input(at_line(in_path, r.line, fmt::format("size {} does not fit the 32-bit size field", r.size)));
-    put_le(rec + 16, r.size, 4);
-    if (r.kind == SimRecord::Kind::model_update) {
-      flags |= kFlagUpdate;
-      ++stats.model_updates;
-    } else {
-      ++stats.requests;
-    }
-    put_le(rec + 20, flags, 4);
-    buf.append(reinterpret_cast<const char*>(rec), kRecordBytes);
-    if (buf.size() >= kRecordBytes * 65536) {
-      out.write(buf);
-      buf.clear();
-    }
+};
+
+IptraceWriter::IptraceWriter(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  impl_->file.open(dir, report::base_name(path));
+  impl_->buf.assign(kHeaderBytes, '\0');  // the counts are known only at commit()
+  impl_->buf.reserve(kRecordBytes * 65536);
+}
+IptraceWriter::~IptraceWriter() = default;
+
+void IptraceWriter::add(const SimRecord& r, const std::string& source) {
+  unsigned char rec[kRecordBytes] = {};
+  std::uint32_t flags = 0;
+  put_le(rec, r.key, 8);
+  if (r.ts_ms) {
+    flags |= kFlagTs;
+    const double ns = std::round(*r.ts_ms * 1e6);
+    if (!(std::fabs(ns) < 9.2e18))
+      throw bad_input(at_line(source, r.line, fmt::format("ts_ms {} is out of range", *r.ts_ms)));
+    put_le(rec + 8, static_cast<std::uint64_t>(static_cast<std::int64_t>(ns)), 8);
   }
-  out.write(buf);
-  out.close();
-  if (out.error() != 0) throw report::write_error(out_path, out.error());
-  // The counts are known only at the end: patch them into the header.
+  if (r.size > std::numeric_limits<std::uint32_t>::max())
+    throw bad_input(at_line(source, r.line, fmt::format("size {} does not fit the 32-bit size field", r.size)));
+  put_le(rec + 16, r.size, 4);
+  if (r.kind == SimRecord::Kind::model_update) {
+    flags |= kFlagUpdate;
+    ++updates_;
+  } else {
+    ++requests_;
+  }
+  put_le(rec + 20, flags, 4);
+  impl_->buf.append(reinterpret_cast<const char*>(rec), kRecordBytes);
+  if (impl_->buf.size() >= kRecordBytes * 65536) {
+    impl_->file.write(impl_->buf);
+    impl_->buf.clear();
+  }
+}
+
+void IptraceWriter::commit() {
+  Impl& m = *impl_;
+  m.file.write(m.buf);
+  m.buf.clear();
+  m.file.close();
+  if (m.file.error() != 0) throw report::write_error(m.path, m.file.error());
+  unsigned char header[kHeaderBytes] = {};
   std::memcpy(header, kMagic, 8);
   put_le(header + 8, kIptraceVersion, 4);
   put_le(header + 12, kRecordBytes, 4);
-  put_le(header + 16, stats.requests, 8);
-  put_le(header + 24, stats.model_updates, 8);
-  std::FILE* f = std::fopen(out.temp_path().c_str(), "r+b");
-  if (!f) throw report::write_error(out_path, errno);
+  put_le(header + 16, requests_, 8);
+  put_le(header + 24, updates_, 8);
+  std::FILE* f = std::fopen(m.file.temp_path().c_str(), "r+b");
+  if (!f) throw report::write_error(m.path, errno);
   const bool wrote = std::fwrite(header, 1, kHeaderBytes, f) == kHeaderBytes;
-  if (std::fclose(f) != 0 || !wrote) throw report::write_error(out_path, errno ? errno : EIO);
-  out.rename_into_place();
+  if (std::fclose(f) != 0 || !wrote) throw report::write_error(m.path, errno ? errno : EIO);
+  m.file.rename_into_place();
+}
+
+ConvertStats convert_trace(const std::string& in_path, const std::string& out_path, const CsvColumns& csv) {
+  auto source = open_sim_source(in_path, csv);
+  IptraceWriter out(out_path);
+  SimRecord r;
+  while (source->next(r)) out.add(r, in_path);
+  out.commit();
+  ConvertStats stats;
+  stats.format = source->format();
+  stats.requests = out.requests();
+  stats.model_updates = out.model_updates();
   stats.bytes = kHeaderBytes + kRecordBytes * (stats.requests + stats.model_updates);
   return stats;
 }
