@@ -34,7 +34,7 @@ std::string mrc_name(const MrcResult& m) {
 std::string headline(const SimulateResult& r) {
   const double rps = r.seconds > 0 ? static_cast<double>(r.requests) / r.seconds : 0;
   std::string s = fmt::format("inferprof simulate · {} ({}) · {} requests, {} measured after {} warm-up · {} model "
-                              "updates · {:.3f} s ({:.1f} M req/s per configuration pass)\n",
+                              "updates · simulated in {:.3f} s ({:.2f} M req/s)\n",
                               r.trace_path, r.trace_format, group_thousands(r.requests), group_thousands(r.measured),
                               group_thousands(r.warmup), group_thousands(r.model_updates), r.seconds, rps / 1e6);
   s += fmt::format("time for TTLs: {} · entry sizes: {}\n",
