@@ -99,7 +99,7 @@ TEST_SUITE("simulate") {
     CHECK(r.requests == 6);
   }
 
-  TEST_CASE("a model_update changes result keys, not preprocessed ones; warm-up is not counted") {
+  TEST_CASE("a model_update changes result keys but not preprocessed ones, and warm-up is not counted") {
     TempDir dir;
     std::string text = request_line("a", 1.0) + request_line("a", 2.0) +
                        "{\"event\": \"model_update\", \"model\": \"m\", \"version\": \"v2\", \"ts_ms\": 3.0}\n" +
