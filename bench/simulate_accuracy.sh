@@ -5,7 +5,7 @@
 # prints predicted against measured mean-latency speedup for each
 # configuration, failing (exit 1) when one is off by more than 10%.
 #
-#   bench/simulate_accuracy.sh [build/inferprof]      env: ARCH=cnn|mlp REQUESTS=400 REPEAT=3
+#   bench/simulate_accuracy.sh [build/inferprof]      env: ARCH=cnn|mlp REQUESTS=400 REPEAT=3 WARMUP=30
 #
 # Hit counts are checked exactly in ctest (test/e2e/test_cli_simulate.cpp);
 # this timing check lives here because on a shared 2-core VM the measured
@@ -15,6 +15,7 @@ B=${1:-build/inferprof}
 ARCH=${ARCH:-cnn}
 REQUESTS=${REQUESTS:-400}
 REPEAT=${REPEAT:-3}
+WARMUP=${WARMUP:-30}
 case "$ARCH" in
   cnn) SHAPE=1,3,64,64 ;;
   mlp) SHAPE=1,16 ;;
@@ -26,7 +27,7 @@ trap 'rm -rf "$D"' EXIT
 "$B" gen-trace --requests "$REQUESTS" --keys 60 --zipf 1.0 --shape "$SHAPE" -o "$D/t.jsonl" >/dev/null
 # Configurations named by one tier each, so the CSVs need no quoting.
 "$B" compare "$D/m.pt" --trace "$D/t.jsonl" --caches none --caches l1 --caches l2 --tier l1=lru:10 \
-  --tier l2=lfu:30 --repeat "$REPEAT" --no-progress --out "$D/c" --format csv >"$D/compare.csv"
+  --tier l2=lfu:30 --repeat "$REPEAT" --warmup "$WARMUP" --no-progress --out "$D/c" --format csv >"$D/compare.csv"
 "$B" simulate --trace "$D/t.jsonl" --tier l1=lru:10 --tier l2=lfu:30 --caches l1 --caches l2 \
   --costs "$D/c/none" --format csv >"$D/simulate.csv"
 awk -F, '
