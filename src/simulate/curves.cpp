@@ -14,32 +14,44 @@
 namespace inferprof {
 namespace detail {
 
+void LruStackDistance::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.size() * 2, Slot{});
+  --shift_;
+  for (const Slot& s : old)
+    if (s.pos != 0) find(s.key) = s;
+}
+
 void LruStackDistance::compact() {
   // Renumber the live keys 1..n in last-access order, leaving as much room
   // again, so the tree stays within 2 x distinct keys however long the trace.
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> live;
-  live.reserve(last_.size());
-  for (const auto& [key, pos] : last_) live.emplace_back(pos, key);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> live;  // (position, slot)
+  live.reserve(count_);
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].pos != 0) live.emplace_back(slots_[i].pos, static_cast<std::uint32_t>(i));
   std::sort(live.begin(), live.end());
   tree_.assign(std::max<std::size_t>(2 * live.size() + 2, 1024), 0);
   t_ = 0;
-  for (const auto& [pos, key] : live) {
-    last_[key] = ++t_;
+  for (const auto& [pos, slot] : live) {
+    slots_[slot].pos = ++t_;
     add(t_, 1);
   }
 }
 
 std::uint64_t LruStackDistance::access(std::uint64_t key) {
   if (t_ + 1 >= tree_.size()) compact();
-  auto [it, inserted] = last_.try_emplace(key, 0);
+  if (2 * (count_ + 1) > slots_.size()) grow();
+  Slot& s = find(key);
   std::uint64_t d = 0;
-  if (!inserted) {
-    const std::uint32_t p = it->second;
-    // Keys whose last access is after p are the distinct keys used since.
-    d = (last_.size() - prefix(p)) + 1;
-    add(p, -1);
+  if (s.pos != 0) {
+    // Keys whose last access is after s.pos are the distinct keys used since.
+    d = (count_ - prefix(s.pos)) + 1;
+    add(s.pos, -1);
+  } else {
+    s.key = key;
+    ++count_;
   }
-  it->second = ++t_;
+  s.pos = ++t_;
   add(t_, 1);
   return d;
 }

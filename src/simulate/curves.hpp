@@ -3,7 +3,6 @@
 // public helpers (tests, bench).
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "inferprof/simulate.hpp"
@@ -25,9 +24,21 @@ class LruStackDistance {
   // 0 for a first access, else the key's stack distance (1: it was the most
   // recent). An LRU cache of C entries hits exactly when 0 < distance <= C.
   std::uint64_t access(std::uint64_t key);
-  std::uint64_t distinct() const noexcept { return last_.size(); }
+  std::uint64_t distinct() const noexcept { return count_; }
 
  private:
+  // The key -> last-access map: open addressing with linear probing (a slot
+  // is empty while its position is 0; positions start at 1), no deletions.
+  struct Slot {
+    std::uint64_t key = 0;
+    std::uint32_t pos = 0;
+  };
+  Slot& find(std::uint64_t key) {
+    std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+    while (slots_[i].pos != 0 && slots_[i].key != key) i = (i + 1) & (slots_.size() - 1);
+    return slots_[i];
+  }
+  void grow();
   void add(std::uint32_t i, int v) {
     for (; i < tree_.size(); i += i & (~i + 1)) tree_[i] = static_cast<std::uint32_t>(static_cast<int>(tree_[i]) + v);
   }
@@ -37,7 +48,9 @@ class LruStackDistance {
     return s;
   }
   void compact();
-  std::unordered_map<std::uint64_t, std::uint32_t> last_;
+  std::vector<Slot> slots_ = std::vector<Slot>(1024);
+  int shift_ = 64 - 10;
+  std::uint64_t count_ = 0;
   std::vector<std::uint32_t> tree_;
   std::uint32_t t_ = 0;
 };
