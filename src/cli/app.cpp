@@ -34,6 +34,8 @@ int run_cli(int argc, char** argv) {
   add(add_gen_trace_command);
   add(add_store_command);
   add(add_diff_command);
+  add(add_simulate_command);
+  add(add_convert_command);
 
   try {
     app.parse(argc, argv);

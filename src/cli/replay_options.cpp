@@ -52,9 +52,11 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
       ->check(CLI::IsMember({"sync", "async", "preload"}));
 }
 
-std::vector<TierSpec> tier_overrides(const ReplayArgs& args) {
+std::vector<TierSpec> tier_overrides(const ReplayArgs& args) { return parse_tier_options(args.tiers); }
+
+std::vector<TierSpec> parse_tier_options(const std::vector<std::string>& tiers) {
   std::vector<TierSpec> out;
-  for (const auto& t : args.tiers) {
+  for (const auto& t : tiers) {
     auto eq = t.find('=');
     std::string what = "--tier " + t;
     if (eq == std::string::npos)

@@ -27,6 +27,8 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args);
 RunConfig make_run_config(const ReplayArgs& args);
 // --tier l1=lru:1000 ... parsed into specs; --redis or INFERPROF_REDIS_URL.
 std::vector<TierSpec> tier_overrides(const ReplayArgs& args);
+// Each "TIER=SPEC" of --tier through parse_tier_spec.
+std::vector<TierSpec> parse_tier_options(const std::vector<std::string>& tiers);
 std::string redis_url(const ReplayArgs& args);
 
 }  // namespace inferprof::cli

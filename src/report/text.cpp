@@ -237,4 +237,24 @@ std::string markdown_cell(std::string_view s) {
   return out;
 }
 
+std::string render_grid(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left) {
+  std::vector<std::size_t> width;
+  for (const auto& line : cells) {
+    if (line.size() > width.size()) width.resize(line.size(), 0);
+    for (std::size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], display_width(line[c]));
+  }
+  std::string out;
+  for (const auto& line : cells) {
+    std::string text;
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      if (c > 0) text += "  ";
+      const bool l = std::find(left.begin(), left.end(), c) != left.end();
+      text += l ? pad_right(line[c], width[c]) : pad_left(line[c], width[c]);
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + '\n';
+  }
+  return out;
+}
+
 }  // namespace inferprof::report

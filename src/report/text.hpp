@@ -60,6 +60,10 @@ struct StageRow {
   const StageStats* stats;
 };
 std::vector<StageRow> visible_stage_rows(const RunSummary& s);
+// Columns padded to their widest cell, two spaces apart, right-aligned except
+// those in `left` (column indexes); trailing blanks trimmed.
+std::string render_grid(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left);
+
 inline constexpr std::size_t kTableOps = 10;  // top ops shown under the table
 
 }  // namespace inferprof::report

@@ -1,0 +1,197 @@
+#pragma once
+// `inferprof simulate`: cache what-if at trace scale. Streams a trace (JSONL,
+// the compact binary .iptrace form, or a timestamp,key[,size] CSV) through
+// the same PolicyCache the in-process tiers use, with an empty value, so the
+// hit counts are the ones `compare` measures; with a run's measured stage
+// costs it predicts mean and p99 latency. Memory grows with distinct keys,
+// never with trace length.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferprof/cache.hpp"
+
+namespace inferprof {
+
+// ---- Trace sources ---------------------------------------------------------
+
+// One record as the simulator sees it: hashes, not strings.
+struct SimRecord {
+  enum class Kind : std::uint8_t { request, model_update };
+  Kind kind = Kind::request;
+  std::uint64_t key = 0;        // XXH3-64 of the request key; model_update: of the new version
+  std::optional<double> ts_ms;  // arrival time, if the trace has one
+  std::uint64_t size = 0;       // entry bytes, if the trace says (CSV size column); 0: unknown
+  std::uint64_t line = 0;       // 1-based line (JSONL, CSV) or record number (.iptrace)
+};
+
+// Column names of a cache-trace CSV (header row required).
+struct CsvColumns {
+  std::string ts = "timestamp";  // empty: no timestamps
+  std::string key = "key";
+  std::string size = "size";     // optional column: absent from the header means no sizes
+};
+// "ts=time,key=obj_id,size=bytes" (any subset). Throws Error(bad_input).
+CsvColumns parse_csv_columns(std::string_view text);
+
+class SimSource {
+ public:
+  virtual ~SimSource() = default;
+  virtual bool next(SimRecord& out) = 0;  // false at end; throws Error(bad_input) "FILE:LINE: ..."
+  virtual std::string format() const = 0;  // "jsonl", "iptrace", "csv"
+};
+// Picks the reader by content: the .iptrace magic, else by extension (.csv),
+// else JSON lines.
+std::unique_ptr<SimSource> open_sim_source(const std::string& path, const CsvColumns& csv = {});
+
+// .iptrace, all integers little-endian:
+//   header (32 bytes): "IPTRACE1" | u32 version (1) | u32 record size (24) |
+//                      u64 requests | u64 model updates
+//   record (24 bytes): u64 key hash | i64 ts in ns (flag bit 1) | u32 size | u32 flags
+//                      (bit 0: model_update, key = version hash; bit 1: has ts)
+inline constexpr std::uint32_t kIptraceVersion = 1;
+// Streams records into an .iptrace under a temporary name; commit() fills in
+// the header's counts and renames it into place (the destructor of an
+// uncommitted writer removes it). Throws Error on I/O failure.
+class IptraceWriter {
+ public:
+  explicit IptraceWriter(const std::string& path);
+  ~IptraceWriter();
+  IptraceWriter(const IptraceWriter&) = delete;
+  IptraceWriter& operator=(const IptraceWriter&) = delete;
+  // Throws Error(bad_input) naming `source` and r.line for a ts or size out of range.
+  void add(const SimRecord& r, const std::string& source = "");
+  void commit();
+  std::uint64_t requests() const noexcept { return requests_; }
+  std::uint64_t model_updates() const noexcept { return updates_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::uint64_t requests_ = 0, updates_ = 0;
+};
+struct ConvertStats {
+  std::uint64_t requests = 0, model_updates = 0, bytes = 0;
+  std::string format;  // of the input
+};
+// Writes `out_path` atomically (temporary file, then rename).
+ConvertStats convert_trace(const std::string& in_path, const std::string& out_path, const CsvColumns& csv = {});
+
+// ---- Costs (a run's measured stage costs) ------------------------------------
+
+// What serving a request costs by what served it, from a run's summary.json
+// and, when next to it, its requests.csv (per-request distributions for p99).
+struct SimCosts {
+  std::string source;                  // the summary.json path
+  bool per_request = false;            // requests.csv was read
+  std::uint64_t rows = 0;              // requests.csv rows read
+  double miss_mean_us = 0;             // a request computed from scratch
+  double l3_hit_mean_us = 0;           // preprocessing skipped
+  double l1_hit_mean_us = 0, l2_hit_mean_us = 0;
+  std::vector<double> miss_us, l3_hit_us, l1_hit_us, l2_hit_us;  // samples (bounded), when per_request
+  std::uint64_t result_bytes = 0;      // mean entry size of the run's L1/L2 (0: not known)
+  std::uint64_t preprocessed_bytes = 0;  // of its L3
+  std::vector<std::string> notes;      // assumptions made, said in the output
+};
+// Throws Error(bad_input) naming the file (and line of requests.csv).
+SimCosts load_sim_costs(const std::string& summary_json_path);
+
+// ---- Settings ------------------------------------------------------------------
+
+// A miss-ratio curve request: "l1=lru:100..1000000" or "l2=lfu:100,1000,5000[:TTL]".
+struct MrcSpec {
+  std::string tier = "l1";
+  Policy policy = Policy::lru;
+  double ttl_s = 0;
+  std::vector<std::uint64_t> capacities;  // entries, ascending, distinct
+};
+// `points`: how many log-spaced capacities a range gives. Throws Error(bad_input).
+MrcSpec parse_mrc_spec(std::string_view text, int points);
+
+struct SimulateConfig {
+  std::string trace_path;
+  CsvColumns csv;
+  std::vector<TierSpec> tiers;                     // l1/l2/l3, memory semantics
+  std::vector<std::vector<std::string>> configurations;  // e.g. {{"l1"}, {"l1","l2"}}; empty: all tiers together
+  std::string costs_path;                          // summary.json; empty: no prediction
+  std::uint64_t warmup = 0;                        // the first N requests only warm the caches
+  std::uint64_t value_bytes = 0;                   // entry size when the trace has none (0: unknown)
+  std::vector<MrcSpec> mrc;
+  double sample_rate = 1.0;                        // SHARDS rate for the one-pass LRU curve (1: exact)
+  unsigned threads = 0;                            // for per-capacity curves; 0: hardware
+};
+
+// ---- Results -------------------------------------------------------------------
+
+struct SimTierResult {
+  TierSpec spec;
+  std::uint64_t lookups = 0, hits = 0, misses = 0, inserts = 0, evictions = 0, expirations = 0, rejected = 0;
+  std::uint64_t entries = 0, bytes = 0;  // held at the end
+};
+struct SimPrediction {
+  bool available = false;
+  double mean_us = 0;
+  std::optional<double> p99_us;  // needs per-request costs
+  double speedup = 1;            // predicted no-cache mean / this mean
+};
+struct SimConfigResult {
+  std::string name;  // "l1,l2"
+  std::vector<SimTierResult> tiers;
+  std::uint64_t served_l1 = 0, served_l2 = 0, served_l3 = 0, served_compute = 0;  // measured requests
+  SimPrediction predicted;
+};
+struct MrcPoint {
+  std::uint64_t capacity = 0;
+  double hit_ratio = 0;
+  std::optional<double> predicted_mean_us;
+};
+struct MrcResult {
+  MrcSpec spec;
+  std::string method;             // "one-pass stack distances" or "one simulation per capacity (N threads)"
+  double sample_rate = 1.0;
+  std::uint64_t sampled_requests = 0, sampled_keys = 0;  // with sampling
+  std::optional<double> error_bound;  // with sampling: ~95% bound on |hit ratio error| (from 8 disjoint subsamples)
+  std::uint64_t distinct_keys = 0;    // one-pass: distinct keys seen by the tier (sampled ones when sampling)
+  std::vector<MrcPoint> points;
+  double seconds = 0;
+};
+struct SimulateResult {
+  std::string trace_path, trace_format;
+  std::uint64_t requests = 0;      // all requests read (warm-up included)
+  std::uint64_t measured = 0;      // after warm-up
+  std::uint64_t model_updates = 0;
+  std::uint64_t warmup = 0;
+  bool timestamps = false;         // some request had ts_ms (TTL time)
+  std::string sizes;               // where entry sizes came from
+  double seconds = 0;              // the configurations' pass
+  std::optional<SimCosts> costs;
+  SimPrediction baseline;          // no cache
+  std::vector<SimConfigResult> configurations;
+  std::vector<MrcResult> mrc;
+  std::vector<std::string> warnings;
+};
+
+SimulateResult run_simulate(const SimulateConfig& config);
+
+// Building blocks, exposed for tests and bench/bench_simulate.cpp.
+// Hit ratio at each capacity for an LRU cache alone over `keys`, in one pass
+// (exact: Fenwick tree over last-access times, renumbered to stay within
+// 2 x distinct keys). The first `warmup` accesses are not counted.
+std::vector<double> lru_curve_one_pass(const std::vector<std::uint64_t>& keys,
+                                       const std::vector<std::uint64_t>& capacities, std::uint64_t warmup = 0);
+// The same by one PolicyCache per capacity, simulated in parallel.
+std::vector<double> curve_per_capacity(const std::vector<std::uint64_t>& keys, Policy policy, double ttl_s,
+                                       const std::vector<std::uint64_t>& capacities, unsigned threads = 0,
+                                       std::uint64_t warmup = 0);
+
+// Renderers (report module).
+std::string render_simulate_table(const SimulateResult& r);
+std::string render_simulate_markdown(const SimulateResult& r);
+std::string render_simulate_csv(const SimulateResult& r);
+std::string render_simulate_json(const SimulateResult& r);
+std::string render_mrc_csv(const SimulateResult& r);
+std::string render_mrc_svg(const SimulateResult& r);
+
+}  // namespace inferprof

@@ -1,0 +1,165 @@
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/replay_options.hpp"
+#include "inferprof/error.hpp"
+#include "inferprof/report.hpp"
+#include "inferprof/simulate.hpp"
+
+namespace inferprof::cli {
+
+namespace {
+
+struct SimulateArgs {
+  std::string trace, costs, format = "table", out, csv_columns, value_bytes;
+  std::vector<std::string> tiers, caches, mrc;
+  std::uint64_t warmup = 0;
+  int mrc_points = 30;
+  double sample = 1.0;
+  unsigned threads = 0;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+SimulateConfig make_config(const SimulateArgs& a) {
+  SimulateConfig c;
+  c.trace_path = a.trace;
+  if (!a.csv_columns.empty()) c.csv = parse_csv_columns(a.csv_columns);
+  // A later --tier for the same tier replaces the earlier one, as in `run`.
+  for (TierSpec& t : parse_tier_options(a.tiers)) {
+    auto same = std::find_if(c.tiers.begin(), c.tiers.end(), [&](const TierSpec& o) { return o.tier == t.tier; });
+    if (same != c.tiers.end())
+      *same = std::move(t);
+    else
+      c.tiers.push_back(std::move(t));
+  }
+  for (const auto& conf : a.caches) {
+    if (conf == "none") continue;  // the no-cache baseline is always predicted
+    auto tiers = split_commas(conf);
+    for (const auto& t : tiers)
+      if (t != "l1" && t != "l2" && t != "l3")
+        throw bad_input(fmt::format("--caches {}: expected tiers l1, l2, l3 joined by commas, or none", conf));
+    c.configurations.push_back(tiers);
+  }
+  c.costs_path = a.costs;
+  if (!c.costs_path.empty() && std::filesystem::is_directory(c.costs_path))
+    c.costs_path = (std::filesystem::path(c.costs_path) / "summary.json").string();
+  c.warmup = a.warmup;
+  if (!a.value_bytes.empty()) {
+    auto b = parse_byte_size(a.value_bytes);
+    if (!b) {
+      std::uint64_t v = 0;
+      auto [p, ec] = std::from_chars(a.value_bytes.data(), a.value_bytes.data() + a.value_bytes.size(), v);
+      if (ec != std::errc() || p != a.value_bytes.data() + a.value_bytes.size() || v == 0)
+        throw bad_input(fmt::format("--value-bytes {}: expected a positive size, e.g. 4096 or 4KB", a.value_bytes));
+      b = v;
+    }
+    c.value_bytes = *b;
+  }
+  for (const auto& m : a.mrc) c.mrc.push_back(parse_mrc_spec(m, a.mrc_points));
+  c.sample_rate = a.sample;
+  c.threads = a.threads;
+  return c;
+}
+
+}  // namespace
+
+Runner add_simulate_command(CLI::App& app) {
+  auto a = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Cache what-if without running the model: stream a trace through the tiers' own policy code; hit ratios, "
+      "miss-ratio curves, and (with --costs) predicted latency and speedup");
+  cmd->add_option("--trace", a->trace,
+                  "The trace: JSON lines, .iptrace (inferprof convert), or a CSV with timestamp,key[,size] columns")
+      ->required();
+  cmd->add_option("--tier", a->tiers,
+                  "Tier policy and size, as for run: l1=lru:10000, l2=lfu:1000000, l3=ttl:5000:10m (repeatable). "
+                  "TTLs run on the trace's ts_ms (a trace without timestamps never expires anything)");
+  cmd->add_option("--caches", a->caches,
+                  "A configuration to simulate, e.g. l1 or l1,l2 (repeatable; default: all --tier tiers together)");
+  cmd->add_option("--costs", a->costs,
+                  "A run's summary.json (or its folder): measured stage costs for predicted mean/p99 latency and "
+                  "speedup; its requests.csv is read when next to it");
+  cmd->add_option("--warmup", a->warmup, "The first N requests only warm the caches (not counted)");
+  cmd->add_option("--value-bytes", a->value_bytes,
+                  "Entry size for byte-limited tiers when the trace has none (default: the --costs run's mean)");
+  cmd->add_option("--csv-columns", a->csv_columns,
+                  "CSV column names, e.g. ts=time,key=obj_id,size=bytes (default ts=timestamp,key=key,size=size)");
+  cmd->add_option("--mrc", a->mrc,
+                  "Miss-ratio curve of one tier alone: l1=lru:100..1000000 (log-spaced) or l2=lfu:100,1000,5000 "
+                  "[:TTL] (repeatable); LRU in one pass, others one simulation per capacity in parallel");
+  cmd->add_option("--mrc-points", a->mrc_points, "Capacities in a MIN..MAX range")->capture_default_str();
+  cmd->add_option("--sample", a->sample,
+                  "SHARDS spatial sampling rate for one-pass LRU curves, e.g. 0.01 (1 = exact)")
+      ->capture_default_str();
+  cmd->add_option("--threads", a->threads, "Threads for per-capacity curves (0 = one per core)");
+  cmd->add_option("--format", a->format, "What to print: table, json, csv or markdown")
+      ->check(CLI::IsMember({"table", "json", "csv", "markdown"}))
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "Write simulate.json, simulate.csv (and mrc.csv, mrc.svg) to this folder");
+  return [a] {
+    SimulateConfig config = make_config(*a);
+    if (!a->out.empty()) ensure_output_dir(a->out);
+    SimulateResult r = run_simulate(config);
+    std::string text = a->format == "json"       ? render_simulate_json(r)
+                       : a->format == "csv"      ? render_simulate_csv(r)
+                       : a->format == "markdown" ? render_simulate_markdown(r)
+                                                 : render_simulate_table(r);
+    std::fputs(text.c_str(), stdout);
+    if (!a->out.empty()) {
+      std::vector<std::pair<std::string, std::string>> files = {{"simulate.json", render_simulate_json(r)},
+                                                                {"simulate.csv", render_simulate_csv(r)}};
+      if (!r.mrc.empty()) {
+        files.emplace_back("mrc.csv", render_mrc_csv(r));
+        files.emplace_back("mrc.svg", render_mrc_svg(r));
+      }
+      std::string names;
+      for (const auto& [name, content] : files) {
+        write_file_atomic(a->out, name, content);
+        names += " " + name;
+      }
+      std::fprintf(a->format == "table" ? stdout : stderr, "\nreports written to %s/:%s\n", a->out.c_str(),
+                   names.c_str());
+    }
+    return 0;
+  };
+}
+
+Runner add_convert_command(CLI::App& app) {
+  auto in = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto cols = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "Convert a trace (JSON lines or CSV) to the compact binary .iptrace form that simulate reads fastest");
+  cmd->add_option("trace", *in, "The trace to convert")->required();
+  cmd->add_option("--to", *out, "Output file, e.g. requests.iptrace")->required();
+  cmd->add_option("--csv-columns", *cols, "CSV column names, e.g. ts=time,key=obj_id,size=bytes");
+  return [in, out, cols] {
+    CsvColumns csv = cols->empty() ? CsvColumns{} : parse_csv_columns(*cols);
+    ConvertStats s = convert_trace(*in, *out, csv);
+    std::fprintf(stdout, "wrote %s: %s requests, %s model updates from %s (%s), %s bytes\n", out->c_str(),
+                 fmt::format("{:L}", s.requests).c_str(), fmt::format("{:L}", s.model_updates).c_str(), in->c_str(),
+                 s.format.c_str(), fmt::format("{:L}", s.bytes).c_str());
+    return 0;
+  };
+}
+
+}  // namespace inferprof::cli

@@ -1,0 +1,382 @@
+// run_simulate: one streaming pass over the trace drives every configuration
+// (L1 -> L2 -> L3 -> compute, exactly as Pipeline::serve) and every
+// miss-ratio curve; a record is dropped as soon as it has been seen.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "cache/policy_cache.hpp"
+#include "inferprof/error.hpp"
+#include "inferprof/simulate.hpp"
+#include "simulate/curves.hpp"
+
+namespace inferprof {
+
+namespace {
+
+using detail::SimValue;
+using Cache = PolicyCache<SimValue>;
+
+// The halves of the simulator's keys. Result tiers (L1/L2) key on model
+// version + input key, L3 on the (fixed) preprocessing + input key, as the
+// real tiers do; a model_update swaps the version half.
+constexpr std::uint64_t kPreprocessedTag = 0x9E3779B97F4A7C15ull;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct ConfigState {
+  std::string name;
+  std::unique_ptr<Cache> l1, l2, l3;
+  std::vector<const TierSpec*> specs;  // in l1, l2, l3 order
+  std::uint64_t served[4] = {0, 0, 0, 0};  // l1, l2, l3, compute
+
+  void reset() {
+    for (Cache* c : {l1.get(), l2.get(), l3.get()})
+      if (c) c->reset_counters();
+    std::fill(std::begin(served), std::end(served), 0);
+  }
+  // Pipeline::serve's order, without the model.
+  void serve(const CacheKey& rkey, const CacheKey& pkey, std::uint64_t rbytes, std::uint64_t pbytes, Nanos now) {
+    if (l1 && l1->get(rkey, now)) {
+      ++served[0];
+      return;
+    }
+    if (l2 && l2->get(rkey, now)) {
+      if (l1) l1->put(rkey, SimValue{}, rbytes, now);
+      ++served[1];
+      return;
+    }
+    bool l3_hit = false;
+    if (l3) {
+      l3_hit = l3->get(pkey, now) != nullptr;
+      if (!l3_hit) l3->put(pkey, SimValue{}, pbytes, now);
+    }
+    ++served[l3_hit ? 2 : 3];
+    if (l1) l1->put(rkey, SimValue{}, rbytes, now);
+    if (l2) l2->put(rkey, SimValue{}, rbytes, now);
+  }
+};
+
+// The curve of one tier alone in front of compute.
+struct MrcState {
+  MrcSpec spec;
+  bool one_pass = false;
+  double rate = 1;
+  std::uint64_t threshold = 0;  // SHARDS: keep keys whose hash mod 2^24 is below this
+  detail::LruStackDistance stack;
+  std::unique_ptr<detail::CurveCounter> counter;
+  // Eight disjoint sub-samples at rate/8 each: their spread bounds the error.
+  std::vector<detail::LruStackDistance> sub_stacks;
+  std::vector<detail::CurveCounter> sub_counters;
+  std::unique_ptr<detail::CapacitySweep> sweep;
+  std::vector<CacheKey> keys;
+  std::vector<Nanos> times;
+  std::uint64_t sampled = 0, all = 0;
+  double seconds = 0;
+
+  void flush() {
+    if (!sweep || keys.empty()) return;
+    auto t0 = std::chrono::steady_clock::now();
+    sweep->feed(keys.data(), times.data(), keys.size());
+    seconds += seconds_since(t0);
+    keys.clear();
+    times.clear();
+  }
+  void access(const CacheKey& key, Nanos now) {
+    if (!one_pass) {
+      keys.push_back(key);
+      times.push_back(now);
+      if (keys.size() >= (1u << 20)) flush();
+      return;
+    }
+    // One 64-bit identity per key; its low 24 bits pick the SHARDS sample.
+    std::uint64_t h = key.lo ^ (key.hi * 0xD6E8FEB86659FD93ull);
+    h ^= h >> 31;
+    h *= 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    ++all;
+    if ((h & 0xFFFFFF) >= threshold) return;
+    ++sampled;
+    counter->record(stack.access(h));
+    if (!sub_stacks.empty()) {
+      const std::size_t g = (h >> 24) & 7;
+      sub_counters[g].record(sub_stacks[g].access(h));
+    }
+  }
+  void reset() {
+    flush();
+    if (sweep) sweep->reset_counters();
+    if (counter) counter->reset();
+    for (auto& c : sub_counters) c.reset();
+    sampled = all = 0;
+  }
+};
+
+const TierSpec* find_tier(const std::vector<TierSpec>& tiers, std::string_view name) {
+  for (const auto& t : tiers)
+    if (t.tier == name) return &t;
+  return nullptr;
+}
+
+std::string config_name(const std::vector<std::string>& tiers) {
+  std::string s;
+  for (const auto& t : tiers) s += (s.empty() ? "" : ",") + t;
+  return s;
+}
+
+// The weighted 99th percentile of a mixture of per-outcome samples.
+double mixture_p99(const std::vector<std::pair<const std::vector<double>*, double>>& parts,
+                   const std::vector<std::pair<double, double>>& constants) {
+  std::vector<std::pair<double, double>> items = constants;  // (value, weight)
+  for (const auto& [samples, frac] : parts) {
+    if (frac <= 0 || samples->empty()) continue;
+    const double w = frac / static_cast<double>(samples->size());
+    for (double v : *samples) items.emplace_back(v, w);
+  }
+  std::sort(items.begin(), items.end());
+  double total = 0;
+  for (const auto& [v, w] : items) total += w;
+  double cum = 0;
+  for (const auto& [v, w] : items) {
+    cum += w;
+    if (cum >= 0.99 * total) return v;
+  }
+  return items.empty() ? 0 : items.back().first;
+}
+
+SimPrediction predict(const SimCosts& c, const std::uint64_t served[4]) {
+  SimPrediction p;
+  const double n = static_cast<double>(served[0] + served[1] + served[2] + served[3]);
+  if (n == 0) return p;
+  const double f1 = served[0] / n, f2 = served[1] / n, f3 = served[2] / n, fm = served[3] / n;
+  p.available = true;
+  p.mean_us = f1 * c.l1_hit_mean_us + f2 * c.l2_hit_mean_us + f3 * c.l3_hit_mean_us + fm * c.miss_mean_us;
+  p.speedup = p.mean_us > 0 ? c.miss_mean_us / p.mean_us : 1;
+  if (c.per_request) {
+    std::vector<std::pair<const std::vector<double>*, double>> parts = {{&c.l3_hit_us, f3}, {&c.miss_us, fm}};
+    std::vector<std::pair<double, double>> constants;
+    // A hit cost measured only as a mean (or assumed) enters as one point.
+    if (c.l1_hit_us.empty())
+      constants.emplace_back(c.l1_hit_mean_us, f1);
+    else
+      parts.emplace_back(&c.l1_hit_us, f1);
+    if (c.l2_hit_us.empty())
+      constants.emplace_back(c.l2_hit_mean_us, f2);
+    else
+      parts.emplace_back(&c.l2_hit_us, f2);
+    p.p99_us = mixture_p99(parts, constants);
+  }
+  return p;
+}
+
+SimTierResult tier_result(const Cache& c, const TierSpec& spec) {
+  SimTierResult r;
+  r.spec = spec;
+  const auto& k = c.counters();
+  r.hits = k.hits;
+  r.misses = k.misses;
+  r.lookups = k.hits + k.misses;
+  r.inserts = k.inserts + k.replaces;  // as TierStats counts them
+  r.evictions = k.evictions;
+  r.expirations = k.expirations;
+  r.rejected = k.rejected;
+  r.entries = c.size();
+  r.bytes = c.bytes();
+  return r;
+}
+
+}  // namespace
+
+SimulateResult run_simulate(const SimulateConfig& config) {
+  SimulateResult res;
+  res.trace_path = config.trace_path;
+  res.warmup = config.warmup;
+  if (config.tiers.empty() && config.mrc.empty())
+    throw bad_input("simulate: nothing to simulate: give at least one --tier (e.g. --tier l1=lru:10000) or --mrc");
+  if (!(config.sample_rate > 0 && config.sample_rate <= 1))
+    throw bad_input(fmt::format("--sample {}: expected a rate in (0, 1]", config.sample_rate));
+  for (const auto& t : config.tiers) validate_tier_spec(t, fmt::format("--tier {}", t.tier));
+  if (!config.costs_path.empty()) res.costs = load_sim_costs(config.costs_path);
+
+  // Configurations: each a set of tiers, built from the --tier specs.
+  std::vector<std::vector<std::string>> confs = config.configurations;
+  if (confs.empty() && !config.tiers.empty()) {
+    std::vector<std::string> all;
+    for (const char* t : {"l1", "l2", "l3"})
+      if (find_tier(config.tiers, t)) all.emplace_back(t);
+    confs.push_back(all);
+  }
+  std::vector<ConfigState> states;
+  bool byte_limits = false;
+  for (const auto& conf : confs) {
+    ConfigState s;
+    s.name = config_name(conf);
+    for (const auto& t : conf) {
+      const TierSpec* spec = find_tier(config.tiers, t);
+      if (!spec)
+        throw bad_input(fmt::format("--caches {}: tier {} has no --tier {}=POLICY:CAPACITY", s.name, t, t));
+      std::unique_ptr<Cache>& slot = t == "l1" ? s.l1 : t == "l2" ? s.l2 : s.l3;
+      if (slot) throw bad_input(fmt::format("--caches {}: tier {} named twice", s.name, t));
+      slot = std::make_unique<Cache>(*spec);
+      byte_limits = byte_limits || spec->max_bytes != 0;
+    }
+    for (Cache* c : {s.l1.get(), s.l2.get(), s.l3.get()})
+      if (c) s.specs.push_back(find_tier(config.tiers, c == s.l1.get() ? "l1" : c == s.l2.get() ? "l2" : "l3"));
+    states.push_back(std::move(s));
+  }
+
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<MrcState> curves;
+  for (const auto& m : config.mrc) {
+    MrcState s;
+    s.spec = m;
+    s.one_pass = m.policy == Policy::lru && m.ttl_s == 0;
+    if (s.one_pass) {
+      s.rate = config.sample_rate;
+      s.threshold = static_cast<std::uint64_t>(std::llround(s.rate * (1 << 24)));
+      s.counter = std::make_unique<detail::CurveCounter>(m.capacities, 1.0 / s.rate);
+      if (s.rate < 1) {
+        s.sub_stacks.resize(8);
+        for (int g = 0; g < 8; ++g) s.sub_counters.emplace_back(m.capacities, 8.0 / s.rate);
+      }
+    } else {
+      s.sweep = std::make_unique<detail::CapacitySweep>(m.policy, m.ttl_s, m.capacities, config.threads ? config.threads : hw);
+    }
+    curves.push_back(std::move(s));
+  }
+
+  auto source = open_sim_source(config.trace_path, config.csv);
+  res.trace_format = source->format();
+  const std::uint64_t fallback_r =
+      config.value_bytes ? config.value_bytes : res.costs ? res.costs->result_bytes : 0;
+  const std::uint64_t fallback_p =
+      config.value_bytes ? config.value_bytes : res.costs ? res.costs->preprocessed_bytes : 0;
+  bool sized_records = false;
+  std::uint64_t version = 0;
+  Nanos now = 0;
+  SimRecord rec;
+  auto t0 = std::chrono::steady_clock::now();
+  while (source->next(rec)) {
+    if (rec.ts_ms) {
+      now = static_cast<Nanos>(std::llround(*rec.ts_ms * 1e6));
+      res.timestamps = true;
+    }
+    if (rec.kind == SimRecord::Kind::model_update) {
+      version = rec.key;
+      ++res.model_updates;
+      continue;
+    }
+    const std::uint64_t rbytes = rec.size ? rec.size : fallback_r;
+    const std::uint64_t pbytes = rec.size ? rec.size : fallback_p;
+    sized_records = sized_records || rec.size != 0;
+    if (byte_limits && (rbytes == 0 || pbytes == 0))
+      throw bad_input(at_line(config.trace_path, rec.line,
+                              "a tier has a byte limit but this request's entry size is unknown: give --value-bytes N, "
+                              "a CSV size column, or --costs from a run whose tiers held entries"));
+    const CacheKey rkey{version, rec.key}, pkey{kPreprocessedTag, rec.key};
+    for (auto& s : states) s.serve(rkey, pkey, rbytes, pbytes, now);
+    for (auto& m : curves) m.access(m.spec.tier == "l3" ? pkey : rkey, now);
+    if (++res.requests == config.warmup) {
+      for (auto& s : states) s.reset();
+      for (auto& m : curves) m.reset();
+    }
+  }
+  res.seconds = seconds_since(t0);
+  for (auto& m : curves) m.flush();
+  res.measured = res.requests > config.warmup ? res.requests - config.warmup : 0;
+  if (config.warmup > 0 && res.requests <= config.warmup)
+    res.warnings.push_back(fmt::format("--warmup {} covers the whole trace ({} requests): nothing was measured",
+                                       config.warmup, res.requests));
+  res.sizes = sized_records        ? "the trace's size column"
+              : config.value_bytes ? fmt::format("--value-bytes {}", config.value_bytes)
+              : fallback_r || fallback_p
+                  ? fmt::format("the costs run's mean entries ({} B results, {} B preprocessed)", fallback_r, fallback_p)
+                  : "unknown (bytes held shown as 0)";
+  bool ttl = false;
+  for (const auto& t : config.tiers) ttl = ttl || t.ttl_s > 0;
+  for (const auto& m : config.mrc) ttl = ttl || m.ttl_s > 0;
+  if (ttl && !res.timestamps)
+    res.warnings.push_back("a tier has a TTL but the trace has no timestamps: time stood still and nothing expired");
+  if (res.model_updates > 0)
+    res.warnings.push_back(fmt::format("{} model_update events changed the result keys (L1/L2) as a model store "
+                                       "would; `run` and `compare` serve one model file and do not apply them",
+                                       res.model_updates));
+
+  if (res.costs) {
+    const std::uint64_t none[4] = {0, 0, 0, res.measured};
+    res.baseline = predict(*res.costs, none);
+    if (res.costs->per_request) res.baseline.p99_us = mixture_p99({{&res.costs->miss_us, 1.0}}, {});
+  }
+  for (auto& s : states) {
+    SimConfigResult r;
+    r.name = s.name;
+    std::size_t i = 0;
+    for (Cache* c : {s.l1.get(), s.l2.get(), s.l3.get()})
+      if (c) r.tiers.push_back(tier_result(*c, *s.specs[i++]));
+    r.served_l1 = s.served[0];
+    r.served_l2 = s.served[1];
+    r.served_l3 = s.served[2];
+    r.served_compute = s.served[3];
+    if (res.costs) r.predicted = predict(*res.costs, s.served);
+    res.configurations.push_back(std::move(r));
+  }
+
+  for (auto& m : curves) {
+    MrcResult r;
+    r.spec = m.spec;
+    r.seconds = m.seconds;
+    std::vector<double> ratios;
+    if (m.one_pass) {
+      r.method = "one-pass stack distances";
+      r.sample_rate = m.rate;
+      r.sampled_requests = m.sampled;
+      r.distinct_keys = m.stack.distinct();
+      ratios = m.counter->hit_ratios();
+      if (m.rate < 1) {
+        ratios = m.counter->hit_ratios_adjusted(static_cast<double>(m.all) * m.rate);
+        r.method += fmt::format(" (SHARDS-adj sample, rate {:g})", m.rate);
+        r.sampled_keys = m.stack.distinct();
+        // Each sub-sample is an estimate at rate/8; the spread of eight of
+        // them, shrunk by sqrt(8), is the standard error at the full rate.
+        double worst = 0;
+        for (std::size_t p = 0; p < ratios.size(); ++p) {
+          double mean = 0, var = 0;
+          std::vector<double> v;
+          for (const auto& c : m.sub_counters) v.push_back(c.hit_ratios_adjusted(static_cast<double>(m.all) * m.rate / 8)[p]);
+          for (double x : v) mean += x / 8;
+          for (double x : v) var += (x - mean) * (x - mean) / 7;
+          worst = std::max(worst, 1.96 * std::sqrt(var / 8));
+        }
+        r.error_bound = worst;
+        if (static_cast<double>(m.spec.capacities.front()) < 10 / m.rate)
+          res.warnings.push_back(fmt::format(
+              "--mrc {}: at sampling rate {:g} one sampled key stands for {:g}, so capacities under {:g} entries are "
+              "coarse (SHARDS cannot resolve them)",
+              m.spec.tier, m.rate, 1 / m.rate, 10 / m.rate));
+      }
+    } else {
+      r.method = fmt::format("one simulation per capacity ({} threads)", m.sweep->threads());
+      ratios = m.sweep->hit_ratios();
+    }
+    for (std::size_t p = 0; p < ratios.size(); ++p) {
+      MrcPoint pt;
+      pt.capacity = m.spec.capacities[p];
+      pt.hit_ratio = ratios[p];
+      if (res.costs) {
+        const SimCosts& c = *res.costs;
+        const double hit = m.spec.tier == "l1" ? c.l1_hit_mean_us : m.spec.tier == "l2" ? c.l2_hit_mean_us : c.l3_hit_mean_us;
+        pt.predicted_mean_us = pt.hit_ratio * hit + (1 - pt.hit_ratio) * c.miss_mean_us;
+      }
+      r.points.push_back(pt);
+    }
+    res.mrc.push_back(std::move(r));
+  }
+  return res;
+}
+
+}  // namespace inferprof

@@ -1,0 +1,167 @@
+// End-to-end: `inferprof simulate` and `inferprof convert` through the built binary.
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <map>
+
+#include "cli_harness.hpp"
+
+using namespace inferprof::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct SimFixture {
+  TempDir dir;
+  std::string model = dir.file("mlp.pt");
+  std::string trace = dir.file("zipf.jsonl");
+  static constexpr int kRequests = 500;
+  SimFixture() {
+    make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "80", "--zipf", "1.0"});
+  }
+};
+SimFixture& sim_fixture() {
+  static SimFixture f;
+  return f;
+}
+
+// (configuration, tier) -> {lookups, hits, misses, evictions}
+using Counts = std::map<std::pair<std::string, std::string>, std::vector<double>>;
+
+Counts tier_counts(const std::string& json, const char* rows_key, const char* tiers_key) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS) throw std::runtime_error("bad JSON: " + json.substr(0, 200));
+  Counts out;
+  for (auto row : doc[rows_key].get_array()) {
+    std::string name(std::string_view(row["name"].get_string()));
+    for (auto t : row[tiers_key].get_array())
+      out[{name, std::string(std::string_view(t["tier"].get_string()))}] = {
+          json_number(t["lookups"]), json_number(t["hits"]), json_number(t["misses"]), json_number(t["evictions"])};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("e2e simulate") {
+  TEST_CASE("simulate: hit counts equal those compare measures, tier by tier") {
+    auto& f = sim_fixture();
+    // Single worker, closed loop, no TTL: the memory tiers run the same PolicyCache.
+    // L3 lives on LMDB in a real replay and never evicts, so simulate gives it room for every key.
+    auto c = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "l1", "--caches", "l1,l2", "--caches",
+                      "l1,l2,l3", "--caches", "l3", "--tier", "l1=lru:8", "--tier", "l2=lfu:20", "--format", "json",
+                      "--no-progress"});
+    REQUIRE_MESSAGE(c.code == 0, c.err);
+    auto s = run_cli({"simulate", "--trace", f.trace, "--caches", "l1", "--caches", "l1,l2", "--caches", "l1,l2,l3",
+                      "--caches", "l3", "--tier", "l1=lru:8", "--tier", "l2=lfu:20", "--tier", "l3=lru:1000000",
+                      "--format", "json"});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    const Counts measured = tier_counts(c.out, "configurations", "caches");
+    const Counts simulated = tier_counts(s.out, "configurations", "tiers");
+    REQUIRE(measured.size() == 7);
+    CHECK(simulated.size() == measured.size());
+    for (const auto& [key, m] : measured) {
+      CAPTURE(key.first);
+      CAPTURE(key.second);
+      REQUIRE(simulated.count(key) == 1);
+      const auto& v = simulated.at(key);
+      CHECK(v[0] == m[0]);  // lookups
+      CHECK(v[1] == m[1]);  // hits
+      CHECK(v[2] == m[2]);  // misses
+      if (key.second != "l3") CHECK(v[3] == m[3]);  // evictions (the LMDB tier does not count them)
+    }
+    CHECK(measured.at({"l1,l2", "l2"})[1] > 0);
+    CHECK(measured.at({"l1,l2,l3", "l3"})[1] > 0);
+  }
+
+  TEST_CASE("simulate: predicted latency from a run's costs, reports and the miss-ratio curve") {
+    auto& f = sim_fixture();
+    TempDir out;
+    auto run = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("run"), "--no-progress"});
+    REQUIRE_MESSAGE(run.code == 0, run.err);
+    auto s = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:16", "--costs", out.file("run"), "--mrc",
+                      "l1=lru:1..100", "--mrc-points", "8", "--mrc", "l1=fifo:2,10,50", "--out", out.file("sim")});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    CHECK(s.out.find("predicted latency") != std::string::npos);
+    CHECK(s.out.find("1.00× (baseline)") != std::string::npos);
+    CHECK(s.out.find("one-pass stack distances") != std::string::npos);
+    CHECK(s.out.find("one simulation per capacity") != std::string::npos);
+    for (const char* file : {"simulate.json", "simulate.csv", "mrc.csv", "mrc.svg"})
+      CHECK_MESSAGE(fs::is_regular_file(out.path() / "sim" / file), file);
+    const std::string svg = slurp(out.path() / "sim" / "mrc.svg");
+    CHECK(svg.rfind("<?xml", 0) == 0);
+    CHECK(svg.find("<polyline") != std::string::npos);
+    CHECK(svg.find("predicted mean") != std::string::npos);  // the second axis
+    CHECK(count_lines(slurp(out.path() / "sim" / "mrc.csv")) == 1 + 8 + 3);
+
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    const std::string json = slurp(out.path() / "sim" / "simulate.json");
+    REQUIRE(parser.parse(json).get(doc) == simdjson::SUCCESS);
+    auto conf = doc["configurations"].at(0);
+    const double speedup = json_number(conf["predicted"]["speedup"]);
+    const double hit = json_number(conf["tiers"].at(0)["hit_ratio"]);
+    // Hits cost less than computing, so the speedup is above 1 and at most 1 / miss ratio.
+    CHECK(speedup > 1.0);
+    CHECK(speedup <= 1.0 / (1.0 - hit) + 1e-9);
+    // The curve rises with capacity and reaches the all-keys hit ratio.
+    auto points = doc["mrc"].at(0)["points"].get_array();
+    double prev = -1;
+    for (auto p : points) {
+      const double h = json_number(p["hit_ratio"]);
+      CHECK(h >= prev);
+      prev = h;
+    }
+    CHECK(prev > hit);  // 100 entries hold all 80 keys; 16 do not
+  }
+
+  TEST_CASE("convert: .iptrace gives the same answer as the JSON lines, CSV traces read with chosen columns") {
+    auto& f = sim_fixture();
+    TempDir d;
+    auto c = run_cli({"convert", f.trace, "--to", d.file("t.iptrace")});
+    REQUIRE_MESSAGE(c.code == 0, c.err);
+    CHECK(c.out.find("500 requests") != std::string::npos);
+    auto a = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lfu:10", "--format", "csv"});
+    auto b = run_cli({"simulate", "--trace", d.file("t.iptrace"), "--tier", "l1=lfu:10", "--format", "csv"});
+    REQUIRE(a.code == 0);
+    REQUIRE(b.code == 0);
+    CHECK(a.out == b.out);
+    CHECK(count_lines(a.out) == 2);
+
+    d.write("trace.csv", "time,obj,bytes\n0,x,10\n1,y,10\n2,x,10\n");
+    auto m = run_cli({"simulate", "--trace", d.file("trace.csv"), "--csv-columns", "ts=time,key=obj,size=bytes",
+                      "--tier", "l1=lru:100B", "--format", "markdown"});
+    REQUIRE_MESSAGE(m.code == 0, m.err);
+    CHECK(m.out.find("| l1 | l1 | lru:100 B |") != std::string::npos);
+    CHECK(m.out.find("| 3 | 1 | 2 |") != std::string::npos);
+  }
+
+  TEST_CASE("simulate: bad input exits 2 with file and line, and leaves no report behind") {
+    TempDir d;
+    d.write("bad.jsonl", "{\"key\": \"a\", \"input\": {\"seed\": 1}}\n{\"key\": 5}\n");
+    auto r = run_cli({"simulate", "--trace", d.file("bad.jsonl"), "--tier", "l1=lru:10", "--out", d.file("o")});
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.err.find(d.file("bad.jsonl") + ":2:") != std::string::npos, r.err);
+    CHECK(dir_is_empty_or_missing(d.path() / "o"));
+
+    d.write("bad.csv", "timestamp,key\n1,a\nsoon,b\n");
+    r = run_cli({"simulate", "--trace", d.file("bad.csv"), "--tier", "l1=lru:10"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "inferprof: error: " + d.file("bad.csv") + ":3: timestamp 'soon': expected a number (ms)\n");
+
+    d.write("fake.iptrace", "not a binary trace");
+    r = run_cli({"simulate", "--trace", d.file("fake.iptrace"), "--tier", "l1=lru:10"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("not an .iptrace file") != std::string::npos);
+
+    r = run_cli({"simulate", "--trace", d.file("bad.csv"), "--tier", "l1=lru:ten"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--tier l1=lru:ten") != std::string::npos);
+    r = run_cli({"simulate", "--trace", d.file("bad.csv"), "--tier", "l1=lru:10", "--caches", "l2"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("tier l2 has no --tier l2=") != std::string::npos);
+    r = run_cli({"simulate", "--trace", d.file("missing.jsonl"), "--tier", "l1=lru:10"});
+    CHECK(r.code == 2);
+  }
+}

@@ -1,0 +1,281 @@
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "inferprof/error.hpp"
+#include "inferprof/simulate.hpp"
+#include "inferprof/trace.hpp"
+#include "temp_dir.hpp"
+
+using namespace inferprof;
+using inferprof::testing::TempDir;
+
+namespace {
+
+// Zipf-ish keys: a few hot, a long tail, so every capacity sees hits and evictions.
+std::vector<std::uint64_t> zipf_keys(std::size_t n, std::uint64_t distinct, double skew, std::uint64_t seed) {
+  std::vector<double> cdf(distinct);
+  double sum = 0;
+  for (std::uint64_t k = 0; k < distinct; ++k) cdf[k] = sum += 1.0 / std::pow(static_cast<double>(k + 1), skew);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, sum);
+  std::vector<std::uint64_t> keys(n);
+  for (auto& k : keys) k = static_cast<std::uint64_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin()) * 7919 + 1;
+  return keys;
+}
+
+std::string request_line(std::string_view key, std::optional<double> ts = std::nullopt) {
+  return fmt::format("{{\"key\": \"{}\",{} \"input\": {{\"seed\": 1}}}}\n", key,
+                     ts ? fmt::format(" \"ts_ms\": {},", *ts) : std::string());
+}
+
+TierSpec tier(const char* name, const char* spec) { return parse_tier_spec(name, spec, "test"); }
+
+const SimTierResult& tier_of(const SimConfigResult& c, std::string_view name) {
+  for (const auto& t : c.tiers)
+    if (t.spec.tier == name) return t;
+  throw std::runtime_error("no such tier");
+}
+
+}  // namespace
+
+TEST_SUITE("simulate") {
+  TEST_CASE("one-pass LRU curve equals one simulation per capacity, exactly") {
+    // 60,000 accesses over 5,000 keys: the stack-distance tree is renumbered many times.
+    const auto keys = zipf_keys(60000, 5000, 0.9, 7);
+    const std::vector<std::uint64_t> caps = {1, 2, 5, 17, 100, 333, 1000, 2500, 4999, 5000, 20000};
+    for (std::uint64_t warmup : {0u, 1234u}) {
+      CAPTURE(warmup);
+      const auto one = lru_curve_one_pass(keys, caps, warmup);
+      const auto per = curve_per_capacity(keys, Policy::lru, 0, caps, 3, warmup);
+      REQUIRE(one.size() == caps.size());
+      for (std::size_t i = 0; i < caps.size(); ++i) {
+        CAPTURE(caps[i]);
+        CHECK(one[i] == per[i]);  // both are hits / counted requests: equal counts give equal doubles
+      }
+      CHECK(one.front() > 0);
+      CHECK(one.back() > one.front());
+    }
+  }
+
+  TEST_CASE("curves of other policies are monotone where they must be and differ from LRU") {
+    const auto keys = zipf_keys(20000, 2000, 1.0, 3);
+    const std::vector<std::uint64_t> caps = {10, 100, 1000};
+    const auto fifo = curve_per_capacity(keys, Policy::fifo, 0, caps, 2);
+    const auto lfu = curve_per_capacity(keys, Policy::lfu, 0, caps, 2);
+    const auto lru = lru_curve_one_pass(keys, caps);
+    CHECK(fifo[0] < fifo[1]);
+    CHECK(fifo[1] < fifo[2]);
+    CHECK(lfu[0] != lru[0]);  // a different policy, not LRU relabelled
+  }
+
+  TEST_CASE("multi-tier: L1 -> L2 -> L3 -> compute, a lower hit fills the tiers above") {
+    TempDir dir;
+    std::string text;
+    for (const char* k : {"a", "b", "a", "c", "a", "b"}) text += request_line(k);
+    SimulateConfig c;
+    c.trace_path = dir.write("t.jsonl", text);
+    c.tiers = {tier("l1", "lru:1"), tier("l2", "lru:2"), tier("l3", "lru:1")};
+    c.configurations = {{"l1", "l2", "l3"}};
+    SimulateResult r = run_simulate(c);
+    REQUIRE(r.configurations.size() == 1);
+    const auto& conf = r.configurations[0];
+    // Worked by hand from Pipeline::serve: a b (compute), a (l2 hit, fills l1),
+    // c (compute), a (l2 hit), b (compute).
+    CHECK(conf.served_l1 == 0);
+    CHECK(conf.served_l2 == 2);
+    CHECK(conf.served_l3 == 0);
+    CHECK(conf.served_compute == 4);
+    CHECK(tier_of(conf, "l1").lookups == 6);
+    CHECK(tier_of(conf, "l1").evictions == 5);
+    CHECK(tier_of(conf, "l2").lookups == 6);
+    CHECK(tier_of(conf, "l2").hits == 2);
+    CHECK(tier_of(conf, "l3").lookups == 4);  // L2 hits never reach L3
+    CHECK(tier_of(conf, "l3").hits == 0);
+    CHECK(r.requests == 6);
+  }
+
+  TEST_CASE("a model_update changes result keys but not preprocessed ones, and warm-up is not counted") {
+    TempDir dir;
+    std::string text = request_line("a", 1.0) + request_line("a", 2.0) +
+                       "{\"event\": \"model_update\", \"model\": \"m\", \"version\": \"v2\", \"ts_ms\": 3.0}\n" +
+                       request_line("a", 4.0) + request_line("a", 5.0);
+    SimulateConfig c;
+    c.trace_path = dir.write("t.jsonl", text);
+    c.tiers = {tier("l1", "lru:10"), tier("l3", "lru:10")};
+    c.configurations = {{"l1"}, {"l3"}};
+    SimulateResult r = run_simulate(c);
+    CHECK(r.model_updates == 1);
+    CHECK(r.configurations[0].tiers[0].hits == 2);    // a, a | v2: a (miss), a
+    CHECK(r.configurations[0].tiers[0].misses == 2);
+    CHECK(r.configurations[1].tiers[0].hits == 3);    // L3 keeps serving across versions
+    c.warmup = 2;
+    r = run_simulate(c);
+    CHECK(r.measured == 2);
+    CHECK(r.configurations[0].tiers[0].misses == 1);  // only the first request of v2 misses
+    CHECK(r.configurations[0].tiers[0].lookups == 2);
+  }
+
+  TEST_CASE("TTL runs on the trace's ts_ms") {
+    TempDir dir;
+    std::string text = request_line("a", 0) + request_line("a", 500) + request_line("a", 2000);
+    SimulateConfig c;
+    c.trace_path = dir.write("t.jsonl", text);
+    c.tiers = {tier("l1", "ttl:10:1s")};
+    SimulateResult r = run_simulate(c);
+    CHECK(r.configurations[0].tiers[0].hits == 1);
+    CHECK(r.configurations[0].tiers[0].expirations == 1);
+  }
+
+  TEST_CASE("convert to .iptrace: the same counts as the JSON lines, and a truncated file is an error") {
+    TempDir dir;
+    GenTraceOptions g;
+    g.requests = 3000;
+    g.keys = 300;
+    g.update_every_ms = 5000;
+    const std::string jsonl = dir.file("t.jsonl"), bin = dir.file("t.iptrace");
+    generate_trace(g, jsonl);
+    ConvertStats s = convert_trace(jsonl, bin);
+    CHECK(s.requests == 3000);
+    CHECK(s.model_updates > 0);
+    SimulateConfig c;
+    c.tiers = {tier("l1", "lru:50"), tier("l2", "lfu:100"), tier("l3", "ttl:100:2s")};
+    c.trace_path = jsonl;
+    SimulateResult a = run_simulate(c);
+    c.trace_path = bin;
+    SimulateResult b = run_simulate(c);
+    CHECK(b.trace_format == "iptrace");
+    CHECK(a.model_updates == b.model_updates);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(a.configurations[0].tiers[i].hits == b.configurations[0].tiers[i].hits);
+      CHECK(a.configurations[0].tiers[i].expirations == b.configurations[0].tiers[i].expirations);
+    }
+    CHECK(a.configurations[0].tiers[2].expirations > 0);
+
+    // Cut the file mid-record.
+    std::filesystem::resize_file(bin, std::filesystem::file_size(bin) - 5);
+    c.trace_path = bin;
+    CHECK_THROWS_WITH(run_simulate(c),
+                      doctest::Contains(fmt::format("{}:{}: truncated .iptrace: the header says {} records", bin,
+                                                    s.requests + s.model_updates, s.requests + s.model_updates)
+                                            .c_str()));
+  }
+
+  TEST_CASE("CSV traces: chosen columns, sizes for byte-limited tiers, errors with the line") {
+    TempDir dir;
+    SimulateConfig c;
+    c.trace_path = dir.write("t.csv", "time,obj_id,bytes\n1,a,600\n2,b,600\n3,a,600\n4,c,600\n5,a,600\n");
+    c.csv = parse_csv_columns("ts=time,key=obj_id,size=bytes");
+    c.tiers = {tier("l1", "lru:1KB")};  // one 600-byte entry fits, two do not
+    SimulateResult r = run_simulate(c);
+    CHECK(r.trace_format == "csv");
+    CHECK(r.configurations[0].tiers[0].hits == 0);
+    CHECK(r.configurations[0].tiers[0].bytes == 600);
+    CHECK(r.configurations[0].tiers[0].evictions == 4);
+
+    c.trace_path = dir.write("bad.csv", "time,obj_id,bytes\n1,a,600\n2,b,lots\n");
+    CHECK_THROWS_WITH(run_simulate(c), (c.trace_path + ":3: size 'lots': expected a non-negative integer (bytes)").c_str());
+    c.trace_path = dir.write("nokey.csv", "time,key\n1,a\n");
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains(":1: no key column 'obj_id'"));
+    CHECK_THROWS_AS(parse_csv_columns("tss=x"), Error);
+
+    // A byte-limited tier with no sizes anywhere says what to give.
+    c.trace_path = dir.write("t.jsonl", request_line("a"));
+    c.csv = {};
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("t.jsonl:1: a tier has a byte limit"));
+    c.value_bytes = 100;
+    CHECK(run_simulate(c).configurations[0].tiers[0].bytes == 100);
+  }
+
+  TEST_CASE("--mrc specs: log-spaced ranges and lists") {
+    MrcSpec s = parse_mrc_spec("l2=lru:100..1000000", 5);
+    CHECK(s.tier == "l2");
+    CHECK(s.capacities == std::vector<std::uint64_t>{100, 1000, 10000, 100000, 1000000});
+    s = parse_mrc_spec("lfu:5000,100,1000:30s", 30);
+    CHECK(s.tier == "l1");
+    CHECK(s.policy == Policy::lfu);
+    CHECK(s.ttl_s == 30);
+    CHECK(s.capacities == std::vector<std::uint64_t>{100, 1000, 5000});
+    CHECK_THROWS_WITH(parse_mrc_spec("l1=lru:100..10", 30),
+                      doctest::Contains("--mrc l1=lru:100..10: MAX must be larger than MIN"));
+    CHECK_THROWS_AS(parse_mrc_spec("l4=lru:10", 30), Error);
+    CHECK_THROWS_AS(parse_mrc_spec("l1=ttl:10", 30), Error);
+  }
+
+  TEST_CASE("SHARDS sampling estimates the exact curve within its stated bound") {
+    TempDir dir;
+    GenTraceOptions g;
+    g.requests = 200000;
+    g.keys = 50000;
+    g.zipf = 0.8;
+    g.rate = 0;
+    const std::string jsonl = dir.file("t.jsonl"), bin = dir.file("t.iptrace");
+    generate_trace(g, jsonl);
+    convert_trace(jsonl, bin);
+    SimulateConfig c;
+    c.trace_path = bin;
+    c.mrc = {parse_mrc_spec("l1=lru:100..50000", 6)};
+    SimulateResult exact = run_simulate(c);
+    c.sample_rate = 0.1;
+    SimulateResult sampled = run_simulate(c);
+    const MrcResult& e = exact.mrc[0];
+    const MrcResult& s = sampled.mrc[0];
+    REQUIRE(s.error_bound);
+    CHECK(*s.error_bound > 0);
+    CHECK(*s.error_bound < 0.1);
+    CHECK(s.sampled_requests < exact.requests / 5);
+    for (std::size_t i = 0; i < e.points.size(); ++i) {
+      CAPTURE(e.points[i].capacity);
+      // Twice the 95% bound: a loose check that the estimate and its bound belong together.
+      CHECK(std::fabs(e.points[i].hit_ratio - s.points[i].hit_ratio) <= 2 * *s.error_bound);
+    }
+  }
+
+  TEST_CASE("costs: predicted mean and p99 from a run's summary.json and requests.csv") {
+    TempDir dir;
+    // A no-cache run: each request 100 µs, of which input 10 and preprocess 30.
+    dir.write("run/summary.json",
+              R"({"schema": "inferprof.summary/1", "stages": {"input": {"mean_us": 10}, "preprocess": {"mean_us": 30}},
+                  "total": {"mean_us": 100}, "caches": [], "served_by": []})");
+    SimulateConfig c;
+    std::string text;
+    for (int i = 0; i < 10; ++i) text += request_line(i < 5 ? "hot" : fmt::format("k{}", i));
+    c.trace_path = dir.write("t.jsonl", text);
+    c.tiers = {tier("l1", "lru:10"), tier("l3", "lru:10")};
+    c.configurations = {{"l1"}, {"l3"}};
+    c.costs_path = dir.file("run/summary.json");
+    SimulateResult r = run_simulate(c);
+    REQUIRE(r.costs);
+    CHECK(!r.costs->per_request);
+    CHECK(r.baseline.mean_us == doctest::Approx(100));
+    // l1: 4 of 10 hit at 0 µs (assumed, and said so): mean 60 µs.
+    CHECK(r.configurations[0].predicted.mean_us == doctest::Approx(60));
+    CHECK(r.configurations[0].predicted.speedup == doctest::Approx(100.0 / 60));
+    CHECK(!r.configurations[0].predicted.p99_us);
+    // l3: 4 of 10 skip input and preprocessing: 0.4 * 60 + 0.6 * 100.
+    CHECK(r.configurations[1].predicted.mean_us == doctest::Approx(84));
+    CHECK(!r.costs->notes.empty());
+
+    // With requests.csv: per-request costs, so a p99.
+    std::string csv = "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
+                      "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error\n";
+    for (int i = 0; i < 100; ++i)
+      csv += fmt::format("{0},{0},{0},k,0,0,0,{1},0,0,0,10,30,,{2},,0,none,true,\n", i, i == 99 ? 1000 : 100,
+                         i == 99 ? 960 : 60);
+    dir.write("run/requests.csv", csv);
+    r = run_simulate(c);
+    REQUIRE(r.costs->per_request);
+    CHECK(r.costs->rows == 100);
+    CHECK(r.baseline.mean_us == doctest::Approx(109));
+    CHECK(r.baseline.p99_us.value_or(0) == doctest::Approx(100));
+    REQUIRE(r.configurations[1].predicted.p99_us);
+
+    dir.write("bad/summary.json", R"({"schema": "something else"})");
+    c.costs_path = dir.file("bad/summary.json");
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("expected an inferprof summary.json"));
+  }
+}
