@@ -195,7 +195,8 @@ void Collector::add(const RequestRecord& r) {
   }
   m.total_hist.record(r.total());
   if (r.cache_outcome != "none") m.outcome_hist[r.cache_outcome].record(r.total());
-  if (r.update >= 0 || !m.update_hist.empty()) {
+  {
+    // Requests before any update (update == -1) are update 0's "before".
     const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(r.update + 1), Impl::kUpdatePhases);
     if (m.update_hist.size() <= k) m.update_hist.resize(k + 1);
     m.update_hist[k][r.update_pending ? 1 : 0].record(r.total());
