@@ -221,7 +221,7 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
     if (r.status != "ok") {
       ++s.failed;
       r.log_tail = tail_lines(c.log, 5);
-    } else {
+    } else if (r.requests > 0) {  // the spread is over replicas that served something
       if (finished == 0) {
         p50_lo = p50_hi = r.p50_us;
         p99_lo = p99_hi = r.p99_us;
@@ -231,8 +231,8 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
       p99_lo = std::min(p99_lo, r.p99_us);
       p99_hi = std::max(p99_hi, r.p99_us);
       ++finished;
-      s.requests += r.requests;
     }
+    s.requests += r.requests;
     for (const auto& live : r.live) {
       if (!by_version.count(live.version)) order.push_back(live.version);
       ReplicaUpdate& u = by_version[live.version];
