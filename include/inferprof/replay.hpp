@@ -35,6 +35,8 @@ struct RunConfig {
   std::vector<TierSpec> tiers;
   std::string cache_namespace;
   double verify_fraction = 0;  // share of cache hits recomputed and compared (--verify)
+  bool pinned = false;         // cuda: inputs staged in pinned memory (--pinned)
+  bool gpu_trace = true;       // cuda: CUPTI + NVTX (--gpu-trace off)
 };
 
 // The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the

@@ -18,6 +18,9 @@ struct ReplayArgs {
   std::uint64_t limit = 0, trace_json_requests = 20000;
   std::vector<std::string> tiers;  // --tier l1=lru:1000
   double verify = -1;              // --verify[=FRACTION]; -1: off
+  std::string device;              // --device; empty: the profile's
+  bool pinned = false;
+  std::string gpu_trace = "on";
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);

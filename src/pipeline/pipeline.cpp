@@ -1,6 +1,7 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <simdjson.h>
+#include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <xxhash.h>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "inferprof/error.hpp"
+#include "inferprof/gpu.hpp"
 #include "inferprof/pipeline.hpp"
 #include "pipeline/torch_detail.hpp"
 
@@ -97,19 +99,27 @@ struct Pipeline::Impl {
   std::vector<std::int64_t> default_shape;
   DType default_dtype = DType::float32;
   std::string fingerprint;  // of the preprocessing: part of every L3 key
+  // cuda: the device, and the tracer every request and stage reports to.
+  c10::Device device{c10::kCPU};
+  std::unique_ptr<gpu::Tracer> tracer;
+  GpuInfo gpu_info;
 
   at::Tensor prepare(const TraceRequest& request, RequestRecord& record);
-  at::Tensor forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record, bool record_ops);
+  // On cuda: h2d, compute and d2h, each synchronised so its host span holds
+  // its own work; `tracer` null for work outside a request (verify).
+  at::Tensor forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record, bool record_ops,
+                     gpu::Tracer* tracer);
+  at::Tensor run_module(const TraceRequest& request, const at::Tensor& x, RequestRecord& record, bool record_ops,
+                        std::int32_t compute_span);
+  void set_up_cuda();
 
   Impl(const std::vector<PreprocessOp>& ops, PipelineOptions opts) : preprocess(ops), options(std::move(opts)) {}
 };
 
 Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const PipelineOptions& options)
     : impl_(std::make_unique<Impl>(profile.preprocess, options)) {
-  if (options.device != "cpu")
-    throw bad_input(fmt::format("device '{}': this build has no CUDA support (rebuild with a CUDA libtorch on "
-                                "CMAKE_PREFIX_PATH and -DINFERPROF_WITH_CUDA=ON)",
-                                options.device));
+  if (options.device != "cpu" && !gpu::kSupported)
+    throw bad_input(fmt::format("device '{}': this build has no CUDA support; {}", options.device, gpu::kRebuildHint));
   std::error_code ec;
   if (!fs::exists(model_path, ec)) throw bad_input(fmt::format("model '{}' not found", model_path));
   if (fs::is_directory(model_path, ec))
@@ -118,10 +128,12 @@ Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const 
   info.path = model_path;
   info.file_bytes = static_cast<std::int64_t>(fs::file_size(model_path, ec));
 
+  if (options.device != "cpu") impl_->set_up_cuda();
+
   Nanos t0 = now_ns();
   torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
   try {
-    impl_->module = torch::jit::load(model_path, c10::Device(c10::kCPU), extra);
+    impl_->module = torch::jit::load(model_path, impl_->device, extra);
     impl_->module.eval();
   } catch (const std::exception& e) {
     std::string why = torch_error_line(e);
@@ -141,6 +153,56 @@ Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const 
   impl_->default_dtype = profile.input.dtype.value_or(info.meta.input_dtype.value_or(DType::float32));
   impl_->fingerprint = profile.preprocess_fingerprint();
   if (options.record_ops) detail::OpRecorder::install();
+}
+
+void Pipeline::Impl::set_up_cuda() {
+  int index = 0;
+  if (options.device.rfind("cuda:", 0) == 0) {
+    try {
+      index = std::stoi(options.device.substr(5));
+    } catch (const std::exception&) {
+      index = -1;
+    }
+    if (index < 0) throw bad_input(fmt::format("device '{}': expected cuda or cuda:N", options.device));
+  }
+  gpu_info.name = gpu::device_name(index);  // exit 3 when no device is usable
+  if (!torch::cuda::is_available())
+    throw runtime_failure(fmt::format("device '{}': CUDA sees {} but libtorch reports no usable CUDA device",
+                                      options.device, gpu_info.name));
+  device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  gpu_info.enabled = true;
+  gpu_info.pinned = options.pinned;
+  gpu_info.trace = options.gpu_trace;
+  // Before tracing starts: these copies are not any request's.
+  const gpu::CopyPeak peak = gpu::measure_copy_peak(index, 64u << 20);
+  gpu_info.peak_h2d_pinned_gbps = peak.h2d_pinned;
+  gpu_info.peak_h2d_pageable_gbps = peak.h2d_pageable;
+  gpu_info.peak_d2h_pinned_gbps = peak.d2h_pinned;
+  gpu_info.peak_d2h_pageable_gbps = peak.d2h_pageable;
+  tracer = gpu::make_tracer(gpu::TracerOptions{index, options.gpu_trace});
+}
+
+namespace {
+void add_stats(GpuInfo& g, const gpu::TracerStats& s) {
+  g.records += s.records;
+  g.dropped += s.dropped;
+  g.unattributed += s.unattributed;
+}
+}  // namespace
+
+GpuInfo Pipeline::finish_gpu() {
+  if (impl_->tracer) add_stats(impl_->gpu_info, impl_->tracer->finish());
+  return impl_->gpu_info;
+}
+
+void Pipeline::set_gpu_trace(bool on) {
+  Impl& m = *impl_;
+  if (!m.tracer || m.options.gpu_trace == on) return;
+  add_stats(m.gpu_info, m.tracer->finish());
+  m.tracer.reset();  // the old one stops CUPTI before the new one starts it
+  m.options.gpu_trace = on;
+  m.gpu_info.trace = on;
+  m.tracer = gpu::make_tracer(gpu::TracerOptions{m.device.index(), on});
 }
 
 Pipeline::~Pipeline() = default;
@@ -165,10 +227,9 @@ at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& r
   return preprocess.run(std::move(x), request, record, span.index());
 }
 
-at::Tensor Pipeline::Impl::forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
-                                   bool record_ops) {
-  ScopedSpan span(record, Stage::compute);
-  detail::OpRecorder::Scope ops(record_ops, record, span.index());
+at::Tensor Pipeline::Impl::run_module(const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
+                                      bool record_ops, std::int32_t compute_span) {
+  detail::OpRecorder::Scope ops(record_ops, record, compute_span);
   try {
     c10::IValue out = module.forward({x});
     return out.isTensor() ? out.toTensor() : at::Tensor();
@@ -185,11 +246,73 @@ at::Tensor Pipeline::Impl::forward(const TraceRequest& request, const at::Tensor
   }
 }
 
+at::Tensor Pipeline::Impl::forward(const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
+                                   bool record_ops, gpu::Tracer* t) {
+  if (!device.is_cuda()) {
+    ScopedSpan span(record, Stage::compute);
+    return run_module(request, x, record, record_ops, span.index());
+  }
+  const auto sync = [&] { torch::cuda::synchronize(device.index()); };
+  at::Tensor on_device;
+  {
+    ScopedSpan span(record, Stage::h2d);
+    gpu::StageScope stage(t, Stage::h2d);
+    // Pinned: a page-locked staging copy, then an asynchronous DMA copy.
+    on_device = options.pinned ? x.pin_memory().to(device, /*non_blocking=*/true) : x.to(device);
+    sync();
+  }
+  at::Tensor out;
+  {
+    ScopedSpan span(record, Stage::compute);
+    gpu::StageScope stage(t, Stage::compute);
+    out = run_module(request, on_device, record, record_ops, span.index());
+    sync();
+  }
+  if (!out.defined()) return out;
+  ScopedSpan span(record, Stage::d2h);
+  gpu::StageScope stage(t, Stage::d2h);
+  out = out.to(at::kCPU);
+  sync();
+  return out;
+}
+
+namespace {
+// Brackets a request for the GPU tracer; a request that throws is cancelled.
+class TracedRequest {
+ public:
+  TracedRequest(gpu::Tracer* t, RequestRecord& r) : tracer_(t), record_(r) {
+    if (tracer_) tracer_->begin_request(record_);
+  }
+  ~TracedRequest() {
+    if (tracer_) tracer_->cancel_request();
+  }
+  void end() {
+    gpu::Tracer* t = tracer_;
+    tracer_ = nullptr;
+    if (t) t->end_request(record_);
+  }
+  TracedRequest(const TracedRequest&) = delete;
+  TracedRequest& operator=(const TracedRequest&) = delete;
+
+ private:
+  gpu::Tracer* tracer_;
+  RequestRecord& record_;
+};
+}  // namespace
+
 void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served) {
+  TracedRequest traced(impl_->tracer.get(), record);
+  serve_traced(request, record, caches, served);
+  traced.end();
+}
+
+void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, const CacheSet* caches,
+                            Blob* served) {
   c10::InferenceMode inference;
   Impl& m = *impl_;
+  gpu::Tracer* const t = m.tracer.get();
   if (!caches || !caches->any()) {
-    at::Tensor out = m.forward(request, m.prepare(request, record), record, m.options.record_ops);
+    at::Tensor out = m.forward(request, m.prepare(request, record), record, m.options.record_ops, t);
     if (served) *served = out.defined() ? encode_output(out) : nullptr;
     return;
   }
@@ -240,7 +363,7 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
       if (Blob blob = encode_output(x)) caches->l3->put(pkey, std::move(blob), now_ns());
     }
   }
-  at::Tensor out = m.forward(request, x, record, m.options.record_ops);
+  at::Tensor out = m.forward(request, x, record, m.options.record_ops, t);
   if (!out.defined()) return;  // non-tensor outputs (tuples, dicts) are served uncached
   if (results || served) {
     ScopedSpan cache(record, Stage::cache);
@@ -262,7 +385,7 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
 double Pipeline::verify(const TraceRequest& request, const Blob& served) {
   c10::InferenceMode inference;
   RequestRecord scratch;
-  at::Tensor fresh = impl_->forward(request, impl_->prepare(request, scratch), scratch, false);
+  at::Tensor fresh = impl_->forward(request, impl_->prepare(request, scratch), scratch, false, nullptr);
   if (!served || !fresh.defined()) return std::numeric_limits<double>::infinity();
   at::Tensor cached = tensor_of(served);
   if (!cached.defined() || cached.sizes() != fresh.sizes() || cached.scalar_type() != fresh.scalar_type())

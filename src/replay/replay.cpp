@@ -269,7 +269,8 @@ RunOutcome run_replay(const RunConfig& config) {
   verify.fraction = config.verify_fraction;
 
   info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
-  Pipeline pipeline(config.model_path, profile, PipelineOptions{profile.model.device, config.ops});
+  Pipeline pipeline(config.model_path, profile,
+                    PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace});
   const ModelInfo& model = pipeline.model();
   info.model_path = model.path;
   info.model_arch = model.meta.arch;
@@ -499,6 +500,7 @@ RunOutcome run_replay(const RunConfig& config) {
                                         "model file (model versions need the model store)",
                                         events));
   info.peak_rss_mb = peak_rss_mb();
+  info.gpu = pipeline.finish_gpu();
 
   RunOutcome outcome;
   outcome.summary = collector->summarize(info);

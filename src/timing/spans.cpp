@@ -46,6 +46,7 @@ void RequestRecord::reset() {
   cache_outcome = "none";
   ok = true;
   error.clear();
+  gpu = GpuRequestStats{};
 }
 
 std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
