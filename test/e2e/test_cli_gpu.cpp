@@ -52,7 +52,7 @@ TEST_SUITE("cli gpu") {
     r = run_cli({"run", f.model, "--trace", f.trace, "--profile", f.dir.file("cuda.toml"), "--device", "cpu",
                  "--format", "json", "--no-progress"});
     CHECK(r.code == 0);
-    CHECK(r.out.find("\"device\":\"cpu\"") != std::string::npos);
+    CHECK(r.out.find("\"device\": \"cpu\"") != std::string::npos);
   }
 
   TEST_CASE("a build without CUDA says so and how to get it - exit 2, no reports") {

@@ -38,6 +38,8 @@ void check(cudaError_t status, const char* call) {
   throw runtime_failure(
       fmt::format("CUDA: {} failed: {} ({})", call, cudaGetErrorString(status), static_cast<int>(status)));
 }
+// CUPTI_CHECK(call): the call's text and status in the error. Also used for
+// CUDA runtime calls (overloaded on the status type).
 #define CUPTI_CHECK(call) ::inferprof::gpu::cuda::check((call), #call)
 
 constexpr std::size_t kBufferBytes = 8u << 20;  // per activity buffer
@@ -69,17 +71,24 @@ class Session {
     return s;
   }
 
-  void start() {
+  // Buffer size and callbacks, once. The device buffer size applies to CUDA
+  // contexts created afterwards, so this runs before the first CUDA call
+  // that creates one (the copy-peak measurement, or the tracer).
+  void configure() {
     std::lock_guard<std::mutex> lock(start_mutex_);
-    if (!registered_) {
-      // Larger device-side buffers so that a long burst of kernels is not
-      // dropped before the host flushes.
-      std::size_t device_buffer = 32u << 20;
-      std::size_t size = sizeof(device_buffer);
-      CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &device_buffer));
-      CUPTI_CHECK(cuptiActivityRegisterCallbacks(&Session::buffer_requested, &Session::buffer_completed));
-      registered_ = true;
-    }
+    if (registered_) return;
+    // Larger device-side buffers so that a long burst of kernels is not
+    // dropped before the host flushes.
+    std::size_t device_buffer = 32u << 20;
+    std::size_t size = sizeof(device_buffer);
+    CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &device_buffer));
+    CUPTI_CHECK(cuptiActivityRegisterCallbacks(&Session::buffer_requested, &Session::buffer_completed));
+    registered_ = true;
+  }
+
+  void start() {
+    configure();
+    std::lock_guard<std::mutex> lock(start_mutex_);
     calibrate();
     for (CUpti_ActivityKind k : kKinds) CUPTI_CHECK(cuptiActivityEnable(k));
   }
@@ -341,7 +350,7 @@ class CuptiTracer final : public Tracer {
   TracerStats finish() override {
     if (!trace_) return {};
     Session& s = Session::instance();
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize()");
+    CUPTI_CHECK(cudaDeviceSynchronize());
     s.flush(true);
     s.drop_pending();
     TracerStats now = s.stats();
@@ -380,7 +389,8 @@ class CuptiTracer final : public Tracer {
 }  // namespace
 
 std::unique_ptr<Tracer> make_tracer(const TracerOptions& options) {
-  check(cudaSetDevice(options.device_index), "cudaSetDevice()");
+  if (options.trace) Session::instance().configure();
+  CUPTI_CHECK(cudaSetDevice(options.device_index));
   return std::make_unique<CuptiTracer>(options);
 }
 
@@ -394,12 +404,13 @@ std::string device_name(int device_index) {
     throw bad_input(fmt::format("device cuda:{} does not exist ({} CUDA device{} visible)", device_index, count,
                                 count == 1 ? "" : "s"));
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, device_index), "cudaGetDeviceProperties()");
+  CUPTI_CHECK(cudaGetDeviceProperties(&prop, device_index));
   return prop.name;
 }
 
 CopyPeak measure_copy_peak(int device_index, std::uint64_t bytes) {
-  check(cudaSetDevice(device_index), "cudaSetDevice()");
+  Session::instance().configure();  // before this creates the CUDA context
+  CUPTI_CHECK(cudaSetDevice(device_index));
   CopyPeak peak;
   peak.bytes = bytes;
   void* device = nullptr;
@@ -412,27 +423,29 @@ CopyPeak measure_copy_peak(int device_index, std::uint64_t bytes) {
     void*& p;
     cudaEvent_t& a;
     cudaEvent_t& b;
+    // Releasing while unwinding or after success: a failure here has no
+    // one to report to, and must not mask the error being thrown.
     ~Cleanup() {
-      if (d) cudaFree(d);
-      if (p) cudaFreeHost(p);
-      if (a) cudaEventDestroy(a);
-      if (b) cudaEventDestroy(b);
+      if (d) (void)cudaFree(d);
+      if (p) (void)cudaFreeHost(p);
+      if (a) (void)cudaEventDestroy(a);
+      if (b) (void)cudaEventDestroy(b);
     }
   } cleanup{device, pinned, start, stop};
-  check(cudaMalloc(&device, bytes), "cudaMalloc()");
-  check(cudaMallocHost(&pinned, bytes), "cudaMallocHost()");
+  CUPTI_CHECK(cudaMalloc(&device, bytes));
+  CUPTI_CHECK(cudaMallocHost(&pinned, bytes));
   std::memset(pinned, 1, bytes);
-  check(cudaEventCreate(&start), "cudaEventCreate()");
-  check(cudaEventCreate(&stop), "cudaEventCreate()");
+  CUPTI_CHECK(cudaEventCreate(&start));
+  CUPTI_CHECK(cudaEventCreate(&stop));
   const auto best_gbps = [&](void* dst, const void* src, cudaMemcpyKind kind) {
     float best_ms = 0;
     for (int i = 0; i < 6; ++i) {  // the first is a warm-up
-      check(cudaEventRecord(start), "cudaEventRecord()");
-      check(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy()");
-      check(cudaEventRecord(stop), "cudaEventRecord()");
-      check(cudaEventSynchronize(stop), "cudaEventSynchronize()");
+      CUPTI_CHECK(cudaEventRecord(start));
+      CUPTI_CHECK(cudaMemcpy(dst, src, bytes, kind));
+      CUPTI_CHECK(cudaEventRecord(stop));
+      CUPTI_CHECK(cudaEventSynchronize(stop));
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime()");
+      CUPTI_CHECK(cudaEventElapsedTime(&ms, start, stop));
       if (i > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
     }
     return best_ms > 0 ? static_cast<double>(bytes) / (static_cast<double>(best_ms) * 1e6) : 0.0;
