@@ -256,3 +256,34 @@ TEST_SUITE("gpu") {
     CHECK(folded["request;overhead"] == 40);
   }
 }
+
+TEST_SUITE("gpu") {
+  TEST_CASE("the table and summary.json show the GPU block only for a GPU run") {
+    RunSummary s;
+    s.requests = 10;
+    CHECK(render_table(s).find("CUPTI") == std::string::npos);
+    CHECK(render_summary_json(s).find("\"gpu\"") == std::string::npos);
+
+    s.info.gpu.enabled = true;
+    s.info.gpu.name = "NVIDIA Test";
+    s.info.gpu.records = 1234;
+    s.info.gpu.dropped = 0;
+    s.info.gpu.peak_h2d_pageable_gbps = 10;
+    s.info.gpu.peak_h2d_pinned_gbps = 25;
+    s.stages[static_cast<std::size_t>(Stage::h2d)].total_us = 1000;  // 10 requests x 100 µs
+    s.h2d_bytes = 10'000'000;                                       // 1 MB each: 10 GB/s
+    s.gpu_kernels = 520;
+    s.gpu_idle_us = 50;
+    const std::string table = render_table(s);
+    CHECK(table.find("NVIDIA Test · CUPTI: 1,234 activity records, 0 dropped") != std::string::npos);
+    CHECK(table.find("h2d 10.0 GB/s achieved (pageable) vs peak 25.0 pinned / 10.0 pageable") != std::string::npos);
+    CHECK(table.find("52.0 per request") != std::string::npos);
+    CHECK(table.find("warning: CUPTI dropped") == std::string::npos);
+    s.info.gpu.dropped = 7;
+    CHECK(render_table(s).find("warning: CUPTI dropped 7 activity records") != std::string::npos);
+    const std::string json = render_summary_json(s);
+    CHECK(json.find("\"dropped_records\": 7") != std::string::npos);
+    CHECK(json.find("\"kernels_per_request\": 52") != std::string::npos);
+    CHECK(json.find("\"h2d_gbps\": 10") != std::string::npos);
+  }
+}
