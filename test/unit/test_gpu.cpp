@@ -40,6 +40,17 @@ std::map<std::string, Nanos> children_by_name(const gpu::RequestGpu& g) {
 
 Nanos stage(const RequestRecord& r, Stage s) { return r.stage[static_cast<std::size_t>(s)]; }
 
+// The collector's folded stacks by path, and their sum (µs).
+std::pair<std::map<std::string, std::uint64_t>, std::uint64_t> folded_of(const Collector& c) {
+  std::map<std::string, std::uint64_t> folded;
+  std::uint64_t sum = 0;
+  for (const auto& [path, us] : c.folded()) {
+    folded[path] = us;
+    sum += us;
+  }
+  return {folded, sum};
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -204,17 +215,10 @@ TEST_SUITE("gpu") {
     // Idle: 600..1100, 1900..2000, 2200..2600.
     CHECK(r.gpu.gpu_idle == 1000);
 
-    // The folded stacks: kernels under compute, gpu_idle under overhead, all
-    // summing to the request's total.
+    // The folded stacks sum to the request's total (3000 ns = 3 µs).
     Collector c(CollectorOptions{});
     c.add(r);
-    std::map<std::string, std::uint64_t> folded;
-    std::uint64_t sum = 0;
-    for (const auto& [path, us] : c.folded()) {
-      folded[path] = us;
-      sum += us;
-    }
-    CHECK(sum == 3);  // 3000 ns
+    CHECK(folded_of(c).second == 3);
     RunSummary s = c.summarize(RunInfo{});
     CHECK(s.gpu_kernels == 2);
     CHECK(s.h2d_bytes == 4'000'000);
@@ -239,12 +243,7 @@ TEST_SUITE("gpu") {
     r.finish();
     Collector c(CollectorOptions{});
     c.add(r);
-    std::map<std::string, std::uint64_t> folded;
-    std::uint64_t sum = 0;
-    for (const auto& [path, us] : c.folded()) {
-      folded[path] = us;
-      sum += us;
-    }
+    auto [folded, sum] = folded_of(c);
     CHECK(sum == 300);
     CHECK(folded["request;h2d"] == 30);
     CHECK(folded["request;compute;gemm_kernel"] == 100);
