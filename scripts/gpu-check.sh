@@ -13,7 +13,7 @@
 # Every step has a timeout and says its name when it fails. Exit 0: all checks
 # pass; 1: a check failed (table printed); other: a step failed.
 #
-#   scripts/gpu-check.sh            (env: PYTHON, CUDA_ROOT, JOBS, GPU_CHECK_REQUESTS)
+#   scripts/gpu-check.sh   (env: PYTHON, CUDA_ROOT, JOBS, GPU_CHECK_REQUESTS, CXX_STANDARD)
 set -Eeuo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,7 +65,7 @@ step "configure (vendored deps, INFERPROF_WITH_CUDA=ON)"
 cuda_args=(-DCUDAToolkit_ROOT="$cuda_root")
 [[ -x $cuda_root/bin/nvcc ]] && cuda_args+=(-DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc")
 run 300 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$torch_prefix" "${cuda_args[@]}" \
+  -DCMAKE_PREFIX_PATH="$torch_prefix" "${cuda_args[@]}" -DCMAKE_CXX_STANDARD="${CXX_STANDARD:-17}" \
   -DINFERPROF_VENDORED_DEPS=ON -DINFERPROF_WITH_CUDA=ON \
   -DINFERPROF_BUILD_TESTS=OFF -DINFERPROF_BUILD_BENCH=ON
 grep -E "inferprof GPU support" "$log" | tail -n 1 || true
