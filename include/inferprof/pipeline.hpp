@@ -10,6 +10,7 @@
 
 #include "inferprof/cache.hpp"
 #include "inferprof/profile.hpp"
+#include "inferprof/report.hpp"
 #include "inferprof/timing.hpp"
 #include "inferprof/trace.hpp"
 
@@ -66,8 +67,10 @@ struct CacheSet {
 };
 
 struct PipelineOptions {
-  std::string device = "cpu";
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   bool record_ops = false;  // aten operators as children of `compute`
+  bool pinned = false;      // cuda: stage inputs in page-locked memory before h2d
+  bool gpu_trace = true;    // cuda: CUPTI + NVTX (off: host times only, to measure their cost)
 };
 
 class Pipeline {
@@ -111,11 +114,19 @@ class Pipeline {
   // infinity when shapes or dtypes differ or `served` does not decode.
   double verify(const TraceRequest& request, const Blob& served, const ModelHandle& model = nullptr);
 
+  // cuda: device name, copy peak and CUPTI's counts so far (flushes CUPTI
+  // first). On CPU: enabled = false.
+  GpuInfo finish_gpu();
+  // cuda: turns CUPTI + NVTX on or off between requests (bench_gpu_overhead).
+  void set_gpu_trace(bool on);
+
   // The shape/dtype a seed input gets when the request leaves them out.
   std::vector<std::int64_t> default_shape() const;
   DType default_dtype() const;
 
  private:
+  void serve_traced(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
+                    const ModelHandle& model);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -124,7 +135,7 @@ class Pipeline {
 // count in effect, as read back from libtorch.
 int configure_threads(int requested);
 std::string libtorch_version();
-// "xxh3:<16 hex>" of a file's bytes: a model's version, a trace's identity.
+// "xxh3:<16 hex>" of a file's bytes, read in blocks: a trace's identity in summary.json.
 std::string file_version(const std::string& path);
 
 struct GenModelOptions {

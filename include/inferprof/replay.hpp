@@ -51,6 +51,8 @@ struct RunConfig {
   std::string split = "rr";      // rr: request n goes to replica n mod N; hash: by its key
   std::string update_channel;    // Redis URL for update pub/sub; empty: the trace's own events
   std::function<void()> on_ready;  // called when warmed up, before the replay starts; may block
+  bool pinned = false;         // cuda: inputs staged in pinned memory (--pinned)
+  bool gpu_trace = true;       // cuda: CUPTI + NVTX (--gpu-trace off)
 };
 
 // The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the

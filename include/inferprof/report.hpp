@@ -15,6 +15,18 @@
 
 namespace inferprof {
 
+// A --device cuda run: the device, its copy peak and what CUPTI delivered.
+struct GpuInfo {
+  bool enabled = false;  // false on CPU: nothing below is reported
+  std::string name;      // "NVIDIA H200"
+  bool pinned = false;   // --pinned: inputs staged in page-locked memory
+  bool trace = true;     // CUPTI + NVTX on (--gpu-trace off: stages are host times)
+  // Plain cudaMemcpy on this machine at startup, GB/s.
+  double peak_h2d_pinned_gbps = 0, peak_h2d_pageable_gbps = 0;
+  double peak_d2h_pinned_gbps = 0, peak_d2h_pageable_gbps = 0;
+  std::uint64_t records = 0, dropped = 0, unattributed = 0;  // CUPTI activity records
+};
+
 // Facts about the run that the records do not carry; filled in by replay.
 struct RunInfo {
   std::string command = "run";
@@ -52,6 +64,7 @@ struct RunInfo {
   std::vector<std::string> skipped_examples;
   double peak_rss_mb = 0;
   std::vector<std::string> warnings;  // shown under the table and in summary.json
+  GpuInfo gpu;
 };
 
 // Statistics of one stage (or of the total) over the measured requests, in µs.
@@ -138,6 +151,9 @@ struct RunSummary {
   std::vector<OutcomeStats> outcomes;   // only with caches
   VerifyReport verify;
   std::vector<UpdateReport> updates;  // model updates applied during the replay
+  // GPU sums over the measured requests (record.gpu); zero on CPU.
+  std::uint64_t gpu_kernels = 0, h2d_bytes = 0, d2h_bytes = 0;
+  double gpu_idle_us = 0;
   // A uniform sample (reservoir, at most 50,000) of request totals in µs, for
   // confidence intervals of comparisons; not written to summary.json.
   std::vector<double> latency_sample_us;

@@ -61,6 +61,13 @@ struct Span {
   Nanos dur = 0;
 };
 
+// What CUPTI saw of one request on the GPU (all zero on CPU).
+struct GpuRequestStats {
+  std::uint32_t kernels = 0;     // kernel launches that ran for the request
+  std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
+  Nanos gpu_idle = 0;            // gaps between its GPU activities (a child of overhead)
+};
+
 // Everything recorded about one request. Reused across requests by a worker
 // (reset() keeps the vectors' capacity) so steady-state recording allocates nothing.
 struct RequestRecord {
@@ -83,6 +90,7 @@ struct RequestRecord {
   bool update_pending = false;
   bool ok = true;
   std::string error;                       // when !ok: why the request failed
+  GpuRequestStats gpu;
 
   void reset();
   Nanos total() const noexcept { return end - arrival; }

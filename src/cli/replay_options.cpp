@@ -50,6 +50,11 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
                   "How a model_update switches versions: sync (next request reloads), async (old version serves "
                   "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)")
       ->check(CLI::IsMember({"sync", "async", "preload"}));
+  cmd->add_option("--device", args.device, "cpu, cuda or cuda:N (default: the profile's [model] device)");
+  cmd->add_flag("--pinned", args.pinned, "cuda: stage inputs in pinned (page-locked) host memory before h2d");
+  cmd->add_option("--gpu-trace", args.gpu_trace,
+                  "cuda: on = CUPTI activity + NVTX ranges (GPU stage times); off = host times only")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 std::vector<TierSpec> tier_overrides(const ReplayArgs& args) { return parse_tier_options(args.tiers); }
@@ -93,6 +98,18 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.update_mode = args.update;
   if (args.store.empty() && (!args.store_redis.empty() || args.store_zstd))
     throw bad_input("--store-redis and --store-zstd apply to a model store: add --store URL");
+  if (!args.device.empty()) {
+    const std::string& d = args.device;
+    const bool cuda_n = d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
+                        d.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (d != "cpu" && d != "cuda" && !cuda_n)
+      throw bad_input(fmt::format("--device {}: expected cpu, cuda or cuda:N", d));
+    config.profile.model.device = d;
+  }
+  if ((args.pinned || args.gpu_trace != "on") && config.profile.model.device == "cpu")
+    throw bad_input("--pinned and --gpu-trace apply to --device cuda only (this run is on cpu)");
+  config.pinned = args.pinned;
+  config.gpu_trace = args.gpu_trace == "on";
   if (args.verify >= 0) {
     if (args.verify > 1) throw bad_input(fmt::format("--verify {}: expected a fraction between 0 and 1", args.verify));
     config.verify_fraction = args.verify;

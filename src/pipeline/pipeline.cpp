@@ -1,6 +1,7 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <simdjson.h>
+#include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <xxhash.h>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "inferprof/error.hpp"
+#include "inferprof/gpu.hpp"
 #include "inferprof/pipeline.hpp"
 #include "pipeline/torch_detail.hpp"
 
@@ -128,7 +130,7 @@ ModelBytes read_model_file(const std::string& path) {
 
 namespace {
 
-ModelHandle deserialize(const ModelBytes& m, const std::string& device, RequestRecord* record) {
+ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestRecord* record) {
   auto model = std::make_shared<LoadedModel>();
   ModelInfo& info = model->info;
   info.name = m.name;
@@ -168,7 +170,7 @@ ModelHandle deserialize(const ModelBytes& m, const std::string& device, RequestR
     // On the CPU this is a no-op; the span is there so GPU runs show the move.
     std::optional<ScopedSpan> span;
     if (record) span.emplace(*record, names.to_device, load->index());
-    if (device != "cpu") model->module.to(c10::Device(device));
+    if (!device.is_cpu()) model->module.to(device);
   }
   info.load_ms = static_cast<double>(now_ns() - t0 + m.fetch_ns + m.verify_ns) / 1e6;
   info.meta = parse_metadata(extra[kMetadataFile]);
@@ -186,10 +188,19 @@ struct Pipeline::Impl {
   std::vector<std::int64_t> default_shape;
   DType default_dtype = DType::float32;
   std::string fingerprint;  // of the preprocessing: part of every L3 key
+  // cuda: the device, and the tracer every request and stage reports to.
+  c10::Device device{c10::kCPU};
+  std::unique_ptr<gpu::Tracer> tracer;
+  GpuInfo gpu_info;
 
   at::Tensor prepare(const TraceRequest& request, RequestRecord& record);
+  // On cuda: h2d, compute and d2h, each synchronised so its host span holds
+  // its own work; `tracer` null for work outside a request (verify).
   at::Tensor forward(LoadedModel& model, const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
-                     bool record_ops);
+                     bool record_ops, gpu::Tracer* tracer);
+  at::Tensor run_module(LoadedModel& model, const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
+                        bool record_ops, std::int32_t compute_span);
+  void set_up_cuda();
   ModelHandle pick(const ModelHandle& model) const { return model ? model : std::atomic_load(&active); }
 
   Impl(const std::vector<PreprocessOp>& ops, PipelineOptions opts) : preprocess(ops), options(std::move(opts)) {}
@@ -200,11 +211,10 @@ Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const 
 
 Pipeline::Pipeline(const ModelBytes& first, const Profile& profile, const PipelineOptions& options)
     : impl_(std::make_unique<Impl>(profile.preprocess, options)) {
-  if (options.device != "cpu")
-    throw bad_input(fmt::format("device '{}': this build has no CUDA support (rebuild with a CUDA libtorch on "
-                                "CMAKE_PREFIX_PATH and -DINFERPROF_WITH_CUDA=ON)",
-                                options.device));
-  impl_->first = deserialize(first, options.device, nullptr);
+  if (options.device != "cpu" && !gpu::kSupported)
+    throw bad_input(fmt::format("device '{}': this build has no CUDA support; {}", options.device, gpu::kRebuildHint));
+  if (options.device != "cpu") impl_->set_up_cuda();
+  impl_->first = deserialize(first, impl_->device, nullptr);
   impl_->active = impl_->first;
   const ModelInfo& info = impl_->first->info;
   impl_->default_shape = !profile.input.shape.empty() ? profile.input.shape : info.meta.input_shape;
@@ -214,10 +224,60 @@ Pipeline::Pipeline(const ModelBytes& first, const Profile& profile, const Pipeli
 }
 
 ModelHandle Pipeline::load(const ModelBytes& bytes, RequestRecord* record) const {
-  return deserialize(bytes, impl_->options.device, record);
+  return deserialize(bytes, impl_->device, record);
 }
 void Pipeline::activate(ModelHandle model) { std::atomic_store(&impl_->active, std::move(model)); }
 ModelHandle Pipeline::active() const { return std::atomic_load(&impl_->active); }
+
+void Pipeline::Impl::set_up_cuda() {
+  int index = 0;
+  if (options.device.rfind("cuda:", 0) == 0) {
+    try {
+      index = std::stoi(options.device.substr(5));
+    } catch (const std::exception&) {
+      index = -1;
+    }
+    if (index < 0) throw bad_input(fmt::format("device '{}': expected cuda or cuda:N", options.device));
+  }
+  gpu_info.name = gpu::device_name(index);  // exit 3 when no device is usable
+  if (!torch::cuda::is_available())
+    throw runtime_failure(fmt::format("device '{}': CUDA sees {} but libtorch reports no usable CUDA device",
+                                      options.device, gpu_info.name));
+  device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  gpu_info.enabled = true;
+  gpu_info.pinned = options.pinned;
+  gpu_info.trace = options.gpu_trace;
+  // Before tracing starts: these copies are not any request's.
+  const gpu::CopyPeak peak = gpu::measure_copy_peak(index, 64u << 20);
+  gpu_info.peak_h2d_pinned_gbps = peak.h2d_pinned;
+  gpu_info.peak_h2d_pageable_gbps = peak.h2d_pageable;
+  gpu_info.peak_d2h_pinned_gbps = peak.d2h_pinned;
+  gpu_info.peak_d2h_pageable_gbps = peak.d2h_pageable;
+  tracer = gpu::make_tracer(gpu::TracerOptions{index, options.gpu_trace});
+}
+
+namespace {
+void add_stats(GpuInfo& g, const gpu::TracerStats& s) {
+  g.records += s.records;
+  g.dropped += s.dropped;
+  g.unattributed += s.unattributed;
+}
+}  // namespace
+
+GpuInfo Pipeline::finish_gpu() {
+  if (impl_->tracer) add_stats(impl_->gpu_info, impl_->tracer->finish());
+  return impl_->gpu_info;
+}
+
+void Pipeline::set_gpu_trace(bool on) {
+  Impl& m = *impl_;
+  if (!m.tracer || m.options.gpu_trace == on) return;
+  add_stats(m.gpu_info, m.tracer->finish());
+  m.tracer.reset();  // the old one stops CUPTI before the new one starts it
+  m.options.gpu_trace = on;
+  m.gpu_info.trace = on;
+  m.tracer = gpu::make_tracer(gpu::TracerOptions{m.device.index(), on});
+}
 
 Pipeline::~Pipeline() = default;
 
@@ -241,10 +301,9 @@ at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& r
   return preprocess.run(std::move(x), request, record, span.index());
 }
 
-at::Tensor Pipeline::Impl::forward(LoadedModel& model, const TraceRequest& request, const at::Tensor& x,
-                                   RequestRecord& record, bool record_ops) {
-  ScopedSpan span(record, Stage::compute);
-  detail::OpRecorder::Scope ops(record_ops, record, span.index());
+at::Tensor Pipeline::Impl::run_module(LoadedModel& model, const TraceRequest& request, const at::Tensor& x,
+                                      RequestRecord& record, bool record_ops, std::int32_t compute_span) {
+  detail::OpRecorder::Scope ops(record_ops, record, compute_span);
   try {
     c10::IValue out = model.module.forward({x});
     return out.isTensor() ? out.toTensor() : at::Tensor();
@@ -261,14 +320,76 @@ at::Tensor Pipeline::Impl::forward(LoadedModel& model, const TraceRequest& reque
   }
 }
 
+at::Tensor Pipeline::Impl::forward(LoadedModel& model, const TraceRequest& request, const at::Tensor& x,
+                                   RequestRecord& record, bool record_ops, gpu::Tracer* t) {
+  if (!device.is_cuda()) {
+    ScopedSpan span(record, Stage::compute);
+    return run_module(model, request, x, record, record_ops, span.index());
+  }
+  const auto sync = [&] { torch::cuda::synchronize(device.index()); };
+  at::Tensor on_device;
+  {
+    ScopedSpan span(record, Stage::h2d);
+    gpu::StageScope stage(t, Stage::h2d);
+    // Pinned: a page-locked staging copy, then an asynchronous DMA copy.
+    on_device = options.pinned ? x.pin_memory().to(device, /*non_blocking=*/true) : x.to(device);
+    sync();
+  }
+  at::Tensor out;
+  {
+    ScopedSpan span(record, Stage::compute);
+    gpu::StageScope stage(t, Stage::compute);
+    out = run_module(model, request, on_device, record, record_ops, span.index());
+    sync();
+  }
+  if (!out.defined()) return out;
+  ScopedSpan span(record, Stage::d2h);
+  gpu::StageScope stage(t, Stage::d2h);
+  out = out.to(at::kCPU);
+  sync();
+  return out;
+}
+
+namespace {
+// Brackets a request for the GPU tracer; a request that throws is cancelled.
+class TracedRequest {
+ public:
+  TracedRequest(gpu::Tracer* t, RequestRecord& r) : tracer_(t), record_(r) {
+    if (tracer_) tracer_->begin_request(record_);
+  }
+  ~TracedRequest() {
+    if (tracer_) tracer_->cancel_request();
+  }
+  void end() {
+    gpu::Tracer* t = tracer_;
+    tracer_ = nullptr;
+    if (t) t->end_request(record_);
+  }
+  TracedRequest(const TracedRequest&) = delete;
+  TracedRequest& operator=(const TracedRequest&) = delete;
+
+ private:
+  gpu::Tracer* tracer_;
+  RequestRecord& record_;
+};
+}  // namespace
+
 void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
                      const ModelHandle& use) {
+  TracedRequest traced(impl_->tracer.get(), record);
+  serve_traced(request, record, caches, served, use);
+  traced.end();
+}
+
+void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, const CacheSet* caches,
+                            Blob* served, const ModelHandle& use) {
   c10::InferenceMode inference;
   Impl& m = *impl_;
+  gpu::Tracer* const t = m.tracer.get();
   const ModelHandle model = m.pick(use);
   record.model_version = model->info.version;
   if (!caches || !caches->any()) {
-    at::Tensor out = m.forward(*model, request, m.prepare(request, record), record, m.options.record_ops);
+    at::Tensor out = m.forward(*model, request, m.prepare(request, record), record, m.options.record_ops, t);
     if (served) *served = out.defined() ? encode_output(out) : nullptr;
     return;
   }
@@ -319,7 +440,7 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
       if (Blob blob = encode_output(x)) caches->l3->put(pkey, std::move(blob), now_ns());
     }
   }
-  at::Tensor out = m.forward(*model, request, x, record, m.options.record_ops);
+  at::Tensor out = m.forward(*model, request, x, record, m.options.record_ops, t);
   if (!out.defined()) return;  // non-tensor outputs (tuples, dicts) are served uncached
   if (results || served) {
     ScopedSpan cache(record, Stage::cache);
@@ -342,7 +463,7 @@ double Pipeline::verify(const TraceRequest& request, const Blob& served, const M
   c10::InferenceMode inference;
   RequestRecord scratch;
   const ModelHandle model = impl_->pick(use);
-  at::Tensor fresh = impl_->forward(*model, request, impl_->prepare(request, scratch), scratch, false);
+  at::Tensor fresh = impl_->forward(*model, request, impl_->prepare(request, scratch), scratch, false, nullptr);
   if (!served || !fresh.defined()) return std::numeric_limits<double>::infinity();
   at::Tensor cached = tensor_of(served);
   if (!cached.defined() || cached.sizes() != fresh.sizes() || cached.scalar_type() != fresh.scalar_type())

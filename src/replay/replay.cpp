@@ -311,7 +311,8 @@ RunOutcome run_replay(const RunConfig& config) {
   }
 
   info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
-  Pipeline pipeline(source->fetch(first_version), profile, PipelineOptions{profile.model.device, config.ops});
+  Pipeline pipeline(source->fetch(first_version), profile,
+                    PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace});
   const ModelInfo& model = pipeline.model();
   std::optional<ModelUpdates> updates;
   if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
@@ -606,6 +607,7 @@ RunOutcome run_replay(const RunConfig& config) {
   channel.reset();  // no announcement after this point
   if (updates) update_reports = updates->finish();
   info.peak_rss_mb = peak_rss_mb();
+  info.gpu = pipeline.finish_gpu();
 
   RunOutcome outcome;
   outcome.summary = collector->summarize(info);

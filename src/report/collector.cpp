@@ -116,6 +116,8 @@ struct Collector::Impl {
   std::unordered_map<std::uint64_t, std::uint32_t> path_ids;  // (parent path, name) -> path
   std::vector<PathNode> paths;
   std::vector<OpAcc> ops;  // by name id
+  std::uint64_t gpu_kernels = 0, h2d_bytes = 0, d2h_bytes = 0;
+  Nanos gpu_idle = 0;
 
   bool files = false;  // streaming to out_dir
   bool committed = false;
@@ -132,7 +134,7 @@ Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>(st
     impl_->trace_file.open(dir, "trace.json");
     impl_->trace_file.write(report::ChromeTraceWriter::header());
     impl_->csv_file.open(dir, "requests.csv");
-    impl_->csv_file.write(report::requests_csv_header());
+    impl_->csv_file.write(report::requests_csv_header(impl_->options.copies_applicable));
   } catch (...) {
     discard();
     throw;
@@ -194,6 +196,10 @@ void Collector::add(const RequestRecord& r) {
     if (i == kOverhead || r.stage[i] != 0 || (present & (1u << i)) != 0) ++m.stage_count[i];
   }
   m.total_hist.record(r.total());
+  m.gpu_kernels += r.gpu.kernels;
+  m.h2d_bytes += r.gpu.h2d_bytes;
+  m.d2h_bytes += r.gpu.d2h_bytes;
+  m.gpu_idle += r.gpu.gpu_idle;
   if (r.cache_outcome != "none") m.outcome_hist[r.cache_outcome].record(r.total());
   {
     // Requests before any update (update == -1) are update 0's "before".
@@ -220,7 +226,8 @@ void Collector::add(const RequestRecord& r) {
     sc.path[i] = path;
     const Nanos self = s.dur - sc.child_ns[i];
     m.paths[path].self_ns += self;
-    if (p < 0 && s.name >= kStageCount) top_level_other += s.dur;
+    // An explicit overhead span (GPU: holding gpu_idle) is part of overhead too.
+    if (p < 0 && (s.name >= kStageCount || s.name == name_id(Stage::overhead))) top_level_other += s.dur;
     if (sc.under_compute[i] && s.name >= kStageCount) {
       if (s.name >= m.ops.size()) m.ops.resize(s.name + 1);
       OpAcc& op = m.ops[s.name];
@@ -307,6 +314,10 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     s.top_ops.push_back(std::move(o));
   }
   s.spans = m.spans;
+  s.gpu_kernels = m.gpu_kernels;
+  s.h2d_bytes = m.h2d_bytes;
+  s.d2h_bytes = m.d2h_bytes;
+  s.gpu_idle_us = static_cast<double>(m.gpu_idle) / 1e3;
   s.trace_json_requests = m.trace_requests;
   s.csv_rows = m.requests;
   return s;

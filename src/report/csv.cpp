@@ -7,9 +7,13 @@
 namespace inferprof {
 namespace report {
 
-std::string_view requests_csv_header() {
-  return "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
-         "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version\n";
+std::string requests_csv_header(bool gpu) {
+  std::string h =
+      "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
+      "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version";
+  // GPU runs (copies applicable) add what CUPTI saw; CPU rows keep their shape.
+  if (gpu) h += ",kernels,h2d_bytes,d2h_bytes,gpu_idle_us";
+  return h + "\n";
 }
 
 void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable) {
@@ -34,6 +38,10 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
   append_csv_field(out, r.error);
   out.push_back(',');
   append_csv_field(out, r.model_version);
+  if (copies_applicable) {
+    fmt::format_to(it, ",{},{},{},", r.gpu.kernels, r.gpu.h2d_bytes, r.gpu.d2h_bytes);
+    append_us3(out, r.gpu.gpu_idle);
+  }
   out.push_back('\n');
 }
 

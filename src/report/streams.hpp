@@ -79,7 +79,7 @@ class ChromeTraceWriter {
 };
 
 // requests.csv
-std::string_view requests_csv_header();
+std::string requests_csv_header(bool gpu);
 void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable);
 
 // Rounds folded-stack values from ns to whole µs with the largest-remainder

@@ -1,6 +1,7 @@
 // summary.json: the machine-readable summary `diff` and dashboards read. Each
 // section is its own function so later fields (cache tiers) slot in as one more.
 #include "report/cache_report.hpp"
+#include "report/gpu_report.hpp"
 #include "report/json.hpp"
 #include "report/text.hpp"
 #include "report/update_report.hpp"
@@ -132,6 +133,7 @@ std::string render_summary_json(const RunSummary& s) {
   report::write_ops(w, s.top_ops);
   report::write_cache_json(w, s);
   report::write_updates_json(w, s);
+  report::write_gpu_json(w, s);
   w.key("reports").begin_object();
   w.field("trace_json_requests", s.trace_json_requests);
   w.field("spans", s.spans);

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "report/cache_report.hpp"
+#include "report/gpu_report.hpp"
 #include "report/text.hpp"
 #include "report/update_report.hpp"
 
@@ -67,6 +68,7 @@ std::string render_table(const RunSummary& s) {
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);
   out += cache_table_lines(s, false);
   out += update_table_lines(s, false);
+  out += gpu_table_lines(s);
 
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';

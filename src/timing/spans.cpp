@@ -49,6 +49,7 @@ void RequestRecord::reset() {
   update_pending = false;
   ok = true;
   error.clear();
+  gpu = GpuRequestStats{};
 }
 
 std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
