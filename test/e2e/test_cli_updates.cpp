@@ -208,11 +208,13 @@ TEST_SUITE("e2e replicas") {
   TEST_CASE("3 replicas split the trace, share Redis L2 and get the update over pub/sub") {
     if (!redis_available()) return;
     RedisServer redis;
-    StoreFixture f;
+    // Open loop (a request every 2 ms, the update at 59 ms): every replica is
+    // mid-replay when replica 0 publishes it.
+    StoreFixture f("v2", /*with_ts=*/true);
     TempDir out;
     auto r = run_cli({"run", "m@v1", "--store", f.url, "--store-redis", redis.url(1), "--trace", f.trace, "--cache",
-                      "l1,l2", "--redis", redis.url(), "--update", "async", "--replicas", "3", "--warmup", "1", "--out",
-                      out.file("r")});
+                      "l1,l2", "--redis", redis.url(), "--update", "async", "--open-loop", "--replicas", "3",
+                      "--warmup", "1", "--out", out.file("r")});
     REQUIRE_MESSAGE(r.code == 0, std::string(r.err + r.out));
     CHECK(r.out.find("3 replicas") != std::string::npos);
     simdjson::dom::parser parser;
