@@ -379,8 +379,10 @@ TEST_SUITE("cache") {
     // Keys outlive a run (LMDB folders, Redis): the encoding must not drift.
     // If this changes on purpose, every persisted cache is invalidated. The
     // first value equals XXH128's canonical hex of 'R' | u64le 2 | "v1" |
-    // u64le 3 | "abc", checked with a separate C program.
-    CHECK(to_hex(result_key("v1", "abc")) == "22584f101e6b1971a30be1b475232897");
+    // u64le 3 | "abc", checked with a separate C program, with its top 32
+    // bits replaced by the version tag (the top half of XXH3-64("v1")).
+    CHECK(to_hex(result_key("v1", "abc")) == "699a96a91e6b1971a30be1b475232897");
+    CHECK(version_tag("v1") == 0x699a96a9u);
     CHECK(to_hex(preprocessed_key("resize224", "abc")) == "94377c8e29404fd602a2131c4375a1b0");
   }
 
@@ -784,7 +786,27 @@ TEST_SUITE("cache") {
     CHECK_THROWS_AS(PolicyCache<Empty>(Policy::ttl, 10, 0, 0), std::invalid_argument);
   }
 
+  TEST_CASE("keys: a result key carries its version's tag, so one version can be dropped") {
+    for (const char* v : {"v1", "v2", "xxh3:0123456789abcdef"}) {
+      CHECK((result_key(v, "k").hi >> 32) == version_tag(v));
+      CHECK((result_key(v, "other").hi >> 32) == version_tag(v));
+    }
+    CHECK(version_tag("v1") != version_tag("v2"));
+  }
+
   // ---- the memory tier --------------------------------------------------------
+  TEST_CASE("memory tier: invalidate drops one version's results and nothing else") {
+    auto tier = make_memory_tier(parse_tier_spec("l1", "lru:100", "t"));
+    for (const char* k : {"a", "b", "c"}) tier->put(result_key("v1", k), blob_of(sample_blob(1)), 0);
+    for (const char* k : {"a", "b"}) tier->put(result_key("v2", k), blob_of(sample_blob(2)), 0);
+    CHECK(tier->invalidate(version_tag("v1")) == 3);
+    CHECK(tier->get(result_key("v1", "a"), 0) == nullptr);
+    REQUIRE(tier->get(result_key("v2", "a"), 0));
+    CHECK(tier->stats().entries == 2);
+    CHECK(tier->stats().evictions == 0);  // not counted as evictions
+    CHECK(tier->invalidate(version_tag("v1")) == 0);
+  }
+
   TEST_CASE("memory tier: blobs, sizes, stats, clear") {
     TierSpec spec = parse_tier_spec("l1", "lru:2,1KB", "t");
     auto tier = make_memory_tier(spec);

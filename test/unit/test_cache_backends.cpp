@@ -153,6 +153,20 @@ TEST_SUITE("cache backends") {
     a->clear();  // clearing an empty namespace is fine
   }
 
+  TEST_CASE("redis: erase_version removes one model version's results in its own namespace only") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer server;
+    auto a = make_redis_backend(server.url(), "ns");
+    auto other = make_redis_backend(server.url(), "other");
+    for (int i = 0; i < 700; ++i) a->put(result_key("v1", std::to_string(i)), "old", 0);  // several SCAN steps
+    a->put(result_key("v2", "0"), "new", 0);
+    other->put(result_key("v1", "0"), "theirs", 0);
+    CHECK(a->erase_version(version_tag("v1")) == 700);
+    CHECK(a->entries() == 1);
+    CHECK(a->get(result_key("v2", "0")) == std::optional<std::string>("new"));
+    CHECK(other->get(result_key("v1", "0")) == std::optional<std::string>("theirs"));
+  }
+
   TEST_CASE("redis: get_many answers in order, across pipelined batches") {
     REQUIRE_REDIS_SERVER();
     RedisServer server;

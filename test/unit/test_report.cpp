@@ -387,6 +387,7 @@ TEST_CASE("requests.csv has one row per request, quoted where needed") {
   b.span(Stage::compute, 0, 90'000);
   b.r.ok = false;
   b.r.error = "shape mismatch, expected [1, 16]";
+  b.r.model_version = "v2";
   c.add(b.done());
   c.add(nested_record(1));
   c.add(nested_record(2));
@@ -395,11 +396,11 @@ TEST_CASE("requests.csv has one row per request, quoted where needed") {
   REQUIRE(lines.size() == 4);
   CHECK(lines[0] ==
         "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
-        "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error");
+        "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version");
   CHECK(lines[1] ==
         "0,1,1,\"img,\"\"7\"\"\",1,2.500,4.000,101.500,1.500,0.000,0.000,0.000,0.000,,90.000,,10.000,none,false,"
-        "\"shape mismatch, expected [1, 16]\"");
-  CHECK(lines[2] == "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,");
+        "\"shape mismatch, expected [1, 16]\",v2");
+  CHECK(lines[2] == "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,,");
 }
 
 TEST_CASE("h2d and d2h print n/a on CPU, numbers on GPU") {
