@@ -42,6 +42,7 @@ struct RunConfig {
   std::string store_redis_url;   // keep model bytes in Redis too (between memory and the remote)
   bool store_zstd = false;       // compress them there
   std::string update_mode;       // sync | async | preload (empty: the profile's): how model_update events switch versions
+  double preload_lead_ms = 1000; // preload, open loop: start fetching this long before the event
   // One replica of `run --replicas N` (replicas.hpp): it replays its share of
   // the requests (every event), leaves the shared Redis namespace to the
   // parent, and with update_channel takes model updates from Redis pub/sub

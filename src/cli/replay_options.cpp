@@ -50,6 +50,11 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
                   "How a model_update switches versions: sync (next request reloads), async (old version serves "
                   "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)")
       ->check(CLI::IsMember({"sync", "async", "preload"}));
+  cmd->add_option("--preload-lead", args.preload_lead_ms,
+                  "--update preload, open loop: start loading a new version this many ms before its event "
+                  "(closed loop: when the replay reads the event)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--device", args.device, "cpu, cuda or cuda:N (default: the profile's [model] device)");
   cmd->add_flag("--pinned", args.pinned, "cuda: stage inputs in pinned (page-locked) host memory before h2d");
   cmd->add_option("--gpu-trace", args.gpu_trace,
@@ -96,6 +101,7 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.store_redis_url = args.store_redis;
   config.store_zstd = args.store_zstd;
   config.update_mode = args.update;
+  config.preload_lead_ms = args.preload_lead_ms;
   if (args.store.empty() && (!args.store_redis.empty() || args.store_zstd))
     throw bad_input("--store-redis and --store-zstd apply to a model store: add --store URL");
   if (!args.device.empty()) {

@@ -20,6 +20,7 @@ struct ReplayArgs {
   double verify = -1;              // --verify[=FRACTION]; -1: off
   std::string store, store_redis, update;  // the model store
   bool store_zstd = false;
+  double preload_lead_ms = 1000;
   std::string device;              // --device; empty: the profile's
   bool pinned = false;
   std::string gpu_trace = "on";

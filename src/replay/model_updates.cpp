@@ -65,11 +65,13 @@ ModelUpdates::~ModelUpdates() {
   for (auto& [version, f] : preloads_) f.wait();
 }
 
-void ModelUpdates::read_ahead(const std::string& version) {
+void ModelUpdates::read_ahead(const std::string& version, Nanos not_before) {
   if (mode_ != UpdateMode::preload) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (preloads_.count(version)) return;
-  preloads_[version] = std::async(std::launch::async, [this, version] {
+  preloads_[version] = std::async(std::launch::async, [this, version, not_before] {
+                         const Nanos wait = not_before - now_ns();
+                         if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
                          return pipeline_.load(source_.fetch(version));
                        }).share();
 }

@@ -6,9 +6,11 @@
 //            itself; requests arriving meanwhile wait (all of it is `load`).
 //   async    a background thread loads it while the old version keeps
 //            serving (those requests are counted stale), then swaps.
-//   preload  fetching and deserialising start when the replay reads the event
-//            (ahead of the requests in flight); at the announcement the
-//            ready version goes live at once, or requests wait for the rest.
+//   preload  fetching and deserialising start ahead of the event: in open
+//            loop a lead time before its ts_ms, in closed loop when the replay
+//            reads it (ahead of the requests queued before it); at the
+//            announcement the ready version goes live at once, or requests
+//            wait for the rest.
 // Result caches key on the version, so an old version's results are never
 // served for the new one; after a swap the old version's entries are dropped
 // from L1/L2 (in Redis, by key prefix).
@@ -61,7 +63,8 @@ class ModelUpdates {
   // Times in the reports are relative to this (the replay's start).
   void set_epoch(Nanos epoch) { epoch_ = epoch; }
   // The replay read an update event (the producer, ahead of the requests).
-  void read_ahead(const std::string& version);
+  // Preload starts fetching it at `not_before` (now_ns() clock; 0: at once).
+  void read_ahead(const std::string& version, Nanos not_before = 0);
   // The update takes effect now: its place in the trace was reached, or a
   // replica's broadcast arrived. A version already current is ignored.
   void announce(const std::string& version);

@@ -498,7 +498,6 @@ RunOutcome run_replay(const RunConfig& config) {
             ++ignored_events;
             continue;
           }
-          updates->read_ahead(e.version);
           Job job;
           job.event = true;
           job.version = e.version;
@@ -508,6 +507,7 @@ RunOutcome run_replay(const RunConfig& config) {
             if (e.ts_ms && !t0) t0 = *e.ts_ms;
             job.due = e.ts_ms ? epoch + static_cast<Nanos>((*e.ts_ms - *t0) * 1e6 / config.speed) : last_due;
           }
+          updates->read_ahead(e.version, job.due ? job.due - static_cast<Nanos>(config.preload_lead_ms * 1e6) : 0);
           if (!jobs.push(std::move(job))) break;
           continue;
         }
