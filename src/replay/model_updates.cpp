@@ -198,6 +198,7 @@ ModelHandle ModelUpdates::begin_request(RequestRecord& record, const TraceReques
                                   source_.name()));
     if (at != std::string::npos) {
       const std::string version = request.model.substr(at + 1);
+      if (ModelHandle active = pipeline_.active(); model_info(*active).version == version) return active;
       std::unique_lock<std::mutex> lock(mutex_);
       if (auto it = pinned_.find(version); it != pinned_.end()) return it->second;
       lock.unlock();

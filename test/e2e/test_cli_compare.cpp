@@ -6,6 +6,7 @@
 
 #include "cli_harness.hpp"
 #include "redis_server.hpp"
+#include "test_util.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
@@ -22,14 +23,6 @@ struct CacheFixture {
 CacheFixture& cache_fixture() {
   static CacheFixture f;
   return f;
-}
-
-
-bool redis_or_skip() {
-  if (RedisServer::available()) return true;
-  if (RedisServer::required()) FAIL(RedisServer::why_unavailable());
-  MESSAGE(RedisServer::why_unavailable());
-  return false;
 }
 
 }  // namespace
@@ -84,7 +77,7 @@ TEST_SUITE("e2e caches") {
   }
 
   TEST_CASE("run --cache with a real Redis L2: keys deleted afterwards, password never shown") {
-    if (!redis_or_skip()) return;
+    REQUIRE_REDIS_SERVER();
     auto& f = cache_fixture();
     const std::string password = "s3cret-pass-42";
     RedisServer redis(password);
@@ -128,7 +121,7 @@ TEST_SUITE("e2e caches") {
   }
 
   TEST_CASE("Redis lost mid-replay: the tier degrades, the run completes") {
-    if (!redis_or_skip()) return;
+    REQUIRE_REDIS_SERVER();
     auto& f = cache_fixture();
     TempDir dir;
     std::string trace = dir.file("long.jsonl");

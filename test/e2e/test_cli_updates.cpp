@@ -7,18 +7,12 @@
 
 #include "cli_harness.hpp"
 #include "redis_server.hpp"
+#include "test_util.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool redis_available() {
-  if (RedisServer::available()) return true;
-  if (RedisServer::required()) FAIL(RedisServer::why_unavailable());
-  MESSAGE(RedisServer::why_unavailable());
-  return false;
-}
 
 // Two versions of one model (different weights, so different outputs) in a
 // file store, and a trace: 5 keys cycling, the update after request `before`.
@@ -196,6 +190,34 @@ TEST_SUITE("e2e model updates") {
     CHECK(plain.err.find("add --store URL") != std::string::npos);
   }
 
+  TEST_CASE("a request naming a version gets that version, before and after an update") {
+    StoreFixture f;
+    std::string lines;
+    lines += R"({"id": 1, "key": "a", "model": "m", "input": {"shape": [1, 16], "seed": 1}})" "\n";
+    lines += R"({"event": "model_update", "model": "m", "version": "v2"})" "\n";
+    lines += R"({"id": 2, "key": "a", "model": "m@v1", "input": {"shape": [1, 16], "seed": 1}})" "\n";
+    lines += R"({"id": 3, "key": "a", "input": {"shape": [1, 16], "seed": 1}})" "\n";
+    lines += R"({"id": 4, "key": "a", "model": "m@v1", "input": {"shape": [1, 16], "seed": 1}})" "\n";
+    std::string trace = f.dir.write("named.jsonl", lines);
+    TempDir out;
+    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", trace, "--cache", "l1", "--verify", "--out",
+                      out.file("r"), "--format", "json", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    auto versions = versions_by_id(slurp(out.file("r") + "/requests.csv"));
+    CHECK(versions[1] == "v1");
+    CHECK(versions[2] == "v1");  // named: not stale, and v1's result is still cached for it
+    CHECK(versions[3] == "v2");
+    CHECK(versions[4] == "v1");
+    simdjson::dom::parser parser;
+    auto s = parser.parse(r.out);
+    CHECK(json_number(s["updates"].at(0)["stale_served"]) == 0);
+    CHECK(json_number(s["verify"]["mismatches"]) == 0);
+    auto other = f.dir.write("other.jsonl", R"({"id": 9, "model": "x@v1", "input": {"shape": [1, 16], "seed": 1}})" "\n");
+    auto bad = run_cli({"run", "m@v1", "--store", f.url, "--trace", other, "--no-progress"});
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("request 9 names model 'x', but this replay serves 'm'") != std::string::npos);
+  }
+
   TEST_CASE("a plain model file with update events: served, with a warning that they did not apply") {
     StoreFixture f;
     auto r = run_cli({"run", f.root + "/m/v1/model.pt", "--trace", f.trace, "--no-progress"});
@@ -206,7 +228,7 @@ TEST_SUITE("e2e model updates") {
 
 TEST_SUITE("e2e replicas") {
   TEST_CASE("3 replicas split the trace, share Redis L2 and get the update over pub/sub") {
-    if (!redis_available()) return;
+    REQUIRE_REDIS_SERVER();
     RedisServer redis;
     // Open loop (a request every 2 ms, the update at 59 ms): every replica is
     // mid-replay when replica 0 publishes it.
@@ -237,7 +259,7 @@ TEST_SUITE("e2e replicas") {
   }
 
   TEST_CASE("a replica that dies is reported, the others finish, nothing hangs") {
-    if (!redis_available()) return;
+    REQUIRE_REDIS_SERVER();
     RedisServer redis;
     StoreFixture f;
     TempDir out;
