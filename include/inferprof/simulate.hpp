@@ -32,6 +32,9 @@ struct CsvColumns {
   std::string ts = "timestamp";  // empty: no timestamps
   std::string key = "key";
   std::string size = "size";     // optional column: absent from the header means no sizes
+  // Set by parse_csv_columns for a ts or size column the user named: only the
+  // defaults may be missing from the header.
+  bool ts_named = false, size_named = false;
 };
 // "ts=time,key=obj_id,size=bytes" (any subset). Throws Error(bad_input).
 CsvColumns parse_csv_columns(std::string_view text);
@@ -114,7 +117,9 @@ struct SimulateConfig {
   std::string trace_path;
   CsvColumns csv;
   std::vector<TierSpec> tiers;                     // l1/l2/l3, memory semantics
-  std::vector<std::vector<std::string>> configurations;  // e.g. {{"l1"}, {"l1","l2"}}; empty: all tiers together
+  // e.g. {{"l1"}, {"l1","l2"}}; empty: all tiers together. An empty entry
+  // ({}, `--caches none`) is the no-cache baseline, which has no row of its own.
+  std::vector<std::vector<std::string>> configurations;
   std::string costs_path;                          // summary.json; empty: no prediction
   std::uint64_t warmup = 0;                        // the first N requests only warm the caches
   std::uint64_t value_bytes = 0;                   // entry size when the trace has none (0: unknown)

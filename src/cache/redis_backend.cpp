@@ -356,7 +356,6 @@ class RedisBackend final : public BlobBackend {
     return run(what, [&](Session& s) {
       std::uint64_t n = 0;
       scan(s, pattern, [&](std::vector<std::string_view>& keys) {
-        n += keys.size();
         for (std::size_t i = 0; i < keys.size(); i += kBatch) {
           std::size_t end = std::min(keys.size(), i + kBatch);
           std::vector<std::string_view> args{unlink_ ? "UNLINK" : "DEL"};
@@ -369,6 +368,8 @@ class RedisBackend final : public BlobBackend {
             r = s.call(args);
           }
           expect_no_error(r);
+          // What the server removed (SCAN may repeat a key; another replica may have removed it).
+          if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) n += static_cast<std::uint64_t>(r->integer);
         }
       });
       return n;

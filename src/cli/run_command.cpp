@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +50,7 @@ std::vector<std::string> replica_args(const std::vector<std::string>& given) {
 
 // fds 3 and 4 come from the parent (replicas.cpp): say ready, wait for go.
 void replica_handshake() {
+  std::signal(SIGPIPE, SIG_IGN);  // a parent that gave up: an error below, not a silent death
   const char ready = 'r';
   char go = 0;
   if (::write(3, &ready, 1) != 1 || ::read(4, &go, 1) != 1)

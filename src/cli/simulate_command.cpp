@@ -51,7 +51,13 @@ SimulateConfig make_config(const SimulateArgs& a) {
       c.tiers.push_back(std::move(t));
   }
   for (const auto& conf : a.caches) {
-    if (conf == "none") continue;  // the no-cache baseline is always predicted
+    if (conf == "none") {
+      // An empty configuration, so that `--caches none` alone means no cached
+      // configuration rather than the default (all tiers); the no-cache
+      // baseline is always predicted.
+      c.configurations.emplace_back();
+      continue;
+    }
     auto tiers = split_commas(conf);
     for (const auto& t : tiers)
       if (t != "l1" && t != "l2" && t != "l3")
@@ -130,6 +136,15 @@ Runner add_simulate_command(CLI::App& app) {
       if (!r.mrc.empty()) {
         files.emplace_back("mrc.csv", render_mrc_csv(r));
         files.emplace_back("mrc.svg", render_mrc_svg(r));
+      } else {
+        // A reused --out folder must not pair an earlier run's curve with this simulate.json.
+        for (const char* stale : {"mrc.csv", "mrc.svg"}) {
+          std::error_code ec;
+          std::filesystem::remove(std::filesystem::path(a->out) / stale, ec);
+          if (ec)
+            throw runtime_failure(
+                fmt::format("{}/{}: cannot remove the previous run's curve: {}", a->out, stale, ec.message()));
+        }
       }
       std::string names;
       for (const auto& [name, content] : files) {

@@ -124,18 +124,21 @@ RequestGpu attribute(const std::vector<Activity>& records) {
     last = any ? std::max(last, a.end) : a.end;
     any = true;
     if (a.kind == Kind::kernel) ++g.kernels;
-    if (a.kind == Kind::memcpy_h2d) {
-      g.h2d_bytes += a.bytes;
-      g.h2d_copy_ns += a.end - a.start;
-    } else if (a.kind == Kind::memcpy_d2h) {
-      g.d2h_bytes += a.bytes;
-      g.d2h_copy_ns += a.end - a.start;
-    }
+    // The bytes and copy time feed the h2d/d2h GB/s, which divide by the
+    // stage's time: a copy the model makes inside compute is neither.
     const std::uint32_t s = stage_for(a);
     if (s == stage_id(Stage::h2d)) {
       h2d.push_back(iv);
+      if (a.kind == Kind::memcpy_h2d) {
+        g.h2d_bytes += a.bytes;
+        g.h2d_copy_ns += a.end - a.start;
+      }
     } else if (s == stage_id(Stage::d2h)) {
       d2h.push_back(iv);
+      if (a.kind == Kind::memcpy_d2h) {
+        g.d2h_bytes += a.bytes;
+        g.d2h_copy_ns += a.end - a.start;
+      }
     } else {
       const std::uint32_t name = a.kind == Kind::kernel   ? a.name
                                  : a.kind == Kind::memset ? memset_name()

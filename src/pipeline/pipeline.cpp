@@ -170,7 +170,12 @@ ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestR
     // On the CPU this is a no-op; the span is there so GPU runs show the move.
     std::optional<ScopedSpan> span;
     if (record) span.emplace(*record, names.to_device, load->index());
-    if (!device.is_cpu()) model->module.to(device);
+    try {
+      if (!device.is_cpu()) model->module.to(device);
+    } catch (const std::exception& e) {
+      throw runtime_failure(fmt::format("cannot move model '{}' to {}: {}", info.path, device.str(),
+                                        torch_error_line(e)));
+    }
   }
   info.load_ms = static_cast<double>(now_ns() - t0 + m.fetch_ns + m.verify_ns) / 1e6;
   info.meta = parse_metadata(extra[kMetadataFile]);

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "inferprof/error.hpp"
+#include "inferprof/store.hpp"
 
 namespace inferprof {
 
@@ -60,8 +61,8 @@ ModelUpdates::~ModelUpdates() {
   }
   async_cv_.notify_all();
   if (async_thread_.joinable()) async_thread_.join();
-  // Preloads still running hold no reference to this object beyond source_
-  // and pipeline_, which outlive it; wait for them so they do not either.
+  // Preloads still waiting for their lead time see stopping_ and end; the
+  // running ones use source_ and pipeline_, which outlive this: wait for them.
   for (auto& [version, f] : preloads_) f.wait();
 }
 
@@ -70,8 +71,13 @@ void ModelUpdates::read_ahead(const std::string& version, Nanos not_before) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (preloads_.count(version)) return;
   preloads_[version] = std::async(std::launch::async, [this, version, not_before] {
-                         const Nanos wait = not_before - now_ns();
-                         if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+                         // Waits for its lead time, unless the replay ends first (then loads nothing).
+                         {
+                           std::unique_lock<std::mutex> lock(mutex_);
+                           const Nanos wait = std::max<Nanos>(0, not_before - now_ns());
+                           async_cv_.wait_for(lock, std::chrono::nanoseconds(wait), [&] { return stopping_; });
+                           if (stopping_) throw runtime_failure("replay ended before the preload started");
+                         }
                          return pipeline_.load(source_.fetch(version));
                        }).share();
 }
@@ -122,7 +128,11 @@ void ModelUpdates::background() {
       async_queue_.pop_front();
     }
     std::lock_guard<std::mutex> lock(load_mutex_);
-    load_pending(nullptr, k);
+    try {
+      load_pending(nullptr, k);
+    } catch (...) {
+      // load_pending records failures itself; nothing may escape this thread.
+    }
   }
 }
 
@@ -158,7 +168,11 @@ void ModelUpdates::load_pending(RequestRecord* record, std::size_t k) {
       }
       u->report.served_by = info.served_by;
       go_live(j, model);
-    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      preloads_.erase(u->report.to_version);  // live now: the pipeline holds it
+    } catch (const std::exception& e) {
+      // Any failure (unknown version, checksum, out of memory on the device):
+      // recorded on the update; the old version keeps serving.
       u->report.error = e.what();
       u->failed.store(true, std::memory_order_release);
       live_.store(static_cast<int>(j), std::memory_order_release);
@@ -172,6 +186,9 @@ ModelUpdates::Update& ModelUpdates::at(std::size_t k) {
 }
 
 void ModelUpdates::go_live(std::size_t k, const ModelHandle& model) {
+  // The version leaving is the one serving now (not from_version, which an
+  // earlier failed update may have left unloaded).
+  const std::string leaving = model_info(*pipeline_.active()).version;
   pipeline_.activate(model);
   Update& u = at(k);
   u.report.live_ms = static_cast<double>(now_ns() - epoch_) / 1e6;
@@ -180,7 +197,7 @@ void ModelUpdates::go_live(std::size_t k, const ModelHandle& model) {
   // The old version's results can no longer be asked for (unless a request
   // names it): drop them, here and in a shared Redis.
   if (caches_) {
-    const std::uint32_t tag = version_tag(u.report.from_version);
+    const std::uint32_t tag = version_tag(leaving);
     for (CacheTier* tier : {caches_->l1, caches_->l2})
       if (tier) u.report.invalidated += tier->invalidate(tag);
   }
@@ -191,6 +208,7 @@ ModelHandle ModelUpdates::begin_request(RequestRecord& record, const TraceReques
   record.update = k;
   record.update_pending = k > live_.load(std::memory_order_acquire);
   if (!request.model.empty()) {
+    parse_model_ref(request.model, fmt::format("request {}: model", request.id));
     const auto at = request.model.find('@');
     const std::string name = request.model.substr(0, at);
     if (name != source_.name())

@@ -415,15 +415,15 @@ RunOutcome run_replay(const RunConfig& config) {
           served.reset();
           ModelHandle use;
           if (updates) use = updates->begin_request(r, job.request);
+          // Verified against the version that served it: pin it, so a swap in between cannot differ.
+          if (check && !use) use = pipeline.active();
           pipeline.serve(job.request, r, caches, check ? &served : nullptr, use);
           r.finish();
           if (updates) updates->end_request(r, job.request);
           if (check && r.cache_outcome != "miss") {
             // Outside the measured request: recompute without caches and compare.
             Nanos v0 = now_ns();
-            // Against the version that served it: results of another version are a mismatch only
-            // through the cache, which is what this checks.
-            double diff = pipeline.verify(job.request, served, use ? use : pipeline.active());
+            double diff = pipeline.verify(job.request, served, use);
             verify_ns.fetch_add(now_ns() - v0, std::memory_order_relaxed);
             std::lock_guard<std::mutex> lock(verify_mutex);
             ++verify.checked;
@@ -459,7 +459,14 @@ RunOutcome run_replay(const RunConfig& config) {
     gate_cv.wait(lock, [&] { return warmed == config.concurrency; });
   }
   // A replica: tell the parent it is ready and wait for the common start.
-  if (config.on_ready && !failure.failed()) config.on_ready();
+  if (config.on_ready && !failure.failed()) {
+    try {
+      config.on_ready();
+    } catch (...) {
+      failure.set(std::current_exception());
+      abort_all();
+    }
+  }
   try {
     CollectorOptions copts;
     copts.out_dir = config.out_dir;
@@ -507,6 +514,8 @@ RunOutcome run_replay(const RunConfig& config) {
             if (e.ts_ms && !t0) t0 = *e.ts_ms;
             job.due = e.ts_ms ? epoch + static_cast<Nanos>((*e.ts_ms - *t0) * 1e6 / config.speed) : last_due;
           }
+          // A version a store could hold ("v2"): an empty or path-like one is bad input here.
+          parse_model_ref(e.model + "@" + e.version, fmt::format("{}:{}: model_update", config.trace_path, rec.line));
           updates->read_ahead(e.version, job.due ? job.due - static_cast<Nanos>(config.preload_lead_ms * 1e6) : 0);
           if (!jobs.push(std::move(job))) break;
           continue;

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +145,9 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   if (launch.split != "rr" && launch.split != "hash")
     throw bad_input(fmt::format("--split {}: expected rr (round-robin) or hash (of the request key)", launch.split));
   ensure_output_dir(launch.out_dir);
+  // A replica that dies after saying ready closes its pipe: writing to it must
+  // be an error we report, not a signal that kills the parent.
+  std::signal(SIGPIPE, SIG_IGN);
 
   // The shared tiers start empty and keep nothing of the run afterwards; the
   // replicas themselves leave the shared namespace alone.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <exception>
 #include <thread>
 
 #include "cache/policy_cache.hpp"
@@ -106,13 +107,29 @@ void CapacitySweep::feed(const CacheKey* keys, const Nanos* now, std::size_t n) 
     work(0);
     return;
   }
+  // An exception escaping a thread calls std::terminate: catch it there and
+  // rethrow the first one here, after every thread has stopped touching keys.
+  std::vector<std::exception_ptr> errors(threads_);
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads_; ++t) pool.emplace_back(work, t);
+  for (unsigned t = 0; t < threads_; ++t)
+    pool.emplace_back([&work, &errors, t] {
+      try {
+        work(t);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
   for (auto& th : pool) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 void CapacitySweep::reset_counters() {
   for (auto& c : caches_) c->reset_counters();
+}
+
+void CapacitySweep::erase_version(std::uint64_t hi) {
+  for (auto& c : caches_) c->erase_if([hi](const CacheKey& k) { return k.hi == hi; });
 }
 
 std::vector<double> CapacitySweep::hit_ratios() const {

@@ -83,6 +83,8 @@ class CapacitySweep {
   ~CapacitySweep();
   void feed(const CacheKey* keys, const Nanos* now, std::size_t n);
   void reset_counters();
+  // Drops every entry whose key's `hi` is `hi` (a leaving model version).
+  void erase_version(std::uint64_t hi);
   std::vector<double> hit_ratios() const;
   unsigned threads() const noexcept { return threads_; }
 

@@ -60,6 +60,13 @@ struct ConfigState {
     if (l1) l1->put(rkey, SimValue{}, rbytes, now);
     if (l2) l2->put(rkey, SimValue{}, rbytes, now);
   }
+  // What ModelUpdates::go_live does to the real L1/L2: the leaving version's
+  // results can no longer be asked for, so they stop taking room. Dropped
+  // entries count nowhere, as in the real tiers.
+  void invalidate(std::uint64_t leaving) {
+    for (Cache* c : {l1.get(), l2.get()})
+      if (c) c->erase_if([leaving](const CacheKey& k) { return k.hi == leaving; });
+  }
 };
 
 // The curve of one tier alone in front of compute.
@@ -114,6 +121,14 @@ struct MrcState {
     if (counter) counter->reset();
     for (auto& c : sub_counters) c.reset();
     sampled = all = 0;
+  }
+  // A model_update drops the leaving version's results from the per-capacity
+  // caches (result tiers only). The one-pass stack cannot drop keys: its
+  // curve keeps them until they age out (see the warning in run_simulate).
+  void invalidate(std::uint64_t leaving) {
+    if (!sweep || spec.tier == "l3") return;
+    flush();  // the buffered accesses came before the update
+    sweep->erase_version(leaving);
   }
 };
 
@@ -212,8 +227,10 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     confs.push_back(all);
   }
   std::vector<ConfigState> states;
-  bool byte_limits = false;
+  // Which entry sizes a byte limit needs: results for L1/L2, preprocessed for L3.
+  bool result_limits = false, preprocessed_limits = false;
   for (const auto& conf : confs) {
+    if (conf.empty()) continue;  // `--caches none`: the baseline, always predicted, has no state
     ConfigState s;
     s.name = config_name(conf);
     for (const auto& t : conf) {
@@ -223,7 +240,8 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       std::unique_ptr<Cache>& slot = t == "l1" ? s.l1 : t == "l2" ? s.l2 : s.l3;
       if (slot) throw bad_input(fmt::format("--caches {}: tier {} named twice", s.name, t));
       slot = std::make_unique<Cache>(*spec);
-      byte_limits = byte_limits || spec->max_bytes != 0;
+      bool& limits = t == "l3" ? preprocessed_limits : result_limits;
+      limits = limits || spec->max_bytes != 0;
     }
     for (Cache* c : {s.l1.get(), s.l2.get(), s.l3.get()})
       if (c) s.specs.push_back(find_tier(config.tiers, c == s.l1.get() ? "l1" : c == s.l2.get() ? "l2" : "l3"));
@@ -263,10 +281,18 @@ SimulateResult run_simulate(const SimulateConfig& config) {
   auto t0 = std::chrono::steady_clock::now();
   while (source->next(rec)) {
     if (rec.ts_ms) {
-      now = static_cast<Nanos>(std::llround(*rec.ts_ms * 1e6));
+      // llround is undefined past the int64 range (e.g. epoch microseconds in a ts_ms column).
+      const double ns = std::round(*rec.ts_ms * 1e6);
+      if (!(std::fabs(ns) < 9.2e18))
+        throw bad_input(at_line(config.trace_path, rec.line, fmt::format("ts_ms {} is out of range", *rec.ts_ms)));
+      now = static_cast<Nanos>(ns);
       res.timestamps = true;
     }
     if (rec.kind == SimRecord::Kind::model_update) {
+      if (rec.key != version) {
+        for (auto& s : states) s.invalidate(version);
+        for (auto& m : curves) m.invalidate(version);
+      }
       version = rec.key;
       ++res.model_updates;
       continue;
@@ -274,10 +300,13 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     const std::uint64_t rbytes = rec.size ? rec.size : fallback_r;
     const std::uint64_t pbytes = rec.size ? rec.size : fallback_p;
     sized_records = sized_records || rec.size != 0;
-    if (byte_limits && (rbytes == 0 || pbytes == 0))
+    if ((result_limits && rbytes == 0) || (preprocessed_limits && pbytes == 0))
       throw bad_input(at_line(config.trace_path, rec.line,
-                              "a tier has a byte limit but this request's entry size is unknown: give --value-bytes N, "
-                              "a CSV size column, or --costs from a run whose tiers held entries"));
+                              fmt::format("a tier has a byte limit but this request's entry size is unknown "
+                                          "({} entries, for {}): give --value-bytes N, a CSV size column, or --costs "
+                                          "from a run whose tiers held entries",
+                                          result_limits && rbytes == 0 ? "result" : "preprocessed",
+                                          result_limits && rbytes == 0 ? "l1/l2" : "l3")));
     const CacheKey rkey{version, rec.key}, pkey{kPreprocessedTag, rec.key};
     for (auto& s : states) s.serve(rkey, pkey, rbytes, pbytes, now);
     for (auto& m : curves) m.access(m.spec.tier == "l3" ? pkey : rkey, now);
@@ -302,10 +331,17 @@ SimulateResult run_simulate(const SimulateConfig& config) {
   for (const auto& m : config.mrc) ttl = ttl || m.ttl_s > 0;
   if (ttl && !res.timestamps)
     res.warnings.push_back("a tier has a TTL but the trace has no timestamps: time stood still and nothing expired");
-  if (res.model_updates > 0)
-    res.warnings.push_back(fmt::format("{} model_update events changed the result keys (L1/L2) as a model store "
-                                       "would; `run` and `compare` serve one model file and do not apply them",
+  if (res.model_updates > 0) {
+    res.warnings.push_back(fmt::format("{} model_update events changed the result keys (L1/L2) and dropped the "
+                                       "leaving version's entries, as `run` and `compare` do with --store",
                                        res.model_updates));
+    for (const auto& m : curves)
+      if (m.one_pass && m.spec.tier != "l3")
+        res.warnings.push_back(fmt::format("--mrc {}: the one-pass LRU curve keeps a leaving model version's "
+                                           "results until they age out, so past a model_update its hit ratios may "
+                                           "read low",
+                                           m.spec.tier));
+  }
 
   if (res.costs) {
     const std::uint64_t none[4] = {0, 0, 0, res.measured};

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "inferprof/error.hpp"
 #include "inferprof/simulate.hpp"
@@ -69,7 +70,7 @@ class IptraceSource final : public SimSource {
   explicit IptraceSource(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "rb")) {
     if (!file_) throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
     unsigned char h[kHeaderBytes];
-    if (std::fread(h, 1, kHeaderBytes, file_) != kHeaderBytes || std::memcmp(h, kMagic, 8) != 0)
+    if (std::fread(h, 1, kHeaderBytes, file_.get()) != kHeaderBytes || std::memcmp(h, kMagic, 8) != 0)
       throw bad_input(fmt::format("{}: not an .iptrace file (expected the 32-byte header starting IPTRACE1)", path));
     const auto version = static_cast<std::uint32_t>(get_le(h + 8, 4));
     const auto rec = static_cast<std::uint32_t>(get_le(h + 12, 4));
@@ -80,10 +81,9 @@ class IptraceSource final : public SimSource {
     total_ = get_le(h + 16, 8) + get_le(h + 24, 8);
     buf_.resize(kRecordBytes * 65536);
   }
-  ~IptraceSource() override { std::fclose(file_); }
   bool next(SimRecord& out) override {
     if (pos_ == end_) {
-      const std::size_t got = std::fread(buf_.data(), 1, buf_.size(), file_);
+      const std::size_t got = std::fread(buf_.data(), 1, buf_.size(), file_.get());
       if (got % kRecordBytes != 0 || (got == 0 && read_ < total_))
         throw bad_input(at_line(path_, read_ + got / kRecordBytes + 1,
                                 fmt::format("truncated .iptrace: the header says {} records", total_)));
@@ -113,7 +113,11 @@ class IptraceSource final : public SimSource {
 
  private:
   std::string path_;
-  std::FILE* file_;
+  // Owned from the start so a header check that throws in the constructor closes it.
+  struct Closer {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Closer> file_;
   std::vector<unsigned char> buf_;
   std::size_t pos_ = 0, end_ = 0;
   std::uint64_t read_ = 0, total_ = 0;
@@ -138,6 +142,16 @@ class CsvSource final : public SimSource {
                                                    cols.key, header)));
     ts_ = cols.ts.empty() ? -1 : find(cols.ts);
     size_ = cols.size.empty() ? -1 : find(cols.size);
+    // A column the user named is wanted: silently running without it would
+    // hide a typo (no TTL time, or no sizes for a byte limit).
+    auto require = [&](bool named, int idx, const std::string& name, std::string_view what) {
+      if (named && idx < 0)
+        throw bad_input(at_line(path, 1, fmt::format("no {} column '{}' in the header '{}' (named by --csv-columns "
+                                                     "{}={})",
+                                                     what, name, header, what, name)));
+    };
+    require(cols.ts_named, ts_, cols.ts, "ts");
+    require(cols.size_named, size_, cols.size, "size");
   }
   bool next(SimRecord& out) override {
     std::string line;
@@ -241,6 +255,8 @@ CsvColumns parse_csv_columns(std::string_view text) {
                                   "NAME for ts or size means no such column)",
                                   text));
     (name == "ts" ? c.ts : name == "key" ? c.key : c.size) = value;
+    if (name == "ts") c.ts_named = !value.empty();
+    if (name == "size") c.size_named = !value.empty();
     start = end + 1;
   }
   return c;

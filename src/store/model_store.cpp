@@ -155,8 +155,12 @@ struct ModelStore::Impl {
     }
     {
       std::lock_guard<std::mutex> lock(mu);
-      // Into memory before leaving in_flight, so no fetch can miss both.
-      memory.put(key, loaded.entry, loaded.entry->bytes->size(), now_ns());
+      try {
+        // Into memory before leaving in_flight, so no fetch can miss both.
+        memory.put(key, loaded.entry, loaded.entry->bytes->size(), now_ns());
+      } catch (...) {
+        // Not cached (out of memory): the bytes are still good to serve.
+      }
       in_flight.erase(name);
     }
     mine.set_value(loaded);

@@ -185,7 +185,11 @@ bool RedisModelTier::put(const std::string& ref, std::string_view bytes, const s
       if (zstd_) {
         packed.resize(ZSTD_compressBound(raw.size()));
         std::size_t n = ZSTD_compress(packed.data(), packed.size(), raw.data(), raw.size(), zstd_level_);
-        if (ZSTD_isError(n)) throw runtime_failure(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
+        if (ZSTD_isError(n)) {
+          // The remote's verified bytes still serve: failing to cache them is not a failed fetch.
+          *why = fmt::format("zstd: {}", ZSTD_getErrorName(n));
+          return false;
+        }
         stored = std::string_view(packed.data(), n);
       }
       m.chunks.emplace_back(stored.size(), XXH3_64bits(stored.data(), stored.size()));

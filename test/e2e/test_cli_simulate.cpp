@@ -114,6 +114,27 @@ TEST_SUITE("e2e simulate") {
       prev = h;
     }
     CHECK(prev > hit);  // 100 entries hold all 80 keys; 16 do not
+
+    // The same --out without --mrc: no curve of the earlier run stays beside the new simulate.json.
+    s = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:16", "--out", out.file("sim")});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    CHECK(fs::is_regular_file(out.path() / "sim" / "simulate.json"));
+    CHECK(!fs::exists(out.path() / "sim" / "mrc.csv"));
+    CHECK(!fs::exists(out.path() / "sim" / "mrc.svg"));
+  }
+
+  TEST_CASE("simulate: --caches none alone simulates no cached configuration") {
+    auto& f = sim_fixture();
+    auto s = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:16", "--caches", "none", "--format", "json"});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(s.out).get(doc) == simdjson::SUCCESS);
+    CHECK(doc["configurations"].get_array().size() == 0);
+    s = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:16", "--caches", "none", "--caches", "l1",
+                 "--format", "csv"});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    CHECK(count_lines(s.out) == 2);  // header + l1
   }
 
   TEST_CASE("convert: .iptrace gives the same answer as the JSON lines, CSV traces read with chosen columns") {
@@ -163,5 +184,13 @@ TEST_SUITE("e2e simulate") {
     CHECK(r.err.find("tier l2 has no --tier l2=") != std::string::npos);
     r = run_cli({"simulate", "--trace", d.file("missing.jsonl"), "--tier", "l1=lru:10"});
     CHECK(r.code == 2);
+
+    d.write("us.csv", "timestamp,key\n1700000000000000,a\n");  // epoch microseconds
+    r = run_cli({"simulate", "--trace", d.file("us.csv"), "--tier", "l1=lru:10"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "inferprof: error: " + d.file("us.csv") + ":2: ts_ms 1700000000000000 is out of range\n");
+    r = run_cli({"simulate", "--trace", d.file("us.csv"), "--csv-columns", "ts=time", "--tier", "l1=lru:10"});
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.err.find(d.file("us.csv") + ":1: no ts column 'time'") != std::string::npos, r.err);
   }
 }

@@ -146,6 +146,21 @@ TEST_SUITE("gpu") {
     CHECK(g.h2d_copy_ns == 10);  // GB/s uses the copy alone
   }
 
+  TEST_CASE("copies the model makes inside compute count in compute, not in the h2d/d2h bytes") {
+    const gpu::RequestGpu g = gpu::attribute({
+        act(Kind::memcpy_h2d, 0, 10, gpu::external_id(4, kH2d), 0, 100),
+        act(Kind::memcpy_h2d, 10, 30, gpu::external_id(4, kCompute), 0, 7000),  // e.g. .to(device) in forward
+        act(Kind::memcpy_d2h, 30, 35, gpu::external_id(4, kCompute), 0, 8),     // e.g. .item()
+        act(Kind::memcpy_d2h, 35, 40, gpu::external_id(4, kD2h), 0, 10),
+    });
+    CHECK(g.h2d_bytes == 100);
+    CHECK(g.h2d_copy_ns == 10);
+    CHECK(g.d2h_bytes == 10);
+    CHECK(g.d2h_copy_ns == 5);
+    CHECK(g.compute == 25);
+    CHECK(children_by_name(g).at("[memcpy HtoD]") == 20);
+  }
+
   TEST_CASE("an empty request attributes nothing") {
     const gpu::RequestGpu g = gpu::attribute({});
     CHECK(g.h2d == 0);

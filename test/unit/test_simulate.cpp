@@ -120,6 +120,37 @@ TEST_SUITE("simulate") {
     CHECK(r.configurations[0].tiers[0].lookups == 2);
   }
 
+  TEST_CASE("a model_update drops the leaving version's L1/L2 entries, as the real tiers do") {
+    TempDir dir;
+    std::string text = request_line("a") + request_line("b") +
+                       "{\"event\": \"model_update\", \"model\": \"m\", \"version\": \"v2\"}\n" + request_line("a");
+    SimulateConfig c;
+    c.trace_path = dir.write("t.jsonl", text);
+    c.tiers = {tier("l1", "lru:10"), tier("l2", "lfu:10"), tier("l3", "lru:10")};
+    c.mrc = {parse_mrc_spec("l1=lfu:1,10", 30), parse_mrc_spec("l1=lru:1,10", 30)};
+    SimulateResult r = run_simulate(c);
+    CHECK(tier_of(r.configurations[0], "l1").entries == 1);  // only v2's a
+    CHECK(tier_of(r.configurations[0], "l2").entries == 1);
+    CHECK(tier_of(r.configurations[0], "l3").entries == 2);  // preprocessed keys outlive versions
+    CHECK(tier_of(r.configurations[0], "l1").evictions == 0);  // dropped entries are not evictions
+    bool said = false;
+    for (const auto& w : r.warnings) said = said || w.find("one-pass LRU curve keeps") != std::string::npos;
+    CHECK(said);
+  }
+
+  TEST_CASE("--caches none alone simulates no cached configuration") {
+    TempDir dir;
+    SimulateConfig c;
+    c.trace_path = dir.write("t.jsonl", request_line("a") + request_line("a"));
+    c.tiers = {tier("l1", "lru:10")};
+    c.configurations = {{}};
+    CHECK(run_simulate(c).configurations.empty());
+    c.configurations = {{}, {"l1"}};
+    SimulateResult r = run_simulate(c);
+    REQUIRE(r.configurations.size() == 1);
+    CHECK(r.configurations[0].name == "l1");
+  }
+
   TEST_CASE("TTL runs on the trace's ts_ms") {
     TempDir dir;
     std::string text = request_line("a", 0) + request_line("a", 500) + request_line("a", 2000);
@@ -189,6 +220,37 @@ TEST_SUITE("simulate") {
     CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("t.jsonl:1: a tier has a byte limit"));
     c.value_bytes = 100;
     CHECK(run_simulate(c).configurations[0].tiers[0].bytes == 100);
+
+    // Only the sizes a byte-limited tier needs: a costs run that knew result
+    // sizes but not preprocessed ones serves a byte-limited L1 and an L3 by count.
+    c.value_bytes = 0;
+    dir.write("run/summary.json",
+              R"({"schema": "inferprof.summary/1", "stages": {"input": {"mean_us": 10}, "preprocess": {"mean_us": 30}},
+                  "total": {"mean_us": 100},
+                  "caches": [{"tier": "l1", "entries": 2, "bytes": 200}], "served_by": []})");
+    c.costs_path = dir.file("run/summary.json");
+    c.tiers = {tier("l1", "lru:1KB"), tier("l3", "lru:10")};
+    CHECK(run_simulate(c).configurations[0].tiers[0].bytes == 100);
+    c.tiers = {tier("l1", "lru:10"), tier("l3", "lru:1KB")};
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("t.jsonl:1: a tier has a byte limit but this request's entry "
+                                                         "size is unknown (preprocessed entries, for l3)"));
+    c.costs_path.clear();
+
+    // A column named in --csv-columns must be in the header; the defaults are optional.
+    c.tiers = {tier("l1", "lru:10")};
+    c.trace_path = dir.write("nots.csv", "obj_id,bytes\na,1\n");
+    c.csv = parse_csv_columns("ts=time,key=obj_id,size=bytes");
+    CHECK_THROWS_WITH(run_simulate(c), (c.trace_path + ":1: no ts column 'time' in the header 'obj_id,bytes' (named by "
+                                        "--csv-columns ts=time)").c_str());
+    c.csv = parse_csv_columns("key=obj_id,size=sz");
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains(":1: no size column 'sz'"));
+    c.csv = parse_csv_columns("key=obj_id");
+    CHECK(run_simulate(c).requests == 1);
+
+    // Epoch microseconds in a ts_ms column overflow nanoseconds: an error, not UB.
+    c.trace_path = dir.write("us.csv", "timestamp,key\n1,a\n1.7e13,b\n");
+    c.csv = {};
+    CHECK_THROWS_WITH(run_simulate(c), (c.trace_path + ":3: ts_ms 17000000000000 is out of range").c_str());
   }
 
   TEST_CASE("--mrc specs: log-spaced ranges and lists") {
