@@ -57,6 +57,8 @@ struct Profile {
 // Parses TOML text; `source` names it in errors ("profiles/x.toml:12: ...").
 // Throws Error(bad_input) for bad syntax, unknown ops, wrong types.
 Profile parse_profile(std::string_view toml_text, const std::string& source);
+// "cpu", "cuda" or "cuda:N" (N digits): what [model] device and --device accept.
+bool is_device_name(std::string_view device);
 
 // NAME (looked up as NAME.toml in the profile folders) or PATH (contains '/'
 // or ends in .toml). An empty spec gives the embedded default profile.

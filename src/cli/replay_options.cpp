@@ -105,12 +105,9 @@ RunConfig make_run_config(const ReplayArgs& args) {
   if (args.store.empty() && (!args.store_redis.empty() || args.store_zstd))
     throw bad_input("--store-redis and --store-zstd apply to a model store: add --store URL");
   if (!args.device.empty()) {
-    const std::string& d = args.device;
-    const bool cuda_n = d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
-                        d.find_first_not_of("0123456789", 5) == std::string::npos;
-    if (d != "cpu" && d != "cuda" && !cuda_n)
-      throw bad_input(fmt::format("--device {}: expected cpu, cuda or cuda:N", d));
-    config.profile.model.device = d;
+    if (!is_device_name(args.device))
+      throw bad_input(fmt::format("--device {}: expected cpu, cuda or cuda:N", args.device));
+    config.profile.model.device = args.device;
   }
   if ((args.pinned || args.gpu_trace != "on") && config.profile.model.device == "cpu")
     throw bad_input("--pinned and --gpu-trace apply to --device cuda only (this run is on cpu)");

@@ -221,6 +221,11 @@ std::string Profile::preprocess_fingerprint() const {
   return out;
 }
 
+bool is_device_name(std::string_view d) {
+  if (d == "cpu" || d == "cuda") return true;
+  return d.size() > 5 && d.substr(0, 5) == "cuda:" && d.find_first_not_of("0123456789", 5) == std::string_view::npos;
+}
+
 Profile parse_profile(std::string_view text, const std::string& source) {
   Ctx ctx{source};
   toml::table root;
@@ -245,7 +250,7 @@ Profile parse_profile(std::string_view text, const std::string& source) {
     if (!m) ctx.fail(n, "[model] must be a table");
     reject_unknown_keys(ctx, *m, "[model]", {"device", "threads", "warmup", "update"});
     p.model.device = get_string(ctx, *m, "device", "[model]", "cpu");
-    if (p.model.device != "cpu" && p.model.device != "cuda" && p.model.device.rfind("cuda:", 0) != 0)
+    if (!is_device_name(p.model.device))
       ctx.fail(m->get("device"), fmt::format("'device' in [model] must be \"cpu\" or \"cuda[:N]\" (got '{}')",
                                              p.model.device));
     p.model.threads = static_cast<int>(get_int(ctx, *m, "threads", "[model]", 1, 0));

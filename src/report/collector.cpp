@@ -276,13 +276,8 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
   s.latency_sample_us = m.sample;
   for (const auto& [outcome, h] : m.outcome_hist) {
-    OutcomeStats o;
-    o.outcome = outcome;
-    o.count = h.count();
-    o.mean_us = h.count() ? static_cast<double>(h.sum()) / static_cast<double>(h.count()) / 1e3 : 0;
-    o.p50_us = h.quantile(0.50) / 1e3;
-    o.p99_us = h.quantile(0.99) / 1e3;
-    s.outcomes.push_back(o);
+    const LatencyStats l = latency_of(h);
+    s.outcomes.push_back(OutcomeStats{outcome, l.count, l.mean_us, l.p50_us, l.p99_us});
   }
   // Update k's "before" is the settled phase of update k - 1 (or of no update).
   for (std::size_t k = 0; k + 1 < m.update_hist.size(); ++k) {
