@@ -1,7 +1,7 @@
 // Cache costs: the L1 memory tier (one mutex over PolicyCache<Blob>) at one
 // million entries -- a get that hits, a put that replaces, a put that inserts
 // and evicts -- and the raw PolicyCache<Empty> access rate that bounds
-// `inferprof simulate`. Targets (issue): L1 get p50 < 100 ns, put < 200 ns.
+// `inferprof simulate`. Targets (docs/performance.md): L1 get p50 < 100 ns, put < 200 ns.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue 5, for a machine with an NVIDIA GPU, a CUDA toolkit
+# The GPU check (docs/gpu.md), for a machine with an NVIDIA GPU, a CUDA toolkit
 # and a pip-installed torch, but no internet and no Debian packages. Builds
 # inferprof against python3's torch with the vendored dependencies (copy
 # third_party/ along: scripts/vendor-deps.sh fills it), then measures and

@@ -1,5 +1,5 @@
 #pragma once
-// Cache tiers (DESIGN.md "Cache tiers"): keys, tier specs, the binary tensor
+// Cache tiers (docs/caches.md): keys, tier specs, the binary tensor
 // value format, the in-process tier and the remote backends (Redis, LMDB).
 // No libtorch here: values are opaque byte strings; the pipeline converts.
 #include <atomic>

@@ -188,7 +188,7 @@ class Collector {
   // values rounded so that they sum exactly to round(total request µs).
   std::vector<std::pair<std::string, std::uint64_t>> folded() const;
 
-  // Writes the six files of DESIGN.md into out_dir, each to a temp file then
+  // Writes the six files of docs/reports.md into out_dir, each to a temp file then
   // renamed, so each is complete or absent. Throws Error on I/O failure
   // (after removing what it wrote).
   void commit(const RunSummary& summary);

@@ -1,5 +1,5 @@
 #pragma once
-// The versioned model store (DESIGN.md "Cache tiers", model store row): models
+// The versioned model store (docs/model-store.md): models
 // addressed as name@version, served from memory -> Redis -> a remote store
 // (file:// folder or http(s):// URL), with sha256 verification against the
 // remote's metadata. No libtorch here: the store deals in bytes; the pipeline

@@ -3,7 +3,7 @@
 //
 // A request is a tree of timed spans. Its root is the request itself (implicit:
 // RequestRecord::arrival..end); the root's children are the stages of
-// DESIGN.md; stages have children of their own (one per preprocessing op, one
+// docs/reports.md; stages have children of their own (one per preprocessing op, one
 // per aten op, one per cache tier). Names are interned once so recording a
 // span is two clock reads and a push into a reused vector.
 #include <array>
@@ -83,7 +83,7 @@ struct RequestRecord {
   std::vector<Span> spans;                 // every span, parents before children
   std::string cache_outcome = "none";      // "none" when no cache tier is configured
   std::string model_version;               // the model version that served it
-  // Model updates (DESIGN.md "Cache tiers", model store): the index of the
+  // Model updates (docs/model-store.md): the index of the
   // last update announced when the request started (-1: none yet), and
   // whether that update was still pending (announced, not yet live).
   std::int32_t update = -1;

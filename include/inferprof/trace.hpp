@@ -1,6 +1,6 @@
 #pragma once
 // The request trace (requests.jsonl): its record types, a streaming reader and
-// the synthetic trace generator. See DESIGN.md "Inputs" for the schema.
+// the synthetic trace generator. See docs/trace-format.md for the schema.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -55,7 +55,7 @@ struct TraceRecord {
 
 // Streams a JSONL trace with simdjson, one line at a time through a fixed-size
 // buffer, so traces larger than memory replay in bounded memory. Every line is
-// validated against DESIGN.md's schema; a bad line throws Error(bad_input)
+// validated against docs/trace-format.md's schema; a bad line throws Error(bad_input)
 // "FILE:LINE: what was expected", or with skip_invalid is counted and skipped.
 class TraceReader {
  public:
@@ -87,7 +87,7 @@ class TraceReader {
   std::unique_ptr<Impl> impl_;
 };
 
-// The key DESIGN.md assigns when a request has none: a hash of the input spec.
+// The key docs/trace-format.md assigns when a request has none: a hash of the input spec.
 std::string input_spec_key(const InputSpec& spec);
 
 struct GenTraceOptions {

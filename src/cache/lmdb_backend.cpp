@@ -1,5 +1,5 @@
 // The local-disk backend of the cache tiers: an LMDB environment in a folder.
-// LMDB is included here and nowhere else (STYLE.md).
+// LMDB is included here and nowhere else (docs/development.md).
 //
 // One named database per namespace, so clear() is a single mdb_drop. Keys are
 // the 16 bytes of the CacheKey; a value is an 8-byte header -- its expiry in

@@ -1,6 +1,6 @@
-// The Redis backend of the cache tiers (DESIGN.md "Redis is the distributed
-// engine"). hiredis only here, in redis_connect.cpp (URL and connection set-up,
-// shared with the model store's update channel) and in the update channel (STYLE.md).
+// The Redis backend of the cache tiers (docs/caches.md), the store replicas
+// share. hiredis only here, in redis_connect.cpp (URL and connection set-up,
+// shared with the model store's update channel) and in the update channel (docs/development.md).
 //
 // Keys are "inferprof:<namespace>:<32 hex digits>", values are the raw blobs.
 // A hiredis context is not thread-safe, so the backend keeps a small pool of

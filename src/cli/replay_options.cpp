@@ -11,7 +11,7 @@ namespace inferprof::cli {
 void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")
       ->required();
-  cmd->add_option("--trace", args.trace, "Request trace (JSON lines, see DESIGN.md)")->required();
+  cmd->add_option("--trace", args.trace, "Request trace (JSON lines, see docs/trace-format.md)")->required();
   cmd->add_option("--profile", args.profile, "Pipeline profile: a name from profiles/ or a .toml path")
       ->default_str("default");
   cmd->add_option("--warmup", args.warmup, "Un-measured warm-up iterations per worker (default: the profile's)")

@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Sections later issues read (cache tiers, model store, update modes); a
+// Sections reserved for later versions (model store, update modes); a
 // profile may carry them before this build understands them.
 const std::set<std::string_view> kReservedSections = {"store", "update"};
 
