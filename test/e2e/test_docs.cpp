@@ -1,4 +1,4 @@
-// End-to-end: the examples in docs/trace-format.md are what the binary does.
+// End-to-end: the trace examples in docs/trace-format.md and README.md are what the binary does.
 // The error table's example lines give exactly the messages the page lists,
 // and its example traces are valid, so a user can write a trace from it.
 #include <doctest/doctest.h>
@@ -134,6 +134,15 @@ TEST_SUITE("e2e docs") {
     CHECK(csv.find(",1,1,user-17,") != std::string::npos);
     CHECK(csv.find(",3,3,user-17,") != std::string::npos);
     CHECK(csv.find(",4,4,h:") != std::string::npos);
+  }
+
+  TEST_CASE("the README's trace lines are valid records") {
+    const fs::path readme = fs::path(INFERPROF_PROFILES_DIR).parent_path() / "README.md";
+    TempDir dir;
+    const std::string trace = dir.write("t.jsonl", first_json_block(slurp(readme)));
+    auto r = run_cli({"convert", trace, "--to", dir.file("t.iptrace")});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find(": 2 requests, 1 model updates from ") != std::string::npos);
   }
 
   TEST_CASE("the first example lines of the trace-format page are valid records") {
