@@ -136,13 +136,15 @@ CompareResult run_compare(const CompareConfig& config) {
         observer->context(fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
                                       config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
       RunOutcome outcome;
+      bool cut_short = false;
       try {
         outcome = run_replay(run);
+        cut_short = outcome.summary.info.interrupted();
       } catch (const Error&) {
         if (!lifecycle::interrupted()) throw;
-        break;  // interrupted before a request completed
+        cut_short = true;  // before a request completed
       }
-      if (outcome.summary.info.interrupted()) {
+      if (cut_short) {
         std::error_code ec;
         if (!run.out_dir.empty()) fs::remove_all(run.out_dir, ec);
         break;
