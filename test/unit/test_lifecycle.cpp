@@ -106,11 +106,11 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("own temp files go, others' and finished reports stay") {
     TempDir dir;
     const int me = ::getpid();
-    for (const std::string& name :
-         {fmt::format(".requests.csv.tmp.{}.3", me), fmt::format(".trace.json.tmp.{}.0", me),
-          fmt::format(".summary.json.tmp.{}", me), fmt::format(".requests.csv.tmp.{}7.1", me), "summary.json",
-          ".requests.csv.tmp.1.1"})
-      touch(dir.path() / name);
+    const std::vector<std::string> names = {
+        fmt::format(".requests.csv.tmp.{}.3", me), fmt::format(".trace.json.tmp.{}.0", me),
+        fmt::format(".summary.json.tmp.{}", me),   fmt::format(".requests.csv.tmp.{}7.1", me),
+        "summary.json",                            ".requests.csv.tmp.1.1"};
+    for (const std::string& name : names) touch(dir.path() / name);
     lifecycle::remove_own_temp_files(dir.str());
     std::vector<std::string> kept = {fmt::format(".requests.csv.tmp.{}7.1", me), ".requests.csv.tmp.1.1",
                                      "summary.json"};
