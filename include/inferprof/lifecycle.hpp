@@ -93,8 +93,10 @@ int sweep_stale_folders(const std::string& dir, const std::string& prefix);
 // (".NAME.tmp.PID" and ".NAME.tmp.PID.N"): removed by a Cleanup action.
 void remove_own_temp_files(const std::string& dir) noexcept;
 
-// For tests: what the first signal does (without a signal), and back to the start.
+// For tests: what the first signal does (without a signal), what a second one
+// does before it exits, and back to the start.
 void request_stop(int sig);
+void run_cleanups_for_tests();
 void reset_for_tests();
 
 }  // namespace inferprof::lifecycle

@@ -95,6 +95,9 @@ CompareResult run_compare(const CompareConfig& config) {
   if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
   if (config.repeat < 1) throw bad_input("--repeat must be at least 1");
   if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
+  if (!config.out_dir.empty())
+    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
 
   CompareResult result;
   result.repeat = config.repeat;

@@ -299,6 +299,7 @@ void remove_own_temp_files(const std::string& dir) noexcept {
 }
 
 void request_stop(int sig) { begin_stop(sig); }
+void run_cleanups_for_tests() { run_cleanups(); }
 
 void reset_for_tests() {
   g_stop = 0;

@@ -76,6 +76,7 @@ std::string render_replicas_json(const ReplicaSummary& s) {
   for (const ReplicaResult& r : s.replicas) {
     w.begin_object();
     w.field("index", r.index);
+    w.field("pid", r.pid);  // to find what a replica left (its log, a private folder named by PID)
     w.field("status", r.status);
     w.field("requests", r.requests);
     w.field_number("throughput_rps", r.throughput_rps, 3);

@@ -305,6 +305,24 @@ TEST_SUITE("e2e lifecycle") {
     }
   }
 
+  TEST_CASE("a crash runs the cleanups too: a replica that aborts leaves no LMDB folder") {
+    REQUIRE_REDIS_SERVER();
+    auto& f = fixture();
+    RedisServer redis;
+    TempDir out;
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "40", "--cache", "l2,l3", "--redis", redis.url(),
+                      "--profile", f.profile, "--replicas", "2", "--out", out.file("r")},
+                     "INFERPROF_TEST_CRASH_REPLICA=1");
+    CHECK(r.code == 3);
+    simdjson::dom::parser parser;
+    auto s = load_json(parser, out.path() / "r" / "replicas.json");
+    CHECK(std::string_view(s["replicas"].at(1)["status"]) == "killed by signal 6");
+    const auto pid = static_cast<pid_t>(json_number(s["replicas"].at(1)["pid"]));
+    CHECK(pid > 0);
+    CHECK(l3_folders_of(pid).empty());  // made before it aborted, removed by the SIGABRT handler
+    CHECK(redis.integer("DBSIZE") == 0);
+  }
+
   TEST_CASE("compare interrupted keeps the configurations completed and names the others") {
     auto& f = fixture();
     TempDir io;

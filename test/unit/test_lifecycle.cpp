@@ -118,11 +118,19 @@ TEST_SUITE("lifecycle") {
     CHECK(dir.list() == kept);
   }
 
-  TEST_CASE("a released cleanup is not run; one moved keeps its action") {
-    lifecycle::Cleanup a([] {});
+  TEST_CASE("cleanups run once each, those released or moved from not at all") {
+    lifecycle::reset_for_tests();
+    int kept = 0, released = 0;
+    lifecycle::Cleanup a([&] { ++kept; });
     lifecycle::Cleanup b(std::move(a));
-    a.release();  // nothing: moved from
-    b.release();
-    b.release();  // twice is fine
+    a.release();  // moved from: nothing to release
+    lifecycle::Cleanup c([&] { ++released; });
+    c.release();
+    c.release();  // twice is fine
+    lifecycle::run_cleanups_for_tests();
+    lifecycle::run_cleanups_for_tests();  // a second signal's cleanups happen once
+    CHECK(kept == 1);
+    CHECK(released == 0);
+    lifecycle::reset_for_tests();
   }
 }
