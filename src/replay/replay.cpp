@@ -696,7 +696,8 @@ RunOutcome run_replay(const RunConfig& config) {
   info.peak_rss_mb = peak_rss_mb();
   info.gpu = pipeline.finish_gpu();
 
-  if (observer) observer->phase(ReplayObserver::Phase::writing_reports);
+  if (observer) observer->phase(config.out_dir.empty() ? ReplayObserver::Phase::finished
+                                                       : ReplayObserver::Phase::writing_reports);
   RunOutcome outcome;
   outcome.summary = collector->summarize(info);
   for (std::size_t i = 0; i < tiers.owned.size(); ++i) {
