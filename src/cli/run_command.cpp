@@ -98,11 +98,11 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   if (!out.empty() && args.format == "table")
     std::printf("\nreports written to %s/: replicas.json, replica-N/ (each replica's reports), replica-N.log\n",
                 out.c_str());
-  if (lifecycle::interrupted()) return interrupted_exit();
   if (s.failed > 0) {
     std::fprintf(stderr, "inferprof: error: %d of %d replicas failed (see the table)\n", s.failed, replicas);
-    return static_cast<int>(ExitCode::runtime);
+    if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::runtime);
   }
+  if (lifecycle::interrupted()) return interrupted_exit();
   return 0;
 }
 
@@ -170,12 +170,12 @@ Runner add_run_command(CLI::App& app) {
                                                     : render_table(s);
     std::fputs(text.c_str(), stdout);
     print_files(outcome.files, config.out_dir, args->format == "table");
-    if (lifecycle::interrupted()) return interrupted_exit();
     if (s.verify.mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(s.verify.mismatches));
-      return static_cast<int>(ExitCode::check_failed);
+      if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::check_failed);
     }
+    if (lifecycle::interrupted()) return interrupted_exit();
     return 0;
   };
 }
@@ -216,12 +216,12 @@ Runner add_compare_command(CLI::App& app) {
                                                     : render_compare_table(result);
     std::fputs(text.c_str(), stdout);
     print_files(result.files, config.out_dir, args->format == "table");
-    if (lifecycle::interrupted()) return interrupted_exit();
     if (result.verify_mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(result.verify_mismatches));
-      return static_cast<int>(ExitCode::check_failed);
+      if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::check_failed);
     }
+    if (lifecycle::interrupted()) return interrupted_exit();
     return 0;
   };
 }
