@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -104,7 +105,17 @@ void on_crash(int sig) {
   ::raise(sig);
 }
 
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
 void lifecycle_thread() {
+  const sigset_t stops = stop_signals();
+  ::pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);  // the one thread they reach (see install)
   for (;;) {
     unsigned char byte = 0;
     ssize_t n = ::read(g_pipe[0], &byte, 1);
@@ -158,6 +169,12 @@ void install() {
       ::sigaction(sig, nullptr, &old);
       if (old.sa_handler == SIG_DFL) ::sigaction(sig, &crash, nullptr);
     }
+    // Threads started from here on (workers, Redis and libtorch pools) inherit
+    // a mask without SIGINT/SIGTERM, so the handler runs on the lifecycle
+    // thread and no blocking call elsewhere sees EINTR. Processes this one
+    // starts get a clean mask (replicas.cpp).
+    const sigset_t stops = stop_signals();
+    ::pthread_sigmask(SIG_BLOCK, &stops, nullptr);
   });
 }
 

@@ -88,8 +88,11 @@ Child spawn(const ReplicaLaunch& launch, int index) {
   // which passes it on once (a second signal would stop a replica at once).
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none;  // this thread blocks SIGINT/SIGTERM (lifecycle.cpp); a replica starts without that
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
   int rc = posix_spawn(&c.pid, launch.binary.c_str(), &fa, &attr, argv.data(), environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
