@@ -2,6 +2,7 @@
 // same validation as `run`), the compact .iptrace records, and cache-trace
 // CSVs. Each reduces a record to hashes, so nothing downstream keeps strings.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -16,9 +17,9 @@
 #include "inferprof/error.hpp"
 #include "inferprof/simulate.hpp"
 #include "inferprof/trace.hpp"
+#include "report/csv_io.hpp"
 #include "report/streams.hpp"
 #include "report/text.hpp"
-#include "simulate/detail.hpp"
 
 namespace inferprof {
 
@@ -125,16 +126,13 @@ class IptraceSource final : public SimSource {
 
 class CsvSource final : public SimSource {
  public:
-  CsvSource(const std::string& path, const CsvColumns& cols) : path_(path), in_(path, std::ios::binary) {
+  CsvSource(const std::string& path, const CsvColumns& cols)
+      : path_(path), in_(path, std::ios::binary), csv_(in_, path) {
     if (!in_) throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    std::string header;
-    if (!read_line(header)) throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
-    if (!detail::split_csv(header, fields_)) throw bad_input(at_line(path, 1, "unterminated quote in the header"));
-    auto find = [&](const std::string& name) -> int {
-      for (std::size_t i = 0; i < fields_.size(); ++i)
-        if (fields_[i] == name) return static_cast<int>(i);
-      return -1;
-    };
+    if (!csv_.next(fields_))
+      throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
+    const std::string header = fmt::format("{}", fmt::join(fields_, ","));
+    auto find = [&](const std::string& name) { return report::CsvReader::column(fields_, name); };
     key_ = find(cols.key);
     if (key_ < 0)
       throw bad_input(at_line(path, 1, fmt::format("no key column '{}' in the header '{}' (choose it with "
@@ -154,12 +152,10 @@ class CsvSource final : public SimSource {
     require(cols.size_named, size_, cols.size, "size");
   }
   bool next(SimRecord& out) override {
-    std::string line;
-    while (true) {
-      if (!read_line(line)) return false;
-      if (line.find_first_not_of(" \t") != std::string::npos) break;
-    }
-    if (!detail::split_csv(line, fields_)) throw bad_input(at_line(path_, line_, "unterminated quote"));
+    do {
+      if (!csv_.next(fields_)) return false;
+    } while (report::CsvReader::blank(fields_));
+    line_ = csv_.line();
     const int need = std::max({key_, ts_, size_});
     if (static_cast<int>(fields_.size()) <= need)
       throw bad_input(at_line(path_, line_, fmt::format("{} fields, expected at least {} as in the header",
@@ -190,14 +186,9 @@ class CsvSource final : public SimSource {
   std::string format() const override { return "csv"; }
 
  private:
-  bool read_line(std::string& line) {
-    if (!std::getline(in_, line)) return false;
-    ++line_;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    return true;
-  }
   std::string path_;
   std::ifstream in_;
+  report::CsvReader csv_;
   std::vector<std::string> fields_;
   int key_ = -1, ts_ = -1, size_ = -1;
   std::uint64_t line_ = 0;
@@ -208,36 +199,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 }  // namespace
-
-namespace detail {
-bool split_csv(std::string_view line, std::vector<std::string>& fields) {
-  fields.clear();
-  std::string cur;
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  fields.push_back(std::move(cur));
-  return !quoted;
-}
-}  // namespace detail
 
 CsvColumns parse_csv_columns(std::string_view text) {
   CsvColumns c;

@@ -338,6 +338,6 @@ TEST_SUITE("simulate") {
 
     dir.write("bad/summary.json", R"({"schema": "something else"})");
     c.costs_path = dir.file("bad/summary.json");
-    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("expected an inferprof summary.json"));
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("--costs: " + dir.file("bad/summary.json") + ": not an inferprof summary"));
   }
 }
