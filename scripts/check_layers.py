@@ -8,7 +8,7 @@ and the modules it links. This script fails when
     (directly or through others): an undeclared layer crossing;
   - the pipeline plugin needs an inferprof symbol the executable does not
     export (it would fail to load);
-  - the executable needs libtorch, CUDA or CUPTI at start-up.
+  - the executable needs libtorch, CUDA, CUPTI or libcurl at start-up.
 """
 import subprocess
 import sys
@@ -112,7 +112,7 @@ def main(layers_file, exe, plugin):
                       + subprocess.run(["c++filt"], input=copies[0], capture_output=True, text=True).stdout.strip())
 
     needed = subprocess.run(["readelf", "-d", exe], capture_output=True, text=True, check=True).stdout
-    for lib in ("libtorch", "libc10", "libcupti", "libcudart"):
+    for lib in ("libtorch", "libc10", "libcupti", "libcudart", "libcurl"):
         if lib in needed:
             errors.append(f"{exe} needs {lib} at start-up")
 
@@ -120,7 +120,7 @@ def main(layers_file, exe, plugin):
         print("check-layers: " + e, file=sys.stderr)
     if not errors:
         print(f"check-layers: {len(modules)} modules, no cycles, no undeclared uses; plugin symbols exported; "
-              "no libtorch at start-up")
+              "no libtorch or libcurl at start-up")
     return 1 if errors else 0
 
 

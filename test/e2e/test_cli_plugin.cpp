@@ -33,7 +33,7 @@ CliResult run_binary(const std::string& binary, const std::vector<std::string>& 
 }  // namespace
 
 TEST_SUITE("plugin") {
-  TEST_CASE("plugin: commands that run no model never load libtorch, model commands load it once") {
+  TEST_CASE("plugin: commands that run no model never load libtorch (nor libcurl), gen-model loads it") {
     TempDir dir;
     const std::string trace = dir.file("t.jsonl");
     REQUIRE(run_cli({"gen-trace", "--requests", "200", "--keys", "20", "-o", trace}).code == 0);
@@ -47,6 +47,7 @@ TEST_SUITE("plugin") {
       CHECK(r.err.find("file=") != std::string::npos);  // LD_DEBUG works here: the check below can fail
       CHECK(r.err.find("libinferprof_pipeline") == std::string::npos);
       CHECK(r.err.find("libtorch") == std::string::npos);
+      CHECK(r.err.find("libcurl") == std::string::npos);  // loaded only for an http(s) model store
     }
     // gen-model needs the model pipeline: it is loaded.
     auto g = run_cli({"gen-model", "--arch", "mlp", "-o", dir.file("m.pt")}, "LD_DEBUG=files");
@@ -76,7 +77,7 @@ TEST_SUITE("plugin") {
     const std::string expected = "inferprof: error: the model pipeline '" + bin + "/libinferprof_pipeline.so" +
                                  "' is missing (nor is it in '" + installed +
                                  "'); it is built and installed with inferprof, which needs it to run a model\n";
-    auto r = run_binary(copy, {"run", "--model", model, "--trace", trace, "--out", dir.file("out")});
+    auto r = run_binary(copy, {"run", model, "--trace", trace, "--out", dir.file("out")});
     CHECK(r.code == 3);
     CHECK(r.err == expected);
     CHECK(dir_is_empty_or_missing(dir.file("out")));
