@@ -32,7 +32,8 @@ std::string executable_dir() {
 }
 
 const Api* checked(const Api* table, const std::string& where) {
-  if (table == nullptr || table->abi != kAbi || std::strcmp(table->version, INFERPROF_VERSION) != 0)
+  if (table == nullptr || table->abi != kAbi || std::strcmp(table->version, INFERPROF_VERSION) != 0 ||
+      table->layout != kLayout)
     throw runtime_failure(fmt::format("'{}' is not the model pipeline of this inferprof ({}): rebuild or reinstall "
                                       "inferprof",
                                       where, INFERPROF_VERSION));

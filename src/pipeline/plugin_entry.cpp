@@ -41,7 +41,7 @@ std::unique_ptr<plugin::Backend> open(const ModelBytes& first, const Profile& pr
 
 extern "C" __attribute__((visibility("default"))) const inferprof::plugin::Api* inferprof_pipeline_api() {
   using namespace inferprof;
-  static const plugin::Api api{plugin::kAbi,        INFERPROF_VERSION,  &open,           &model_info,
-                               &configure_threads, &libtorch_version, &generate_model};
+  static const plugin::Api api{plugin::kAbi,    INFERPROF_VERSION,  plugin::kLayout,   &open,
+                               &model_info,     &configure_threads, &libtorch_version, &generate_model};
   return &api;
 }

@@ -125,6 +125,7 @@ TEST_SUITE("saved run") {
   TEST_CASE("plugin: a process linked with the pipeline library uses it, of its own build") {
     const plugin::Api& api = plugin::api();
     CHECK(api.abi == plugin::kAbi);
+    CHECK(api.layout == plugin::kLayout);
     CHECK(std::string(api.version) == INFERPROF_TEST_VERSION);
     CHECK_FALSE(libtorch_version().empty());
     const std::vector<std::string> where = plugin::plugin_candidates();
