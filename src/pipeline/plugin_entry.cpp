@@ -31,8 +31,8 @@ class TorchBackend final : public plugin::Backend {
   Pipeline pipeline_;  // this library's Pipeline (pipeline.cpp), not the executable's facade
 };
 
-std::unique_ptr<plugin::Backend> open(const ModelBytes& first, const Profile& profile,
-                                      const PipelineOptions& options) {
+std::unique_ptr<plugin::Backend> open_backend(const ModelBytes& first, const Profile& profile,
+                                              const PipelineOptions& options) {
   return std::make_unique<TorchBackend>(first, profile, options);
 }
 
@@ -41,7 +41,7 @@ std::unique_ptr<plugin::Backend> open(const ModelBytes& first, const Profile& pr
 
 extern "C" __attribute__((visibility("default"))) const inferprof::plugin::Api* inferprof_pipeline_api() {
   using namespace inferprof;
-  static const plugin::Api api{plugin::kAbi,    INFERPROF_VERSION,  plugin::kLayout,   &open,
+  static const plugin::Api api{plugin::kAbi,    INFERPROF_VERSION,  plugin::kLayout,   &open_backend,
                                &model_info,     &configure_threads, &libtorch_version, &generate_model};
   return &api;
 }
