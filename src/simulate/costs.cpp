@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <random>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/simulate.hpp"
 #include "simulate/detail.hpp"
 
@@ -40,7 +43,11 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
-double number_or(simdjson::dom::element e, double fallback) {
+// A missing field, or a field of something that is not an object, reads as
+// `fallback` (simdjson would throw converting the error result).
+double number_or(simdjson::simdjson_result<simdjson::dom::element> r, double fallback) {
+  simdjson::dom::element e;
+  if (r.get(e) != simdjson::SUCCESS) return fallback;
   double d;
   if (e.get(d) == simdjson::SUCCESS) return d;
   std::int64_t i;
@@ -76,16 +83,15 @@ void read_requests_csv(const std::string& path, SimCosts& c) {
     if (!detail::split_csv(line, f) || static_cast<int>(f.size()) <= need)
       throw bad_input(at_line(path, n, fmt::format("expected {} fields as in the header", need + 1)));
     if (f[static_cast<std::size_t>(ok)] != "true") continue;
+    // As `diff` reads the same file: the whole field a finite number.
     auto num = [&](int i) {
-      try {
-        std::size_t used = 0;
-        const std::string& s = f[static_cast<std::size_t>(i)];
-        double v = s.empty() ? 0 : std::stod(s, &used);
-        if (!s.empty() && used != s.size()) throw std::invalid_argument(s);
-        return v;
-      } catch (const std::exception&) {
-        throw bad_input(at_line(path, n, fmt::format("'{}': expected a number of µs", f[static_cast<std::size_t>(i)])));
-      }
+      const std::string& s = f[static_cast<std::size_t>(i)];
+      if (s.empty()) return 0.0;
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (end != s.c_str() + s.size() || !std::isfinite(v))
+        throw bad_input(at_line(path, n, fmt::format("'{}': expected a number of µs", printable(s))));
+      return v;
     };
     const std::string& outcome = f[static_cast<std::size_t>(cache)];
     const double t = num(total);
@@ -122,7 +128,7 @@ SimCosts load_sim_costs(const std::string& path) {
   std::string_view schema;
   if (doc["schema"].get(schema) != simdjson::SUCCESS || schema != "inferprof.summary/1")
     throw bad_input(fmt::format("--costs '{}': expected an inferprof summary.json (schema inferprof.summary/1)", path));
-  simdjson::dom::element stages, total;
+  simdjson::dom::object stages, total;
   if (doc["stages"].get(stages) != simdjson::SUCCESS || doc["total"].get(total) != simdjson::SUCCESS)
     throw bad_input(fmt::format("--costs '{}': no 'stages' or 'total' object", path));
   const double input_us = number_or(stages["input"]["mean_us"], 0);
