@@ -4,9 +4,13 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <fstream>
+#include <iterator>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "inferprof/error.hpp"
@@ -14,8 +18,10 @@
 #include "inferprof/printable.hpp"
 #include "inferprof/profile.hpp"
 #include "inferprof/report.hpp"
+#include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
 #include "report/cache_report.hpp"
+#include "store/store_detail.hpp"
 
 #include "temp_dir.hpp"
 
@@ -201,5 +207,30 @@ TEST_SUITE("hardening") {
     const std::string table = report::cache_table_lines(s, false);
     CAPTURE(table);
     CHECK(table.find("17.3 KB 603 (degraded)  redis://") != std::string::npos);
+  }
+
+  TEST_CASE("file store: concurrent puts all reach index.json") {
+    // Threads, not processes: no start-up time spreads them out, so without
+    // the index lock entries are lost (or a put fails) within a few rounds.
+    for (int round = 0; round < 5; ++round) {
+      CAPTURE(round);
+      TempDir dir;
+      std::atomic<int> failed{0};
+      std::vector<std::thread> threads;
+      for (int i = 0; i < 10; ++i)
+        threads.emplace_back([&, i] {
+          try {
+            open_remote_store(dir.str())->put(ModelRef{"m", fmt::format("v{}", i)}, fmt::format("bytes {}", i));
+          } catch (const std::exception&) {
+            ++failed;
+          }
+        });
+      for (auto& t : threads) t.join();
+      CHECK(failed.load() == 0);
+      CHECK(open_remote_store(dir.str())->list().size() == 10);
+      std::ifstream in(dir.file("index.json"));
+      const std::string index((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CHECK(store_detail::parse_index_json(index, "index.json").size() == 10);
+    }
   }
 }
