@@ -69,10 +69,8 @@ std::int64_t get_int(const Ctx& ctx, const toml::table& t, std::string_view key,
   if (!n) return fallback;
   if (!n->is_integer()) ctx.fail(n, fmt::format("'{}' in {} must be an integer", key, where));
   auto v = *n->value<std::int64_t>();
-  if (v < min || v > max)
-    ctx.fail(n, max == std::numeric_limits<std::int64_t>::max()
-                    ? fmt::format("'{}' in {} must be >= {}", key, where, min)
-                    : fmt::format("'{}' in {} must be between {} and {} (got {})", key, where, min, max, v));
+  if (v < min) ctx.fail(n, fmt::format("'{}' in {} must be >= {}", key, where, min));
+  if (v > max) ctx.fail(n, fmt::format("'{}' in {} must be between {} and {} (got {})", key, where, min, max, v));
   return v;
 }
 

@@ -177,9 +177,10 @@ class CsvSource final : public SimSource {
       const std::string& f = fields_[static_cast<std::size_t>(ts_)];
       double v = 0;
       auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      // Negative times are refused in every trace format, as JSON lines do.
-      if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(v) || v < 0)
-        throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': expected a number of ms >= 0", printable(f))));
+      if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(v))
+        throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': expected a number (ms)", printable(f))));
+      // Refused in every trace format, as JSON lines refuse a negative ts_ms.
+      if (v < 0) throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': must be >= 0", printable(f))));
       out.ts_ms = v;
     }
     out.size = 0;

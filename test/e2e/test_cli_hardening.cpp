@@ -95,7 +95,7 @@ TEST_SUITE("e2e hardening") {
                 esc + ":1: unknown event '\\x1b[2J\\nhello' (expected model_update)");
     const std::string csv = dir.write("neg.csv", "timestamp,key\n5,a\n-3,b\n");
     check_error(run_cli({"simulate", "--trace", csv, "--tier", "l1=lru:10"}), 2,
-                csv + ":3: timestamp '-3': expected a number of ms >= 0");
+                csv + ":3: timestamp '-3': must be >= 0");
   }
 
   TEST_CASE("npy inputs: a huge header length, overflowing shapes") {

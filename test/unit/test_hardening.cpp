@@ -18,6 +18,7 @@
 #include "inferprof/printable.hpp"
 #include "inferprof/profile.hpp"
 #include "inferprof/report.hpp"
+#include "inferprof/simulate.hpp"
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
 #include "report/cache_report.hpp"
@@ -232,5 +233,26 @@ TEST_SUITE("hardening") {
       const std::string index((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       CHECK(store_detail::parse_index_json(index, "index.json").size() == 10);
     }
+  }
+
+  TEST_CASE("simulate sources refuse negative timestamps, as JSON lines do") {
+    TempDir dir;
+    const std::string path = dir.file("neg.iptrace");
+    {
+      IptraceWriter w(path);
+      SimRecord r;
+      r.key = 1;
+      r.ts_ms = 5;
+      w.add(r);
+      r.ts_ms = -2;  // the writer stores what it is given; the reader is the boundary
+      w.add(r);
+      w.commit();
+    }
+    auto source = open_sim_source(path);
+    SimRecord r;
+    REQUIRE(source->next(r));
+    CHECK_THROWS_WITH(source->next(r), (path + ":2: negative timestamp -2000000 ns").c_str());
+    const std::string csv = dir.write("neg.csv", "timestamp,key\n-0.5,a\n");
+    CHECK_THROWS_WITH(open_sim_source(csv)->next(r), (csv + ":2: timestamp '-0.5': must be >= 0").c_str());
   }
 }
