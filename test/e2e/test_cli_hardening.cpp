@@ -144,6 +144,11 @@ TEST_SUITE("e2e hardening") {
     CHECK(r.err.find(", but --model-sha256 expects " + sha + "\n") != std::string::npos);
     CHECK(count_lines(r.err) == 1);
     CHECK(dir_is_empty_or_missing(dir.file("bad")));
+    auto cmp = run_cli({"compare", flipped, "--trace", model().trace, "--caches", "none", "--caches", "l1",
+                        "--model-sha256", sha, "--out", dir.file("cmp")});
+    CHECK(cmp.code == 2);
+    CHECK(cmp.err.rfind("inferprof: error: model '" + flipped + "': sha256 is ", 0) == 0);
+    CHECK(dir_is_empty_or_missing(dir.file("cmp")));
     check_error(run_cli({"run", model().model, "--trace", model().trace, "--model-sha256", "abc"}), 2,
                 "--model-sha256 'abc': expected 64 hex digits (as sha256sum prints)");
   }
