@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <cstdint>
@@ -254,5 +257,19 @@ TEST_SUITE("hardening") {
     CHECK_THROWS_WITH(source->next(r), (path + ":2: negative timestamp -2000000 ns").c_str());
     const std::string csv = dir.write("neg.csv", "timestamp,key\n-0.5,a\n");
     CHECK_THROWS_WITH(open_sim_source(csv)->next(r), (csv + ":2: timestamp '-0.5': must be >= 0").c_str());
+  }
+
+  TEST_CASE("file store: an empty model, and metadata that is not a bounded regular file") {
+    TempDir dir;
+    auto store = open_remote_store(dir.str());
+    CHECK_THROWS_WITH(store->put(ModelRef{"m", "v1"}, ""), (dir.str() + ": m@v1: the model is empty (0 bytes)").c_str());
+    // A FIFO where meta.json belongs would block a reader forever; a huge file would be read whole.
+    std::filesystem::create_directories(dir.file("m/v1"));
+    REQUIRE(::mkfifo(dir.file("m/v1/meta.json").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(store->meta(ModelRef{"m", "v1"}), (dir.file("m/v1/meta.json") + ": not a regular file").c_str());
+    std::filesystem::create_directories(dir.file("n/v1"));
+    std::filesystem::resize_file(dir.write("n/v1/meta.json", ""), 2 << 20);
+    CHECK_THROWS_WITH(store->meta(ModelRef{"n", "v1"}),
+                      (dir.file("n/v1/meta.json") + ": 2097152 bytes, more than the 1048576 expected").c_str());
   }
 }
