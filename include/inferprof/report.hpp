@@ -40,6 +40,7 @@ struct RunInfo {
   std::string model_version;  // the store's version, or "xxh3:..." of the file
   std::string model_served_by = "file";  // file, or the store tier: memory, redis, remote
   std::string model_hash;  // "xxh3:<16 hex>" of the model file
+  std::string model_sha256;  // of a plain model file's bytes (the store checks its own); what --model-sha256 compares
   std::string model_arch;  // from the model's metadata, "unknown" if none
   std::int64_t model_parameters = 0;
   std::int64_t model_bytes = 0;  // file size

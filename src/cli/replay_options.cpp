@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdlib>
 
 #include "cli/progress.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 
 namespace inferprof::cli {
 
@@ -40,7 +42,8 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_option("--verify", args.verify,
                   "Recompute this share of the cache hits without caches and compare (exit 1 on a mismatch)")
       ->expected(0, 1)
-      ->default_str("1.0");
+      ->default_str("1.0")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--store", args.store,
                   "Serve MODEL (NAME[@VERSION]) from this model store: file:///folder or http(s)://base-url; "
                   "model_update events in the trace then switch versions");
@@ -61,6 +64,8 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_option("--gpu-trace", args.gpu_trace,
                   "cuda: on = CUPTI activity + NVTX ranges (GPU stage times); off = host times only")
       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--model-sha256", args.model_sha256,
+                  "Refuse to load a model whose sha256 is not HEX (libtorch does not detect a damaged file)");
 }
 
 std::vector<TierSpec> tier_overrides(const ReplayArgs& args) { return parse_tier_options(args.tiers); }
@@ -87,6 +92,14 @@ RunConfig make_run_config(const ReplayArgs& args) {
   RunConfig config;
   config.model_path = args.model;
   config.trace_path = args.trace;
+  if (!args.model_sha256.empty()) {
+    std::string hex = args.model_sha256;
+    for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw bad_input(fmt::format("--model-sha256 '{}': expected 64 hex digits (as sha256sum prints)",
+                                  printable(args.model_sha256)));
+    config.model_sha256 = hex;
+  }
   config.profile = load_profile(args.profile);
   config.warmup = args.warmup;
   config.threads = args.threads;

@@ -24,6 +24,7 @@ struct ReplayArgs {
   std::string device;              // --device; empty: the profile's
   bool pinned = false;
   std::string gpu_trace = "on";
+  std::string model_sha256;        // --model-sha256 HEX
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -21,12 +22,20 @@ struct StoreArgs {
   std::string url, ref, file, name, format = "table";
 };
 
+// A folder would read as 0 bytes and a device (/dev/zero) without end: only a
+// non-empty regular file is a model.
 std::string read_model_file(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) throw bad_input(fmt::format("{}: cannot read the model file", path));
+  if (!std::filesystem::is_regular_file(st))
+    throw bad_input(fmt::format("{}: the model file is not a regular file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(fmt::format("{}: cannot read the model file", path));
   std::stringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw bad_input(fmt::format("{}: cannot read the model file", path));
+  if (ss.str().empty()) throw bad_input(fmt::format("{}: the model file is empty", path));
   return ss.str();
 }
 

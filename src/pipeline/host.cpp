@@ -128,12 +128,18 @@ const std::vector<std::string>& model_archs() {
 
 ModelBytes read_model_file(const std::string& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw bad_input(fmt::format("model '{}' not found", path));
-  if (fs::is_directory(path, ec)) throw bad_input(fmt::format("model '{}' is a folder, not a TorchScript file", path));
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) throw bad_input(fmt::format("model '{}' not found", path));
+  if (fs::is_directory(st)) throw bad_input(fmt::format("model '{}' is a folder, not a TorchScript file", path));
+  // A device or a FIFO (/dev/zero) has no size and would be read without end.
+  if (!fs::is_regular_file(st)) throw bad_input(fmt::format("model '{}' is not a regular file", path));
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw bad_input(fmt::format("model '{}': cannot read it ({})", path, ec.message()));
+  if (size == 0) throw bad_input(fmt::format("model '{}' is empty, not a TorchScript file", path));
   Nanos t0 = now_ns();
   std::ifstream in(path, std::ios::binary);
   auto bytes = std::make_shared<std::string>();
-  bytes->resize(static_cast<std::size_t>(fs::file_size(path, ec)));
+  bytes->resize(static_cast<std::size_t>(size));
   if (!in.read(bytes->data(), static_cast<std::streamsize>(bytes->size())))
     throw bad_input(fmt::format("model '{}': cannot read it", path));
   ModelBytes m;

@@ -45,6 +45,7 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("model_path", info.model_path);
   w.field("model_version", info.model_version);
   w.field("model_hash", info.model_hash);
+  w.field("model_sha256", info.model_sha256);
   w.field("model_arch", info.model_arch);
   w.field("model_parameters", info.model_parameters);
   w.field("model_bytes", info.model_bytes);

@@ -3,9 +3,11 @@
 // serving a request by what served it.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <random>
 
 #include "inferprof/error.hpp"

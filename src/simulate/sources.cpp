@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/simulate.hpp"
 #include "inferprof/trace.hpp"
 #include "report/csv_io.hpp"
@@ -102,10 +103,13 @@ class IptraceSource final : public SimSource {
       throw bad_input(at_line(path_, read_, fmt::format("unknown record flags {:#x} (expected bits 0 and 1 only)", flags)));
     out.kind = (flags & kFlagUpdate) ? SimRecord::Kind::model_update : SimRecord::Kind::request;
     out.key = get_le(p, 8);
-    if (flags & kFlagTs)
-      out.ts_ms = static_cast<double>(static_cast<std::int64_t>(get_le(p + 8, 8))) / 1e6;
-    else
+    if (flags & kFlagTs) {
+      const auto ns = static_cast<std::int64_t>(get_le(p + 8, 8));
+      if (ns < 0) throw bad_input(at_line(path_, read_, fmt::format("negative timestamp {} ns", ns)));
+      out.ts_ms = static_cast<double>(ns) / 1e6;
+    } else {
       out.ts_ms.reset();
+    }
     out.size = get_le(p + 16, 4);
     out.line = read_;
     return true;
@@ -137,7 +141,7 @@ class CsvSource final : public SimSource {
     if (key_ < 0)
       throw bad_input(at_line(path, 1, fmt::format("no key column '{}' in the header '{}' (choose it with "
                                                    "--csv-columns key=NAME)",
-                                                   cols.key, header)));
+                                                   printable(cols.key), printable(header))));
     ts_ = cols.ts.empty() ? -1 : find(cols.ts);
     size_ = cols.size.empty() ? -1 : find(cols.size);
     // A column the user named is wanted: silently running without it would
@@ -146,7 +150,8 @@ class CsvSource final : public SimSource {
       if (named && idx < 0)
         throw bad_input(at_line(path, 1, fmt::format("no {} column '{}' in the header '{}' (named by --csv-columns "
                                                      "{}={})",
-                                                     what, name, header, what, name)));
+                                                     what, printable(name), printable(header), what,
+                                                     printable(name))));
     };
     require(cols.ts_named, ts_, cols.ts, "ts");
     require(cols.size_named, size_, cols.size, "size");
@@ -169,7 +174,9 @@ class CsvSource final : public SimSource {
       double v = 0;
       auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
       if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(v))
-        throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': expected a number (ms)", f)));
+        throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': expected a number (ms)", printable(f))));
+      // Refused in every trace format, as JSON lines refuse a negative ts_ms.
+      if (v < 0) throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': must be >= 0", printable(f))));
       out.ts_ms = v;
     }
     out.size = 0;
@@ -178,7 +185,8 @@ class CsvSource final : public SimSource {
       std::uint64_t v = 0;
       auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
       if (ec != std::errc() || p != f.data() + f.size())
-        throw bad_input(at_line(path_, line_, fmt::format("size '{}': expected a non-negative integer (bytes)", f)));
+        throw bad_input(
+            at_line(path_, line_, fmt::format("size '{}': expected a non-negative integer (bytes)", printable(f))));
       out.size = v;
     }
     return true;
@@ -214,7 +222,7 @@ CsvColumns parse_csv_columns(std::string_view text) {
         (name != "ts" && name != "key" && name != "size"))
       throw bad_input(fmt::format("--csv-columns '{}': expected ts=NAME,key=NAME,size=NAME (any of them; an empty "
                                   "NAME for ts or size means no such column)",
-                                  text));
+                                  printable(text)));
     (name == "ts" ? c.ts : name == "key" ? c.key : c.size) = value;
     if (name == "ts") c.ts_named = !value.empty();
     if (name == "size") c.size_named = !value.empty();
