@@ -350,12 +350,30 @@ TEST_CASE("trace.json holds one X event per request and span - queue lanes never
   CHECK(std::count(thread_names.begin(), thread_names.end(), "queue 0") == 1);
 }
 
-TEST_CASE("trace.json keeps only the first requests when capped") {
+TEST_CASE("trace.json keeps only the first requests whose events fit in its size cap") {
+  // The events of the first two requests, as the collector writes them.
+  report::ChromeTraceWriter w(kBase);
+  fmt::memory_buffer two;
+  w.append(nested_record(0), two);
+  w.append(nested_record(1), two);
+  SUBCASE("one byte short of two requests keeps one") {
+    TempDir dir;
+    CollectorOptions o;
+    o.out_dir = dir.str();
+    o.epoch = kBase;
+    o.trace_json_max_bytes = two.size() - 1;
+    Collector c(o);
+    for (std::uint64_t i = 0; i < 5; ++i) c.add(nested_record(i));
+    const RunSummary s = c.summarize(RunInfo{});
+    CHECK(s.trace_json_requests == 1);
+    CHECK(s.trace_json_max_bytes == two.size() - 1);
+    CHECK(s.csv_rows == 5);
+  }
   TempDir dir;
   CollectorOptions o;
   o.out_dir = dir.str();
   o.epoch = kBase;
-  o.trace_json_max_requests = 2;
+  o.trace_json_max_bytes = two.size();
   Collector c(o);
   for (std::uint64_t i = 0; i < 5; ++i) c.add(nested_record(i));
   const RunSummary s = c.summarize(RunInfo{});
