@@ -44,9 +44,10 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
                   "Put L2 (and L3 unless the profile places it) on this Redis: redis://[:password@]host:port[/db] "
                   "(default: $INFERPROF_REDIS_URL)");
   cmd->add_option("--verify", args.verify,
-                  "--verify[=FRACTION]: off unless given. Recompute this share of the cache hits (default 1 = all) "
+                  "Off unless given. Recompute this share of the cache hits (default 1 = all) "
                   "without caches and compare; exit 1 on a mismatch")
       ->expected(0, 1)
+      ->type_name("[=FRACTION]")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
             char* end = nullptr;
@@ -55,7 +56,7 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
               return fmt::format("expected a fraction between 0 and 1, got {}", s);
             return "";
           },
-          "FRACTION"));
+          ""));
   cmd->add_option("--store", args.store,
                   "Serve MODEL (NAME[@VERSION]) from this model store: file:///folder or http(s)://base-url; "
                   "model_update events in the trace then switch versions");

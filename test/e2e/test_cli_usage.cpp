@@ -113,7 +113,8 @@ TEST_SUITE("e2e command line") {
   TEST_CASE("--verify is off unless given, and a bare --verify does not take the model path") {
     auto help = run_cli({"run", "--help"});
     CHECK(help.code == 0);
-    CHECK(help.out.find("off unless given") != std::string::npos);
+    CHECK(help.out.find("--verify [=FRACTION]") != std::string::npos);
+    CHECK(help.out.find("Off unless given") != std::string::npos);
     CHECK(help.out.find("1.79769") == std::string::npos);
     auto& f = usage_fixture();
     auto r = run_cli({"run", "--caches", "l1", "--verify", f.model, "--trace", f.trace, "--limit", "40", "--format",
