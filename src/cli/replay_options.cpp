@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -175,7 +176,8 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.ops = args.ops;
   if (!args.no_progress) config.observer = make_progress_display();
   config.skip_invalid = args.skip_invalid;
-  config.trace_json_max_bytes = static_cast<std::uint64_t>(args.trace_json_max_mb * 1e6);
+  // Clamped below 2^64 bytes, so that the conversion is defined for any value given.
+  config.trace_json_max_bytes = static_cast<std::uint64_t>(std::min(args.trace_json_max_mb * 1e6, 1e19));
   config.store_url = args.store;
   config.store_redis_url = args.store_redis;
   config.store_zstd = args.store_zstd;
