@@ -126,6 +126,17 @@ TEST_SUITE("e2e command line") {
     CHECK(json_number(doc["requests"]) == 40);
   }
 
+  TEST_CASE("run --replicas with --format csv prints the replicas as CSV, not the table") {
+    auto& f = usage_fixture();
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--replicas", "2", "--format", "csv", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.rfind("replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms\n", 0) ==
+          0);
+    CHECK(r.out.find("\n0,ok,100,") != std::string::npos);
+    CHECK(r.out.find("\n1,ok,100,") != std::string::npos);
+    CHECK(count_lines(r.out) == 3);
+  }
+
   TEST_CASE("a CSV trace given to run says what reads it") {
     TempDir dir;
     const std::string csv = dir.write("t.csv", "timestamp,key\n1,a\n2,b\n");
