@@ -149,6 +149,8 @@ Runner add_run_command(CLI::App& app) {
     if (*replicas > 1) {
       if (!replica->empty()) throw bad_input("--replicas and --replica cannot be combined");
       report::require_format<ReplicaSummary>(args->format, "the replica table");
+      // The replicas would each reject bad options; say it once, before starting them.
+      (void)make_run_config(*args);
       return run_as_parent(*args, *out, *replicas, *split, *replica_timeout);
     }
     RunConfig config = make_run_config(*args);

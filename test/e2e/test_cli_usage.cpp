@@ -135,6 +135,10 @@ TEST_SUITE("e2e command line") {
     CHECK(r.out.find("\n0,ok,100,") != std::string::npos);
     CHECK(r.out.find("\n1,ok,100,") != std::string::npos);
     CHECK(count_lines(r.out) == 3);
+    // Options the replicas would reject are rejected once, before any starts.
+    check_usage_error({"run", f.model, "--trace", f.trace, "--replicas", "2", "--speed", "2"},
+                      "--speed 2 applies to --open-loop replays only: add --open-loop to release requests at their "
+                      "ts_ms");
   }
 
   TEST_CASE("a CSV trace given to run says what reads it") {
