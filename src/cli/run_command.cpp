@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -20,8 +21,11 @@
 namespace inferprof::cli {
 
 namespace {
+// "reports written to DIR/: ...", then for each trace.json that the size cap
+// stopped early (`runs`: its folder under DIR, "" for DIR itself) how many
+// requests it holds.
 void print_files(const std::vector<std::string>& files, const std::string& dir, bool to_stdout,
-                 const RunSummary* run = nullptr) {
+                 const std::vector<std::pair<std::string, const RunSummary*>>& runs = {}) {
   if (files.empty()) return;
   std::FILE* to = to_stdout ? stdout : stderr;  // machine formats own stdout
   std::fprintf(to, "\nreports written to %s/:", dir.c_str());
@@ -30,11 +34,13 @@ void print_files(const std::vector<std::string>& files, const std::string& dir, 
     std::fprintf(to, " %s", rel.c_str());
   }
   std::fprintf(to, "\n");
-  if (run && run->trace_json_requests < run->requests)
-    std::fprintf(to, "trace.json holds the first %s of %s requests (--trace-json-max-mb %s); the other reports hold all\n",
-                 report::group_thousands(run->trace_json_requests).c_str(),
-                 report::group_thousands(run->requests).c_str(),
-                 fmt::format("{}", static_cast<double>(run->trace_json_max_bytes) / 1e6).c_str());
+  for (const auto& [folder, run] : runs)
+    if (run->trace_json_requests < run->requests)
+      std::fprintf(to, "%strace.json holds the first %s of %s requests (--trace-json-max-mb %s); the other reports "
+                       "hold all\n",
+                   folder.empty() ? "" : (folder + "/").c_str(), report::group_thousands(run->trace_json_requests).c_str(),
+                   report::group_thousands(run->requests).c_str(),
+                   fmt::format("{}", static_cast<double>(run->trace_json_max_bytes) / 1e6).c_str());
 }
 
 // The command line a replica gets: the parent's, without what the parent
@@ -177,7 +183,7 @@ Runner add_run_command(CLI::App& app) {
     RunOutcome outcome = run_replay(config);
     const RunSummary& s = outcome.summary;
     std::fputs(report::render(args->format, s, "a run").c_str(), stdout);
-    print_files(outcome.files, config.out_dir, args->format == report::Format::table, &s);
+    print_files(outcome.files, config.out_dir, args->format == report::Format::table, {{"", &s}});
     if (s.verify.mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(s.verify.mismatches));
@@ -222,7 +228,13 @@ Runner add_compare_command(CLI::App& app) {
     if (*diff && out->empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
     CompareResult result = run_compare(config);
     std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);
-    print_files(result.files, config.out_dir, args->format == report::Format::table);
+    std::vector<std::pair<std::string, const RunSummary*>> runs;
+    for (const CompareRow& row : result.rows) {
+      std::string folder = row.name;  // compare's folder for "l1,l2" is l1+l2
+      std::replace(folder.begin(), folder.end(), ',', '+');
+      runs.emplace_back(folder, &row.last);
+    }
+    print_files(result.files, config.out_dir, args->format == report::Format::table, runs);
     if (result.verify_mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(result.verify_mismatches));

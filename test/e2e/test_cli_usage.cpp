@@ -155,7 +155,7 @@ TEST_SUITE("e2e command line") {
     CHECK(r.err.find(": a CSV trace: run and compare read JSON lines") != std::string::npos);
   }
 
-  TEST_CASE("trace.json is capped by size and says how many requests it kept") {
+  TEST_CASE("trace.json is capped by size and run and compare say how many requests it kept") {
     auto& f = usage_fixture();
     TempDir out;
     // 5,000 bytes: a few requests' events, far fewer than the trace's 200.
@@ -195,6 +195,13 @@ TEST_SUITE("e2e command line") {
     simdjson::dom::element s2;
     REQUIRE(p3.parse(slurp(out.path() / "all" / "summary.json")).get(s2) == simdjson::SUCCESS);
     CHECK(json_number(s2["reports"]["trace_json_requests"]) == UsageFixture::kRequests);
+
+    // compare: each configuration's trace.json under its own folder.
+    auto c = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1,l2", "--limit", "60",
+                      "--trace-json-max-mb", "0.003", "--out", out.file("c"), "--no-progress"});
+    REQUIRE_MESSAGE(c.code == 0, c.err);
+    CHECK(c.out.find("\nnone/trace.json holds the first ") != std::string::npos);
+    CHECK(c.out.find("\nl1+l2/trace.json holds the first ") != std::string::npos);
 
     check_usage_error({"run", f.model, "--trace", f.trace, "--trace-json-max-mb", "0"},
                       "--trace-json-max-mb: expected a number above 0, got 0");
