@@ -143,6 +143,7 @@ void check_repeats(const std::string& command, const CLI::App& cmd, const std::v
         throw bad_input(fmt::format("--caches given twice ({} and {}): run takes one configuration, e.g. --caches "
                                     "l1,l2; use compare to measure several",
                                     first, second));
+      if (first.empty() || second.empty()) throw bad_input(fmt::format("{} given twice: give it once", name));
       throw bad_input(fmt::format("{} given twice ({} and {}): give it once", name, first, second));
     }
   }

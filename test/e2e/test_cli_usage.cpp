@@ -94,6 +94,7 @@ TEST_SUITE("e2e command line") {
                       "compare to measure several");
     check_usage_error({"simulate", "--trace", "t.jsonl", "--format", "json", "--format=csv"},
                       "--format given twice (json and csv): give it once");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--verify", "--verify"}, "--verify given twice: give it once");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--limit", "0"},
                       "--limit: expected a whole number of at least 1, got 0");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurrency", "0"},
