@@ -111,15 +111,15 @@ void check_trace_is_json_lines(const std::string& path) {
   };
   bool csv = ends_with(".csv");
   if (!csv && !ends_with(".iptrace")) {
-    // No telling extension: a first line that is not a JSON object but has
-    // commas is a CSV header or row.
+    // No telling extension: a first line that starts with a letter or digit
+    // (no JSON value a trace line could be) and has commas is a CSV header or row.
     std::ifstream in(path);
     std::string line;
     while (in && std::getline(in, line)) {
       if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
       auto first = line.find_first_not_of(" \t\r");
       if (first == std::string::npos) continue;
-      csv = line[first] != '{' && line.find(',') != std::string::npos;
+      csv = std::isalnum(static_cast<unsigned char>(line[first])) && line.find(',') != std::string::npos;
       break;
     }
   }
