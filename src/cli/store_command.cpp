@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
@@ -87,7 +88,7 @@ Runner add_store_command(CLI::App& app) {
   ls->add_option("url", args->url, url_help)->required();
   ls->add_option("name", args->name, "Only this model's versions");
   ls->add_option("--format", args->format, "table, json or csv")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->check(one_of({"table", "json", "csv"}))
       ->capture_default_str();
 
   CLI::App* rm = cmd->add_subcommand("rm", "Remove NAME@VERSION (file stores only)");

@@ -569,7 +569,7 @@ RunOutcome run_replay(const RunConfig& config) {
   try {
     CollectorOptions copts;
     copts.out_dir = config.out_dir;
-    copts.trace_json_max_requests = config.trace_json_max_requests;
+    copts.trace_json_max_bytes = config.trace_json_max_bytes;
     copts.copies_applicable = info.copies_applicable;
     collector = std::make_unique<Collector>(copts);
   } catch (...) {

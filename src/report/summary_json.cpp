@@ -140,6 +140,8 @@ std::string render_summary_json(const RunSummary& s) {
   report::write_gpu_json(w, s);
   w.key("reports").begin_object();
   w.field("trace_json_requests", s.trace_json_requests);
+  w.field("trace_json_max_bytes", s.trace_json_max_bytes);
+  w.field("trace_json_truncated", s.trace_json_requests < s.requests);
   w.field("spans", s.spans);
   w.field("csv_rows", s.csv_rows);
   w.end_object();
