@@ -223,7 +223,7 @@ class Mutator {
         if (s.empty()) break;
         std::size_t a = pick(s.size()), len = 1 + pick(std::min<std::size_t>(s.size() - a, 64));
         std::string chunk = s.substr(a, len), rep;
-        for (std::size_t k = 1 + pick(pick(4) == 0 ? 1000 : 8); k > 0 && rep.size() < max_len_; --k) rep += chunk;
+        for (std::size_t k = 1 + pick(pick(16) == 0 ? 1000 : 8); k > 0 && rep.size() < max_len_; --k) rep += chunk;
         s.insert(a, rep);
         break;
       }
@@ -243,8 +243,9 @@ class Mutator {
         static const char* open[] = {"[", "{\"a\":", "[{\"x\":", "{", "\"", "a = [", "[[", "[a.", "{a="};
         static const char* close[] = {"]", "}", "}]", "}", "\"", "]", "]]", "]", "}"};
         const std::size_t which = pick(std::size(open));
-        static const std::size_t depths[] = {8, 64, 256, 1024, 4096, 20000, 100000};
-        const std::size_t depth = depths[pick(std::size(depths))];
+        // Mostly shallow (fast); now and then deep enough to overflow a recursive reader's stack.
+        static const std::size_t depths[] = {8, 64, 256, 1024, 4096};
+        const std::size_t depth = pick(16) == 0 ? (pick(2) ? 20000 : 100000) : depths[pick(std::size(depths))];
         std::string nest;
         for (std::size_t k = 0; k < depth && nest.size() < max_len_; ++k) nest += open[which];
         if (pick(2))
@@ -292,7 +293,7 @@ class Mutator {
         const std::size_t i = pick(lines.size()), j = pick(lines.size());
         switch (pick(3)) {
           case 0:
-            for (std::size_t k = pick(pick(4) == 0 ? 5000 : 3) + 1; k > 0; --k) lines.insert(lines.begin() + static_cast<long>(i), lines[i]);
+            for (std::size_t k = pick(pick(16) == 0 ? 2000 : 3) + 1; k > 0; --k) lines.insert(lines.begin() + static_cast<long>(i), lines[i]);
             break;
           case 1:
             lines.erase(lines.begin() + static_cast<long>(i));
@@ -446,7 +447,8 @@ int main(int argc, char** argv) {
     return !escaped && rc == 0;
   };
 
-  for (const std::string& s : seeds) run_one(s);
+  std::uint64_t seeds_accepted = 0;
+  for (const std::string& s : seeds) seeds_accepted += run_one(s) ? 1 : 0;
 
   Mutator mutator(seed, seeds, o.max_len);
   std::mt19937_64 choose(seed ^ 0x9e3779b97f4a7c15ull);
@@ -475,9 +477,10 @@ int main(int argc, char** argv) {
 
   if (!findings && !findings_existed) fs::remove(o.findings, ec);
   std::fprintf(stderr,
-               "%s: %llu inputs (%zu seeds + %llu mutated, %llu of them accepted by a reader) in %.1f s, seed %llu, "
-               "%llu findings\n",
+               "%s: %llu inputs (%zu seeds, %llu accepted by a reader; %llu mutated, %llu accepted) in %.1f s, "
+               "seed %llu, %llu findings\n",
                o.name.c_str(), static_cast<unsigned long long>(executed), seeds.size(),
+               static_cast<unsigned long long>(seeds_accepted),
                static_cast<unsigned long long>(mutated), static_cast<unsigned long long>(accepted), elapsed(),
                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(findings));
   return findings ? 1 : 0;

@@ -11,10 +11,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-asan}
 SECONDS_EACH=${1:-30}
 shift || true
-if (($# == 0)); then
-  set -- $(ls fuzz/*.cpp | xargs -n1 basename | sed 's/\.cpp$//' | grep -v '^driver$')
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target fuzz_all >/dev/null
+if (($# == 0)); then  # every target this checkout builds
+  set -- $(cd "$BUILD_DIR/fuzz" && ls fuzz_* | sed 's/^fuzz_//')
 fi
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target $(printf 'fuzz_%s ' "$@") >/dev/null
 
 # A sanitizer report is a finding: stop there, with the stack. Allocations over
 # 2 GiB are reported too (a length field trusted blindly), rather than taking
