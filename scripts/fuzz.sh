@@ -16,11 +16,12 @@ if (($# == 0)); then  # every target this checkout builds
   set -- $(cd "$BUILD_DIR/fuzz" && ls fuzz_* | sed 's/^fuzz_//')
 fi
 
-# A sanitizer report is a finding: stop there, with the stack. Allocations over
+# A sanitizer report is a finding: stop there, with the stack (abort, so that the
+# driver saves the input). Allocations over
 # 2 GiB are reported too (a length field trusted blindly), rather than taking
 # the machine's memory.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:max_allocation_size_mb=2048:allocator_may_return_null=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 findings="$BUILD_DIR/fuzz-findings"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
