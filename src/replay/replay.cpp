@@ -410,7 +410,7 @@ RunOutcome run_replay(const RunConfig& config) {
             wait_until(job.due);
             r.arrival = job.due;
           }
-          r.start = now_ns();
+          r.begin();  // start, and the thread CPU clock
           const bool check = verify.enabled && sampled(job.seq, config.verify_fraction);
           served.reset();
           ModelHandle use;

@@ -14,12 +14,14 @@ std::string percent(double share) { return fmt::format("{:.1f}%", share * 100); 
 
 void stage_row(std::string& out, std::string_view name, const StageStats& s) {
   if (!s.applicable) {
-    out += fmt::format("| {} | n/a | | | | | | |\n", name);
+    out += fmt::format("| {} | n/a | | | | | | | | |\n", name);
     return;
   }
-  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", name, group_thousands(s.count),
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, group_thousands(s.count),
                      human_duration_us(s.mean_us), human_duration_us(s.p50_us), human_duration_us(s.p90_us),
-                     human_duration_us(s.p99_us), human_duration_us(s.max_us), percent(s.share));
+                     human_duration_us(s.p99_us), human_duration_us(s.max_us), percent(s.share),
+                     s.cpu ? human_duration_us(s.cpu_mean_us) : std::string("n/a"),
+                     s.cpu ? percent(s.off_cpu) : std::string("n/a"));
 }
 
 }  // namespace
@@ -31,8 +33,8 @@ std::string render_markdown(const RunSummary& s) {
   out += fmt::format("- model load: {}\n", load_text(s.info));
   out += fmt::format("- warm-up: {}\n", warmup_text(s.info));
   out += fmt::format("- requests: {}\n\n", requests_text(s));
-  out += "| stage | count | mean | p50 | p90 | p99 | max | share |\n";
-  out += "|:--|--:|--:|--:|--:|--:|--:|--:|\n";
+  out += "| stage | count | mean | p50 | p90 | p99 | max | share | cpu mean | off-cpu |\n";
+  out += "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const StageRow& row : visible_stage_rows(s)) stage_row(out, row.name, *row.stats);
   stage_row(out, "total", s.total);
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cassert>
 
 #include "inferprof/timing.hpp"
@@ -42,6 +43,8 @@ void RequestRecord::reset() {
   worker = 0;
   arrival = start = end = 0;
   stage.fill(0);
+  cpu_start = cpu_end = 0;
+  stage_cpu.fill(0);
   spans.clear();
   cache_outcome = "none";
   model_version.clear();
@@ -53,14 +56,21 @@ void RequestRecord::reset() {
 }
 
 std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
-  spans.push_back(Span{name, parent, now_ns(), 0});
+  // The CPU clock is read inside the wall interval, so cpu <= dur holds up to clock granularity.
+  const Nanos start_ns = now_ns();
+  spans.push_back(Span{name, parent, start_ns, 0, parent < 0 ? thread_cpu_ns() : Nanos{-1}});
   return static_cast<std::int32_t>(spans.size() - 1);
 }
 
 void RequestRecord::close(std::int32_t index) noexcept {
   Span& s = spans[static_cast<std::size_t>(index)];
+  // During open() the field holds the CPU clock at the start; it becomes the span's CPU time.
+  if (s.cpu >= 0) s.cpu = thread_cpu_ns() - s.cpu;
   s.dur = now_ns() - s.start;
-  if (s.parent < 0 && s.name < kStageCount) stage[s.name] += s.dur;
+  if (s.parent < 0 && s.name < kStageCount) {
+    stage[s.name] += s.dur;
+    if (s.cpu > 0) stage_cpu[s.name] += s.cpu;
+  }
 }
 
 std::int32_t RequestRecord::add(std::uint32_t name, std::int32_t parent, Nanos start_ns, Nanos dur) {
@@ -70,6 +80,8 @@ std::int32_t RequestRecord::add(std::uint32_t name, std::int32_t parent, Nanos s
 }
 
 void RequestRecord::finish() {
+  // CPU clock first, wall clock last: the CPU interval lies inside start..end.
+  if (cpu_start != 0 && cpu_end == 0) cpu_end = thread_cpu_ns();
   if (end == 0) end = now_ns();
   if (arrival == 0) arrival = start;
   const auto queue = static_cast<std::size_t>(Stage::queue);
@@ -81,6 +93,12 @@ void RequestRecord::finish() {
   for (std::size_t i = 0; i < kStageCount; ++i)
     if (i != static_cast<std::size_t>(Stage::overhead)) explained += stage[i];
   stage[static_cast<std::size_t>(Stage::overhead)] = total() - explained;
+  if (cpu_start != 0) {
+    Nanos cpu_explained = 0;
+    for (std::size_t i = 0; i < kStageCount; ++i)
+      if (i != static_cast<std::size_t>(Stage::overhead)) cpu_explained += stage_cpu[i];
+    stage_cpu[static_cast<std::size_t>(Stage::overhead)] = std::max<Nanos>(0, cpu_total() - cpu_explained);
+  }
 }
 
 }  // namespace inferprof
