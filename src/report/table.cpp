@@ -64,7 +64,9 @@ std::string render_table(const RunSummary& s) {
   out += '\n';
   out += pad_right("stage", kName) + pad_left("count", kCount);
   for (const char* h : {"mean", "p50", "p90", "p99", "max"}) out += pad_left(h, kCell);
-  out += pad_left("share", kShare) + pad_left("cpu mean", kCell) + pad_left("off-cpu", kShare + 1) + '\n';
+  out += pad_left("share", kShare);
+  if (s.total.cpu) out += pad_left("cpu mean", kCell) + pad_left("off-cpu", kShare + 1);  // measured only
+  out += '\n';
   for (const StageRow& row : visible_stage_rows(s)) stage_line(out, row.name, *row.stats);
   stage_line(out, "total", s.total);
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);

@@ -413,7 +413,7 @@ TEST_CASE("h2d and d2h print n/a on CPU, numbers on GPU") {
   CHECK(table.find("\nh2d              n/a\n") != std::string::npos);
   CHECK(table.find("\nd2h              n/a\n") != std::string::npos);
   CHECK(render_markdown(s).find("| h2d | n/a | | | | | | |\n") != std::string::npos);
-  CHECK(render_stages_csv(s).find("\nh2d,,,,,,,\n") != std::string::npos);
+  CHECK(render_stages_csv(s).find("\nh2d,,,,,,,,,,,\n") != std::string::npos);
 
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
