@@ -55,18 +55,39 @@ void RequestRecord::reset() {
   gpu = GpuRequestStats{};
 }
 
+namespace {
+// A CPU clock read costs a system call (~0.5 µs), and stages run back to back:
+// the read at one stage's close serves as the next stage's start (and the
+// request's end) when less than kReuseNs of wall time lies between them, so
+// at most that much CPU time moves from overhead into the next stage.
+constexpr Nanos kReuseNs = 1000;
+thread_local Nanos last_cpu = 0;       // the thread's last CPU clock read at a stage's close
+thread_local Nanos last_cpu_wall = 0;  // wall clock just after it
+
+Nanos cpu_at(Nanos wall) noexcept {
+  return last_cpu_wall != 0 && wall - last_cpu_wall < kReuseNs ? last_cpu : thread_cpu_ns();
+}
+}  // namespace
+
 std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
-  // The CPU clock is read inside the wall interval, so cpu <= dur holds up to clock granularity.
+  // The CPU clock is read inside the wall interval (or reused from just before it).
   const Nanos start_ns = now_ns();
-  spans.push_back(Span{name, parent, start_ns, 0, parent < 0 ? thread_cpu_ns() : Nanos{-1}});
+  spans.push_back(Span{name, parent, start_ns, 0, parent < 0 ? cpu_at(start_ns) : Nanos{-1}});
   return static_cast<std::int32_t>(spans.size() - 1);
 }
 
 void RequestRecord::close(std::int32_t index) noexcept {
   Span& s = spans[static_cast<std::size_t>(index)];
   // During open() the field holds the CPU clock at the start; it becomes the span's CPU time.
-  if (s.cpu >= 0) s.cpu = thread_cpu_ns() - s.cpu;
-  s.dur = now_ns() - s.start;
+  if (s.cpu >= 0) {
+    const Nanos cpu_now = thread_cpu_ns();
+    s.cpu = cpu_now - s.cpu;
+    last_cpu = cpu_now;
+    last_cpu_wall = now_ns();
+    s.dur = last_cpu_wall - s.start;
+  } else {
+    s.dur = now_ns() - s.start;
+  }
   if (s.parent < 0 && s.name < kStageCount) {
     stage[s.name] += s.dur;
     if (s.cpu > 0) stage_cpu[s.name] += s.cpu;
@@ -80,8 +101,16 @@ std::int32_t RequestRecord::add(std::uint32_t name, std::int32_t parent, Nanos s
 }
 
 void RequestRecord::finish() {
-  // CPU clock first, wall clock last: the CPU interval lies inside start..end.
-  if (cpu_start != 0 && cpu_end == 0) cpu_end = thread_cpu_ns();
+  if (cpu_start != 0 && cpu_end == 0) {
+    // The CPU interval ends before `end`: the last stage's read if just now, else a read before the wall clock's.
+    const Nanos wall = end == 0 ? now_ns() : end;
+    if (end == 0 && last_cpu_wall != 0 && wall - last_cpu_wall < kReuseNs) {
+      cpu_end = last_cpu;
+      end = wall;
+    } else {
+      cpu_end = thread_cpu_ns();
+    }
+  }
   if (end == 0) end = now_ns();
   if (arrival == 0) arrival = start;
   const auto queue = static_cast<std::size_t>(Stage::queue);
