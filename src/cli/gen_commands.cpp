@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
@@ -16,7 +17,7 @@ Runner add_gen_model_command(CLI::App& app) {
   auto opts = std::make_shared<GenModelOptions>();
   CLI::App* cmd = app.add_subcommand("gen-model", "Write a TorchScript model built in C++ (random weights)");
   cmd->add_option("--arch", opts->arch, "mlp (tests), cnn (small image model) or resnet18 (ResNet-18's shape)")
-      ->check(CLI::IsMember(model_archs()))
+      ->check(one_of(model_archs()))
       ->capture_default_str();
   cmd->add_option("--seed", opts->seed, "Weight seed: two seeds give two versions of one model")
       ->capture_default_str();
