@@ -72,6 +72,14 @@ std::string render_diff_flamegraph_svg(const std::vector<std::pair<std::string, 
 // (deterministic seed). Exposed for tests.
 Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples = 2000);
 
+// Paired bootstrap 95% CI of mean(base) / mean(other) when base[i] and
+// other[i] are the same request i served under both configurations (lockstep):
+// each resample draws request indices once and uses them for both, so drift
+// that slows request i under both cancels instead of widening the interval.
+// base and other must have the same size (throws std::invalid_argument).
+Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other,
+                                 int resamples = 2000);
+
 // The bootstrap machinery compare and diff share: draws with replacement from
 // a fixed seed, so the same data always gives the same interval.
 class Resampler {

@@ -80,7 +80,18 @@ struct StageStats {
   double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0, min_us = 0;
   double share = 0;         // total_us / total of the request root
   bool applicable = true;   // false: h2d/d2h on CPU (printed n/a)
+  // Thread CPU time of the same requests (docs/reports.md). cpu = false: not
+  // measured (the queue stage, or a run without CPU clocks): printed as n/a.
+  bool cpu = false;
+  double cpu_mean_us = 0, cpu_p50_us = 0, cpu_p99_us = 0;
+  // 1 - cpu/wall summed over the requests: the share of the stage spent off the
+  // CPU (waiting, or descheduled by other processes).
+  double off_cpu = 0;
 };
+
+// Above this off-CPU share of compute (one intra-op thread, CPU device) the run
+// is flagged as noisy: its thread was descheduled, so wall times are inflated.
+inline constexpr double kNoisyOffCpuShare = 0.20;
 
 struct OpStats {
   std::string name;       // "aten::conv2d"

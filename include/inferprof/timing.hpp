@@ -16,6 +16,8 @@
 #include <vector>
 #include <deque>
 
+#include <time.h>
+
 namespace inferprof {
 
 using Nanos = std::int64_t;
@@ -25,6 +27,16 @@ inline Nanos now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// CPU time this thread has run, in nanoseconds (CLOCK_THREAD_CPUTIME_ID). A
+// thread that waits, sleeps or is descheduled does not advance it, so wall
+// minus CPU is time off the CPU. Not in the vDSO: each read is a system call
+// (bench_overhead measures it), which is why only stage spans read it.
+inline Nanos thread_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // The top-level stages, in report order. Their values double as name ids.
@@ -59,6 +71,7 @@ struct Span {
   std::int32_t parent = -1;  // index into RequestRecord::spans; -1 = child of the request root
   Nanos start = 0;           // absolute now_ns()
   Nanos dur = 0;
+  Nanos cpu = -1;            // thread CPU time during the span; -1: not measured (child or add()ed spans)
 };
 
 // What CUPTI saw of one request on the GPU (all zero on CPU).
@@ -80,6 +93,10 @@ struct RequestRecord {
   Nanos start = 0;           // service start
   Nanos end = 0;             // service end
   std::array<Nanos, kStageCount> stage{};  // summed top-level stage time; overhead set by finish()
+  // Thread CPU time: at begin() and finish() (0: not measured), and per stage
+  // (queue stays 0: waiting uses none; overhead is the rest, set by finish()).
+  Nanos cpu_start = 0, cpu_end = 0;
+  std::array<Nanos, kStageCount> stage_cpu{};
   std::vector<Span> spans;                 // every span, parents before children
   std::string cache_outcome = "none";      // "none" when no cache tier is configured
   std::string model_version;               // the model version that served it
@@ -94,15 +111,27 @@ struct RequestRecord {
 
   void reset();
   Nanos total() const noexcept { return end - arrival; }
+  // Service start: sets `start` and the thread CPU clock the request is charged from.
+  void begin() noexcept {
+    start = now_ns();
+    cpu_start = thread_cpu_ns();
+  }
+  bool cpu_measured() const noexcept { return cpu_start != 0; }
+  // Thread CPU time from begin() to finish(); 0 when not measured.
+  Nanos cpu_total() const noexcept { return cpu_start != 0 && cpu_end >= cpu_start ? cpu_end - cpu_start : 0; }
 
   // Opens a span now and returns its index; pair with close(). Top-level
   // stage spans (parent -1, name < kStageCount) add to stage[] when closed.
+  // Top-level spans (the stages) also record thread CPU time; spans inside
+  // them (ops, preprocessing steps, cache tiers) record wall time only: each
+  // CPU clock read is a system call (~0.5 µs), more than a small op costs.
   std::int32_t open(std::uint32_t name, std::int32_t parent = -1);
   void close(std::int32_t index) noexcept;
   // Records a finished span (e.g. from observer callbacks or the queue wait).
   std::int32_t add(std::uint32_t name, std::int32_t parent, Nanos start, Nanos dur);
   // Sets `end` if unset, the queue stage from arrival..start, and overhead =
-  // total - sum(other stages): the time no stage explains.
+  // total - sum(other stages): the time no stage explains (and likewise for
+  // CPU time when begin() measured it).
   void finish();
 };
 

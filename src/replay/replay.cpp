@@ -504,7 +504,7 @@ RunOutcome run_replay(const RunConfig& config) {
             if (!wait_until(job.due)) break;  // interrupted before it arrived: never released
             r.arrival = job.due;
           }
-          r.start = now_ns();
+          r.begin();  // start, and the thread CPU clock
           const bool check = verify.enabled && sampled(job.seq, config.verify_fraction);
           served.reset();
           ModelHandle use;

@@ -64,6 +64,16 @@ LatencyStats latency_of(const Histogram& h) {
   return l;
 }
 
+// CPU figures of a stage from its CPU histogram and the wall time of the same requests.
+void add_cpu(StageStats& s, const Histogram& cpu, Nanos wall_ns, std::uint64_t requests) {
+  if (requests == 0) return;
+  s.cpu = true;
+  s.cpu_mean_us = static_cast<double>(cpu.sum()) / static_cast<double>(requests) / 1e3;
+  s.cpu_p50_us = cpu.quantile(0.50) / 1e3;
+  s.cpu_p99_us = cpu.quantile(0.99) / 1e3;
+  s.off_cpu = wall_ns > 0 ? std::clamp(1.0 - static_cast<double>(cpu.sum()) / static_cast<double>(wall_ns), 0.0, 1.0) : 0;
+}
+
 StageStats stats_of(const Histogram& h, std::uint64_t count, std::uint64_t requests) {
   StageStats s;
   s.count = count;
@@ -103,6 +113,13 @@ struct Collector::Impl {
   std::array<Histogram, kStageCount> stage_hist;
   std::array<std::uint64_t, kStageCount> stage_count{};
   Histogram total_hist;
+  // Thread CPU time per stage and of the whole request, over the requests
+  // that measured it (cpu_requests); wall sums of those same requests give off-CPU shares.
+  std::uint64_t cpu_requests = 0;
+  std::array<Histogram, kStageCount> stage_cpu_hist;
+  std::array<Nanos, kStageCount> stage_cpu_wall{};
+  Histogram total_cpu_hist;
+  Nanos total_cpu_wall = 0;
   std::vector<std::string> failed_examples;
   // Latency by what served the request; a handful of outcomes, so a small map.
   std::map<std::string, Histogram> outcome_hist;
@@ -198,6 +215,17 @@ void Collector::add(const RequestRecord& r) {
     if (i == kOverhead || r.stage[i] != 0 || (present & (1u << i)) != 0) ++m.stage_count[i];
   }
   m.total_hist.record(r.total());
+  if (r.cpu_measured()) {
+    ++m.cpu_requests;
+    for (std::size_t i = 0; i < kStageCount; ++i) {
+      if (i == static_cast<std::size_t>(Stage::queue)) continue;
+      m.stage_cpu_hist[i].record(r.stage_cpu[i]);
+      m.stage_cpu_wall[i] += r.stage[i];
+    }
+    m.total_cpu_hist.record(r.cpu_total());
+    // The root's CPU time covers start..end; the queue before it is off the CPU by definition.
+    m.total_cpu_wall += r.end - r.start;
+  }
   m.gpu_kernels += r.gpu.kernels;
   m.h2d_bytes += r.gpu.h2d_bytes;
   m.d2h_bytes += r.gpu.d2h_bytes;
@@ -275,15 +303,30 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   s.failed_examples = m.failed_examples;
   s.total = stats_of(m.total_hist, m.requests, m.requests);
   s.total.share = m.requests ? 1.0 : 0.0;
+  add_cpu(s.total, m.total_cpu_hist, m.total_cpu_wall, m.cpu_requests);
   const bool copies = m.options.copies_applicable || info.copies_applicable;
   for (std::size_t i = 0; i < kStageCount; ++i) {
     StageStats st = stats_of(m.stage_hist[i], m.stage_count[i], m.requests);
     st.share = s.total.total_us != 0 ? st.total_us / s.total.total_us : 0;
+    // On a GPU, compute and the copies hold GPU time: host CPU time beside them would compare unlike things.
+    const bool device_stage = is_copy(i) || i == static_cast<std::size_t>(Stage::compute);
+    if (i != static_cast<std::size_t>(Stage::queue) && !(device_stage && info.device != "cpu"))
+      add_cpu(st, m.stage_cpu_hist[i], m.stage_cpu_wall[i], m.cpu_requests);
     if (is_copy(i) && !copies) {
       st = StageStats{};
       st.applicable = false;
     }
     s.stages[i] = st;
+  }
+  {
+    // The contention signal: with one intra-op thread on the CPU, compute
+    // waits for nothing, so its time off the CPU is time other processes took.
+    const StageStats& c = s.stages[static_cast<std::size_t>(Stage::compute)];
+    if (c.cpu && c.off_cpu > kNoisyOffCpuShare && info.device == "cpu" && info.threads == 1)
+      s.info.warnings.push_back(fmt::format(
+          "descheduled for {:.0f}% of compute: noisy run (thread CPU {} of {} wall per request); "
+          "wall-time comparisons with it are unreliable",
+          c.off_cpu * 100, report::human_duration_us(c.cpu_mean_us), report::human_duration_us(c.mean_us)));
   }
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
   s.latency_sample_us = m.sample;

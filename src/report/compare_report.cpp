@@ -107,7 +107,8 @@ using Cells = std::vector<std::vector<std::string>>;
 Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
   const std::vector<std::string_view> tiers = used_tiers(r);
   Cells cells;
-  std::vector<std::string> header = {"caches", "mean", "p50", "p99", "req/s", "speedup (95% CI)", "wall speedup"};
+  std::vector<std::string> header = {"caches", "mean", "p50", "p99", "req/s", "speedup (95% CI)", "wall speedup",
+                                     "cpu mean"};
   for (std::string_view t : tiers)
     header.push_back(fmt::format("{} hit", t));
   for (std::string_view t : tiers)
@@ -124,6 +125,8 @@ Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
       line.push_back(speedup_text(row.mean_speedup, noise_mark));
       line.push_back(speedup_text(row.wall_speedup, noise_mark));
     }
+    // Thread CPU time per request (last repeat): what the work cost, whatever the load.
+    line.push_back(row.last.total.cpu ? human_duration_us(row.last.total.cpu_mean_us) : std::string("n/a"));
     for (std::string_view t : tiers)
       line.push_back(hit_text(row, t));
     for (std::string_view t : tiers)
@@ -209,6 +212,9 @@ Notes notes_of(const CompareResult& r) {
   for (const std::string& w : r.warnings)
     warn(w);
   for (const CompareRow& row : r.rows) {
+    // A configuration whose replay was descheduled (run's contention signal).
+    for (const std::string& w : row.last.info.warnings)
+      if (w.rfind("descheduled", 0) == 0) warn(fmt::format("{}: {}", row.name, w));
     for (const CacheTierReport& t : row.last.caches) {
       const std::string where = t.where.empty() ? t.spec.backend : t.where;
       if (t.stats.degraded)
@@ -426,6 +432,7 @@ std::string render_compare_json(const CompareResult& r) {
     w.field("requests", row.last.requests);
     w.field("failed", row.last.failed);
     w.field_number("mean_us", row.mean_us, 3);
+    if (row.last.total.cpu) w.field_number("cpu_mean_us", row.last.total.cpu_mean_us, 3);
     w.field_number("p50_us", row.p50_us, 3);
     w.field_number("p99_us", row.p99_us, 3);
     w.field_number("rps", row.rps, 3);

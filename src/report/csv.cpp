@@ -13,6 +13,10 @@ std::string requests_csv_header(bool gpu) {
       "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version";
   // GPU runs (copies applicable) add what CUPTI saw; CPU rows keep their shape.
   if (gpu) h += ",kernels,h2d_bytes,d2h_bytes,gpu_idle_us";
+  // Thread CPU time, appended so the columns before keep their positions (no queue: it waits).
+  h += ",cpu_us";
+  for (std::size_t i = 0; i < kStageCount; ++i)
+    if (i != static_cast<std::size_t>(Stage::queue)) h += fmt::format(",{}_cpu_us", kStageNames[i]);
   return h + "\n";
 }
 
@@ -42,6 +46,16 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
     fmt::format_to(it, ",{},{},{},", r.gpu.kernels, r.gpu.h2d_bytes, r.gpu.d2h_bytes);
     append_us3(out, r.gpu.gpu_idle);
   }
+  // Empty cells when the CPU clock was not read, as for n/a copies.
+  out.push_back(',');
+  if (r.cpu_measured()) append_us3(out, r.cpu_total());
+  for (std::size_t i = 0; i < kStageCount; ++i) {
+    if (i == static_cast<std::size_t>(Stage::queue)) continue;
+    out.push_back(',');
+    const bool copy = i == static_cast<std::size_t>(Stage::h2d) || i == static_cast<std::size_t>(Stage::d2h);
+    if (!r.cpu_measured() || (copy && !copies_applicable)) continue;
+    append_us3(out, r.stage_cpu[i]);
+  }
   out.push_back('\n');
 }
 
@@ -49,11 +63,15 @@ namespace {
 void append_stage_row(fmt::memory_buffer& out, std::string_view name, const StageStats& s) {
   auto it = std::back_inserter(out);
   if (!s.applicable) {
-    fmt::format_to(it, "{},,,,,,,\n", name);
+    fmt::format_to(it, "{},,,,,,,,,,,\n", name);
     return;
   }
-  fmt::format_to(it, "{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.6f}\n", name, s.count, s.mean_us, s.p50_us,
+  fmt::format_to(it, "{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.6f}", name, s.count, s.mean_us, s.p50_us,
                  s.p90_us, s.p99_us, s.max_us, s.share);
+  if (s.cpu)
+    fmt::format_to(it, ",{:.3f},{:.3f},{:.3f},{:.6f}\n", s.cpu_mean_us, s.cpu_p50_us, s.cpu_p99_us, s.off_cpu);
+  else
+    out.append(std::string_view(",,,,\n"));
 }
 }  // namespace
 
@@ -61,7 +79,8 @@ void append_stage_row(fmt::memory_buffer& out, std::string_view name, const Stag
 
 std::string render_stages_csv(const RunSummary& s) {
   fmt::memory_buffer out;
-  out.append(std::string_view("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share\n"));
+  out.append(std::string_view("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,"
+                              "cpu_p99_us,off_cpu\n"));
   for (std::size_t i = 0; i < kStageCount; ++i) report::append_stage_row(out, kStageNames[i], s.stages[i]);
   report::append_stage_row(out, "total", s.total);
   return fmt::to_string(out);

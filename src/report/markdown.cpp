@@ -12,14 +12,18 @@ namespace {
 
 std::string percent(double share) { return fmt::format("{:.1f}%", share * 100); }
 
-void stage_row(std::string& out, std::string_view name, const StageStats& s) {
+// `cpu`: the run measured thread CPU time, so the row has its two columns.
+void stage_row(std::string& out, std::string_view name, const StageStats& s, bool cpu) {
+  const std::string_view cpu_blank = cpu ? " | |" : "";
   if (!s.applicable) {
-    out += fmt::format("| {} | n/a | | | | | | |\n", name);
+    out += fmt::format("| {} | n/a | | | | | | |{}\n", name, cpu_blank);
     return;
   }
-  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", name, group_thousands(s.count),
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", name, group_thousands(s.count),
                      human_duration_us(s.mean_us), human_duration_us(s.p50_us), human_duration_us(s.p90_us),
                      human_duration_us(s.p99_us), human_duration_us(s.max_us), percent(s.share));
+  if (cpu) out += s.cpu ? fmt::format(" {} | {} |", human_duration_us(s.cpu_mean_us), percent(s.off_cpu)) : " n/a | n/a |";
+  out += '\n';
 }
 
 }  // namespace
@@ -32,10 +36,13 @@ std::string render_markdown(const RunSummary& s) {
   if (!s.info.model_sha256.empty()) out += fmt::format("- model sha256: {}\n", s.info.model_sha256);
   out += fmt::format("- warm-up: {}\n", warmup_text(s.info));
   out += fmt::format("- requests: {}\n\n", requests_text(s));
-  out += "| stage | count | mean | p50 | p90 | p99 | max | share |\n";
-  out += "|:--|--:|--:|--:|--:|--:|--:|--:|\n";
-  for (const StageRow& row : visible_stage_rows(s)) stage_row(out, row.name, *row.stats);
-  stage_row(out, "total", s.total);
+  const bool cpu = s.total.cpu;
+  out += cpu ? "| stage | count | mean | p50 | p90 | p99 | max | share | cpu mean | off-cpu |\n"
+               "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+             : "| stage | count | mean | p50 | p90 | p99 | max | share |\n"
+               "|:--|--:|--:|--:|--:|--:|--:|--:|\n";
+  for (const StageRow& row : visible_stage_rows(s)) stage_row(out, row.name, *row.stats, cpu);
+  stage_row(out, "total", s.total, cpu);
 
   if (!s.top_ops.empty()) {
     out += "\n| top op | calls | self | self/call | total | share of compute |\n";

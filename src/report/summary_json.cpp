@@ -94,6 +94,12 @@ void write_stage(JsonWriter& w, std::string_view name, const StageStats& s) {
   w.field_number("min_us", s.min_us, 3);
   w.field_number("total_us", s.total_us, 3);
   w.field_number("share", s.share, 6);
+  if (s.cpu) {  // thread CPU time (absent for queue: waiting uses none)
+    w.field_number("cpu_mean_us", s.cpu_mean_us, 3);
+    w.field_number("cpu_p50_us", s.cpu_p50_us, 3);
+    w.field_number("cpu_p99_us", s.cpu_p99_us, 3);
+    w.field_number("off_cpu", s.off_cpu, 6);
+  }
   w.end_object();
 }
 

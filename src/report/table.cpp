@@ -29,6 +29,8 @@ void stage_line(std::string& out, std::string_view name, const StageStats& s) {
   out += pad_left(group_thousands(s.count), kCount);
   for (double v : {s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us}) out += pad_left(human_duration_us(v), kCell);
   out += pad_left(percent(s.share), kShare);
+  // Thread CPU time beside the wall figures: mean, and the share off the CPU.
+  if (s.cpu) out += pad_left(human_duration_us(s.cpu_mean_us), kCell) + pad_left(percent(s.off_cpu), kShare + 1);
   out += '\n';
 }
 
@@ -63,7 +65,9 @@ std::string render_table(const RunSummary& s) {
   out += '\n';
   out += pad_right("stage", kName) + pad_left("count", kCount);
   for (const char* h : {"mean", "p50", "p90", "p99", "max"}) out += pad_left(h, kCell);
-  out += pad_left("share", kShare) + '\n';
+  out += pad_left("share", kShare);
+  if (s.total.cpu) out += pad_left("cpu mean", kCell) + pad_left("off-cpu", kShare + 1);  // measured only
+  out += '\n';
   for (const StageRow& row : visible_stage_rows(s)) stage_line(out, row.name, *row.stats);
   stage_line(out, "total", s.total);
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);

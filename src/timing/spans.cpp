@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cassert>
 
 #include "inferprof/timing.hpp"
@@ -42,6 +43,8 @@ void RequestRecord::reset() {
   worker = 0;
   arrival = start = end = 0;
   stage.fill(0);
+  cpu_start = cpu_end = 0;
+  stage_cpu.fill(0);
   spans.clear();
   cache_outcome = "none";
   model_version.clear();
@@ -52,15 +55,43 @@ void RequestRecord::reset() {
   gpu = GpuRequestStats{};
 }
 
+namespace {
+// A CPU clock read costs a system call (~0.5 µs), and stages run back to back:
+// the read at one stage's close serves as the next stage's start (and the
+// request's end) when less than kReuseNs of wall time lies between them, so
+// at most that much CPU time moves from overhead into the next stage.
+constexpr Nanos kReuseNs = 1000;
+thread_local Nanos last_cpu = 0;       // the thread's last CPU clock read at a stage's close
+thread_local Nanos last_cpu_wall = 0;  // wall clock just after it
+
+Nanos cpu_at(Nanos wall) noexcept {
+  return last_cpu_wall != 0 && wall - last_cpu_wall < kReuseNs ? last_cpu : thread_cpu_ns();
+}
+}  // namespace
+
 std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
-  spans.push_back(Span{name, parent, now_ns(), 0});
+  // The CPU clock is read inside the wall interval (or reused from just before it).
+  const Nanos start_ns = now_ns();
+  spans.push_back(Span{name, parent, start_ns, 0, parent < 0 ? cpu_at(start_ns) : Nanos{-1}});
   return static_cast<std::int32_t>(spans.size() - 1);
 }
 
 void RequestRecord::close(std::int32_t index) noexcept {
   Span& s = spans[static_cast<std::size_t>(index)];
-  s.dur = now_ns() - s.start;
-  if (s.parent < 0 && s.name < kStageCount) stage[s.name] += s.dur;
+  // During open() the field holds the CPU clock at the start; it becomes the span's CPU time.
+  if (s.cpu >= 0) {
+    const Nanos cpu_now = thread_cpu_ns();
+    s.cpu = cpu_now - s.cpu;
+    last_cpu = cpu_now;
+    last_cpu_wall = now_ns();
+    s.dur = last_cpu_wall - s.start;
+  } else {
+    s.dur = now_ns() - s.start;
+  }
+  if (s.parent < 0 && s.name < kStageCount) {
+    stage[s.name] += s.dur;
+    if (s.cpu > 0) stage_cpu[s.name] += s.cpu;
+  }
 }
 
 std::int32_t RequestRecord::add(std::uint32_t name, std::int32_t parent, Nanos start_ns, Nanos dur) {
@@ -70,6 +101,16 @@ std::int32_t RequestRecord::add(std::uint32_t name, std::int32_t parent, Nanos s
 }
 
 void RequestRecord::finish() {
+  if (cpu_start != 0 && cpu_end == 0) {
+    // The CPU interval ends before `end`: the last stage's read if just now, else a read before the wall clock's.
+    const Nanos wall = end == 0 ? now_ns() : end;
+    if (end == 0 && last_cpu_wall != 0 && wall - last_cpu_wall < kReuseNs) {
+      cpu_end = last_cpu;
+      end = wall;
+    } else {
+      cpu_end = thread_cpu_ns();
+    }
+  }
   if (end == 0) end = now_ns();
   if (arrival == 0) arrival = start;
   const auto queue = static_cast<std::size_t>(Stage::queue);
@@ -81,6 +122,12 @@ void RequestRecord::finish() {
   for (std::size_t i = 0; i < kStageCount; ++i)
     if (i != static_cast<std::size_t>(Stage::overhead)) explained += stage[i];
   stage[static_cast<std::size_t>(Stage::overhead)] = total() - explained;
+  if (cpu_start != 0) {
+    Nanos cpu_explained = 0;
+    for (std::size_t i = 0; i < kStageCount; ++i)
+      if (i != static_cast<std::size_t>(Stage::overhead)) cpu_explained += stage_cpu[i];
+    stage_cpu[static_cast<std::size_t>(Stage::overhead)] = std::max<Nanos>(0, cpu_total() - cpu_explained);
+  }
 }
 
 }  // namespace inferprof

@@ -113,6 +113,6 @@ TEST_SUITE("cli gpu") {
     const std::string folded = slurp(out / "stacks.folded");
     CHECK(folded.find("request;compute;") != std::string::npos);
     const std::string csv = slurp(out / "requests.csv");
-    CHECK(csv.find(",kernels,h2d_bytes,d2h_bytes,gpu_idle_us\n") != std::string::npos);
+    CHECK(csv.find(",kernels,h2d_bytes,d2h_bytes,gpu_idle_us,cpu_us,") != std::string::npos);
   }
 }

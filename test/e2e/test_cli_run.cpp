@@ -135,11 +135,59 @@ TEST_SUITE("e2e run") {
 
     auto csv = run_cli({"run", f.model, "--trace", f.trace, "--format", "csv", "--limit", "20"});
     REQUIRE(csv.code == 0);
-    CHECK(csv.out.rfind("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share\n", 0) == 0);
+    // The wall columns keep their names and places; CPU time follows.
+    CHECK(csv.out.rfind("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,", 0) == 0);
 
     auto md = run_cli({"run", f.model, "--trace", f.trace, "--format", "markdown", "--limit", "20"});
     REQUIRE(md.code == 0);
     CHECK(md.out.find("| compute") != std::string::npos);
+  }
+
+  TEST_CASE("thread CPU time beside wall time in every output, never above it") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "100", "--out", out.file("r"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("cpu mean") != std::string::npos);
+    CHECK(r.out.find("off-cpu") != std::string::npos);
+
+    // requests.csv, read by Python's csv module: the CPU columns come after the
+    // old ones, and per row CPU time stays within wall time (two clocks: 20 µs of slack).
+    const std::string check = R"(
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cols = list(rows[0].keys())
+assert len(rows) == 100, len(rows)
+assert cols.index('cpu_us') > cols.index('model_version'), cols
+assert sum(float(r['cpu_us']) for r in rows) > 0, 'no CPU time recorded'
+for r in rows:
+    cpu, total, queue = float(r['cpu_us']), float(r['total_us']), float(r['queue_us'])
+    assert cpu <= total - queue + 20, (r['seq'], cpu, total)
+    for s in ('input', 'preprocess', 'compute', 'overhead'):
+        assert float(r[s + '_cpu_us']) <= float(r[s + '_us']) + 20, (r['seq'], s)
+    assert r['h2d_cpu_us'] == '' and r['d2h_cpu_us'] == '', 'copies are n/a on CPU'
+)";
+    const std::string script = out.file("check.py");
+    std::ofstream(script) << check;
+    CHECK(std::system(("python3 " + shell_quote(script) + " " +
+                       shell_quote((out.path() / "r" / "requests.csv").string())).c_str()) == 0);
+
+    simdjson::dom::parser parser;
+    auto summary = parse_json(parser, slurp(out.path() / "r" / "summary.json"));
+    for (const char* stage : {"input", "preprocess", "compute", "overhead"}) {
+      auto s = summary["stages"][stage];
+      const double off = json_number(s["off_cpu"]);
+      CHECK_MESSAGE(off >= 0, stage);
+      CHECK_MESSAGE(off <= 1, stage);
+      CHECK_MESSAGE(json_number(s["cpu_mean_us"]) <= json_number(s["mean_us"]) + 20, stage);
+    }
+    CHECK(summary["stages"]["queue"]["cpu_mean_us"].error() == simdjson::NO_SUCH_FIELD);
+    CHECK(json_number(summary["total"]["cpu_mean_us"]) > 0);
+    CHECK(json_number(summary["total"]["cpu_mean_us"]) <= json_number(summary["total"]["mean_us"]) + 20);
+
+    const std::string stages = slurp(out.path() / "r" / "stages.csv");
+    CHECK(stages.rfind("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,cpu_p99_us,off_cpu\n",
+                       0) == 0);
   }
 
   TEST_CASE("--ops attributes compute to aten operators") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <map>
 
 #include "cli_harness.hpp"
@@ -56,11 +57,24 @@ std::map<int, std::string> versions_by_id(const std::string& csv) {
   std::map<int, std::string> out;
   std::istringstream in(csv);
   std::string line;
+  // By name: columns are appended over time (the CPU-time columns follow model_version).
+  auto fields = [](const std::string& row) {
+    std::vector<std::string> cells(1);
+    for (char c : row) {
+      if (c == ',') cells.emplace_back();
+      else cells.back() += c;
+    }
+    return cells;
+  };
   std::getline(in, line);
-  REQUIRE(line.substr(line.rfind(',') + 1) == "model_version");
+  const auto header = fields(line);
+  const auto at = std::find(header.begin(), header.end(), "model_version");
+  REQUIRE(at != header.end());
+  const auto column = static_cast<std::size_t>(at - header.begin());
   while (std::getline(in, line)) {
-    int id = std::stoi(line.substr(line.find(',') + 1));
-    out[id] = line.substr(line.rfind(',') + 1);
+    const auto row = fields(line);  // these traces' keys hold no commas
+    REQUIRE(row.size() == header.size());
+    out[std::stoi(row[1])] = row[column];
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -379,3 +380,56 @@ TEST_SUITE("compare report") {
   }
 
 }  // TEST_SUITE
+
+TEST_SUITE("paired bootstrap") {
+  // Request i costs x_i (very uneven) times a drift factor d_i that hits both
+  // configurations alike, as lockstep serving makes it.
+  std::vector<double> drifting_base(std::size_t n) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = 100.0 + static_cast<double>((i * 37) % 900);  // 100 … 999 µs
+      const double drift = i < n / 2 ? 1.0 : 1.8;                  // the machine got busy halfway
+      v.push_back(x * drift);
+    }
+    return v;
+  }
+
+  TEST_CASE("paired bootstrap: an exact 2x per request reads 2.00 with a zero-width interval") {
+    const std::vector<double> base = drifting_base(500);
+    std::vector<double> half;
+    for (double b : base) half.push_back(b / 2);
+    const Speedup paired = paired_bootstrap_speedup(base, half);
+    CHECK(paired.value == doctest::Approx(2.0));
+    CHECK(paired.low == doctest::Approx(2.0));
+    CHECK(paired.high == doctest::Approx(2.0));
+    CHECK_FALSE(paired.noise);
+    // Pooled (unpaired) resampling sees the spread of x and the drift, not the pairing.
+    const Speedup pooled = bootstrap_speedup(base, half);
+    CHECK(pooled.high - pooled.low > 0.2);
+  }
+
+  TEST_CASE("paired bootstrap: a configuration that saves nothing reads 1.00 inside a narrow interval") {
+    const std::vector<double> base = drifting_base(500);
+    std::vector<double> same;
+    // ±1 µs of alternating jitter per request: nothing saved on average.
+    for (std::size_t i = 0; i < base.size(); ++i) same.push_back(base[i] + (i % 2 == 0 ? 1.0 : -1.0));
+    const Speedup s = paired_bootstrap_speedup(base, same);
+    CHECK(s.value == doctest::Approx(1.0).epsilon(0.001));
+    CHECK(s.noise);
+    CHECK(s.low > 0.99);
+    CHECK(s.high < 1.01);
+  }
+
+  TEST_CASE("paired bootstrap: pairs must match, and the same data gives the same interval") {
+    CHECK_THROWS_AS(paired_bootstrap_speedup({1, 2, 3}, {1, 2}), std::invalid_argument);
+    const std::vector<double> base = drifting_base(300);
+    std::vector<double> faster;
+    for (std::size_t i = 0; i < base.size(); ++i) faster.push_back(base[i] * (i % 3 == 0 ? 0.5 : 1.0));
+    const Speedup a = paired_bootstrap_speedup(base, faster), b = paired_bootstrap_speedup(base, faster);
+    CHECK(a.low == b.low);
+    CHECK(a.high == b.high);
+    CHECK(a.low < a.value);
+    CHECK(a.value < a.high);
+    CHECK(a.low > 1.0);
+  }
+}

@@ -417,11 +417,13 @@ TEST_CASE("requests.csv has one row per request, quoted where needed") {
   REQUIRE(lines.size() == 4);
   CHECK(lines[0] ==
         "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
-        "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version");
+        "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version,cpu_us,cache_cpu_us,load_cpu_us,"
+        "input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,d2h_cpu_us,overhead_cpu_us");
+  // Records without begin() measured no CPU time: empty CPU cells, not zeros.
   CHECK(lines[1] ==
         "0,1,1,\"img,\"\"7\"\"\",1,2.500,4.000,101.500,1.500,0.000,0.000,0.000,0.000,,90.000,,10.000,none,false,"
-        "\"shape mismatch, expected [1, 16]\",v2");
-  CHECK(lines[2] == "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,,");
+        "\"shape mismatch, expected [1, 16]\",v2,,,,,,,,,");
+  CHECK(lines[2] == "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,,,,,,,,,,,");
 }
 
 TEST_CASE("h2d and d2h print n/a on CPU, numbers on GPU") {
@@ -432,7 +434,7 @@ TEST_CASE("h2d and d2h print n/a on CPU, numbers on GPU") {
   CHECK(table.find("\nh2d              n/a\n") != std::string::npos);
   CHECK(table.find("\nd2h              n/a\n") != std::string::npos);
   CHECK(render_markdown(s).find("| h2d | n/a | | | | | | |\n") != std::string::npos);
-  CHECK(render_stages_csv(s).find("\nh2d,,,,,,,\n") != std::string::npos);
+  CHECK(render_stages_csv(s).find("\nh2d,,,,,,,,,,,\n") != std::string::npos);
 
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -543,17 +545,94 @@ TEST_CASE("stages.csv has a row per stage and the total") {
   Collector c(CollectorOptions{});
   c.add(nested_record());
   CHECK(render_stages_csv(c.summarize(RunInfo{})) ==
-        "stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share\n"
-        "queue,0,0.000,0.000,0.000,0.000,0.000,0.000000\n"
-        "cache,0,0.000,0.000,0.000,0.000,0.000,0.000000\n"
-        "load,0,0.000,0.000,0.000,0.000,0.000,0.000000\n"
-        "input,1,10.000,10.000,10.000,10.000,10.000,0.100000\n"
-        "preprocess,0,0.000,0.000,0.000,0.000,0.000,0.000000\n"
-        "h2d,,,,,,,\n"
-        "compute,1,80.000,80.000,80.000,80.000,80.000,0.800000\n"
-        "d2h,,,,,,,\n"
-        "overhead,1,10.000,10.000,10.000,10.000,10.000,0.100000\n"
-        "total,1,100.000,100.000,100.000,100.000,100.000,1.000000\n");
+        "stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,cpu_p99_us,off_cpu\n"
+        "queue,0,0.000,0.000,0.000,0.000,0.000,0.000000,,,,\n"
+        "cache,0,0.000,0.000,0.000,0.000,0.000,0.000000,,,,\n"
+        "load,0,0.000,0.000,0.000,0.000,0.000,0.000000,,,,\n"
+        "input,1,10.000,10.000,10.000,10.000,10.000,0.100000,,,,\n"
+        "preprocess,0,0.000,0.000,0.000,0.000,0.000,0.000000,,,,\n"
+        "h2d,,,,,,,,,,,\n"
+        "compute,1,80.000,80.000,80.000,80.000,80.000,0.800000,,,,\n"
+        "d2h,,,,,,,,,,,\n"
+        "overhead,1,10.000,10.000,10.000,10.000,10.000,0.100000,,,,\n"
+        "total,1,100.000,100.000,100.000,100.000,100.000,1.000000,,,,\n");
+}
+
+// nested_record() with thread CPU time: input 10 µs on CPU, compute 80 µs wall
+// of which `compute_cpu` on CPU, 5 µs of overhead on CPU.
+RequestRecord cpu_record(std::uint64_t seq, Nanos compute_cpu) {
+  RequestRecord r = nested_record(seq);
+  r.cpu_start = 7'000'000;
+  r.cpu_end = r.cpu_start + 10'000 + compute_cpu + 5'000;
+  r.stage_cpu[static_cast<std::size_t>(Stage::input)] = 10'000;
+  r.stage_cpu[static_cast<std::size_t>(Stage::compute)] = compute_cpu;
+  r.finish();  // sets the overhead's CPU time: what no stage explains
+  return r;
+}
+
+TEST_CASE("thread CPU time: overhead is the rest, off-CPU shares, all four outputs carry it") {
+  const RequestRecord r = cpu_record(0, 40'000);
+  CHECK(r.cpu_total() == 55'000);
+  CHECK(r.stage_cpu[static_cast<std::size_t>(Stage::overhead)] == 5'000);
+
+  Collector c(CollectorOptions{});
+  c.add(r);
+  c.add(cpu_record(1, 40'000));
+  const RunSummary s = c.summarize(sample_info());
+  const StageStats& compute = s.stages[static_cast<std::size_t>(Stage::compute)];
+  REQUIRE(compute.cpu);
+  CHECK(compute.cpu_mean_us == doctest::Approx(40.0));
+  CHECK(compute.off_cpu == doctest::Approx(0.5));
+  CHECK(s.stages[static_cast<std::size_t>(Stage::input)].off_cpu == doctest::Approx(0.0));
+  CHECK(s.stages[static_cast<std::size_t>(Stage::overhead)].off_cpu == doctest::Approx(0.5));
+  CHECK_FALSE(s.stages[static_cast<std::size_t>(Stage::queue)].cpu);  // waiting: not measured
+  CHECK(s.total.cpu_mean_us == doctest::Approx(55.0));
+  CHECK(s.total.off_cpu == doctest::Approx(0.45));
+
+  // Half of compute off the CPU with one intra-op thread: flagged as noisy.
+  REQUIRE(s.info.warnings.size() == 1);
+  CHECK(s.info.warnings[0].find("descheduled for 50% of compute: noisy run") == 0);
+  CHECK(render_table(s).find("warning: descheduled for 50% of compute") != std::string::npos);
+  CHECK(render_table(s).find("cpu mean") != std::string::npos);
+  CHECK(render_markdown(s).find("| cpu mean | off-cpu |") != std::string::npos);
+
+  const std::string csv = render_stages_csv(s);
+  CHECK(csv.find("\ncompute,2,80.000,80.000,80.000,80.000,80.000,0.800000,40.000,40.000,40.000,0.500000\n") !=
+        std::string::npos);
+  CHECK(csv.find("\nqueue,0,0.000,0.000,0.000,0.000,0.000,0.000000,,,,\n") != std::string::npos);
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const std::string json = render_summary_json(s);
+  REQUIRE(parser.parse(json).get(doc) == simdjson::SUCCESS);
+  double v = 0;
+  CHECK(doc["stages"]["compute"]["cpu_mean_us"].get(v) == simdjson::SUCCESS);
+  CHECK(v == doctest::Approx(40.0));
+  CHECK(doc["stages"]["compute"]["off_cpu"].get(v) == simdjson::SUCCESS);
+  CHECK(v == doctest::Approx(0.5));
+  CHECK(doc["total"]["cpu_mean_us"].get(v) == simdjson::SUCCESS);
+  CHECK(doc["stages"]["queue"]["cpu_mean_us"].error() == simdjson::NO_SUCH_FIELD);
+
+  fmt::memory_buffer row;
+  report::append_request_row(row, r, kBase, false);
+  CHECK(fmt::to_string(row).find(",55.000,0.000,0.000,10.000,0.000,,40.000,,5.000\n") != std::string::npos);
+  CHECK(report::requests_csv_header(false).find(
+            ",cpu_us,cache_cpu_us,load_cpu_us,input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,"
+            "d2h_cpu_us,overhead_cpu_us\n") != std::string::npos);
+}
+
+TEST_CASE("thread CPU time: no noisy-run warning below the threshold or with several intra-op threads") {
+  Collector quiet(CollectorOptions{});
+  quiet.add(cpu_record(0, 76'000));  // 5% off the CPU
+  CHECK(quiet.summarize(sample_info()).info.warnings.empty());
+  // With intra-op threads the worker waits for the others: off-CPU time is not contention.
+  Collector threaded(CollectorOptions{});
+  threaded.add(cpu_record(0, 20'000));
+  RunInfo info = sample_info();
+  info.threads = 4;
+  const RunSummary s = threaded.summarize(info);
+  CHECK(s.info.warnings.empty());
+  CHECK(s.stages[static_cast<std::size_t>(Stage::compute)].off_cpu == doctest::Approx(0.75));
 }
 
 TEST_CASE("flamegraph.svg: a titled frame per node, escaped names, well-formed") {

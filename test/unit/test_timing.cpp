@@ -3,6 +3,9 @@
 #include "inferprof/error.hpp"
 #include "inferprof/timing.hpp"
 
+#include <chrono>
+#include <thread>
+
 using namespace inferprof;
 
 TEST_SUITE("timing") {
@@ -70,5 +73,50 @@ TEST_SUITE("timing") {
     CHECK(e.exit_code() == 2);
     CHECK(std::string(e.what()) == "requests.jsonl:5: malformed JSON");
     CHECK(runtime_failure("x").exit_code() == 3);
+  }
+
+  // Bounds that hold however loaded the machine is: the busy loop spins until
+  // its own CPU clock has advanced, and a sleeping thread burns next to none.
+  TEST_CASE("spans record thread CPU time: a busy loop uses it, a sleep does not") {
+    RequestRecord r;
+    r.begin();
+    {
+      ScopedSpan busy(r, Stage::compute);
+      const Nanos until = thread_cpu_ns() + 5'000'000;
+      volatile std::uint64_t x = 0;
+      while (thread_cpu_ns() < until) x = x + 1;
+    }
+    {
+      ScopedSpan idle(r, Stage::input);
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    r.finish();
+    const Span& busy = r.spans[0];
+    const Span& idle = r.spans[1];
+    CHECK(busy.cpu >= 5'000'000);
+    CHECK(busy.cpu <= busy.dur + 100'000);  // CPU time never exceeds wall (clock granularity aside)
+    CHECK(idle.dur >= 30'000'000);
+    CHECK(idle.cpu < 5'000'000);
+    CHECK(r.stage_cpu[static_cast<std::size_t>(Stage::compute)] == busy.cpu);
+    CHECK(r.stage_cpu[static_cast<std::size_t>(Stage::input)] == idle.cpu);
+    CHECK(r.cpu_total() >= busy.cpu + idle.cpu);
+    CHECK(r.cpu_total() <= r.total() + 100'000);
+    CHECK(r.stage_cpu[static_cast<std::size_t>(Stage::queue)] == 0);
+    // Spans added after the fact (GPU) and spans inside a stage (ops) carry none.
+    CHECK(r.spans[r.add(name_id(Stage::d2h), -1, r.start, 10)].cpu == -1);
+    const std::int32_t op = r.open(NameTable::global().intern("aten::mm"), 0);
+    r.close(op);
+    CHECK(r.spans[static_cast<std::size_t>(op)].cpu == -1);
+  }
+
+  TEST_CASE("a record without begin() measures no CPU time") {
+    RequestRecord r;
+    r.start = 100;
+    r.add(name_id(Stage::compute), -1, 100, 50);
+    r.end = 200;
+    r.finish();
+    CHECK_FALSE(r.cpu_measured());
+    CHECK(r.cpu_total() == 0);
+    CHECK(r.stage_cpu[static_cast<std::size_t>(Stage::overhead)] == 0);
   }
 }
