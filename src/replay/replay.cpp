@@ -312,7 +312,7 @@ RunOutcome run_replay(const RunConfig& config) {
 
   info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
   Pipeline pipeline(source->fetch(first_version), profile,
-                    PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace});
+                    PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
   const ModelInfo& model = pipeline.model();
   std::optional<ModelUpdates> updates;
   if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
