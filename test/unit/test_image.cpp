@@ -126,7 +126,10 @@ TEST_SUITE("image") {
     std::string bad_crc = png;
     const auto idat = bad_crc.find("IDAT");
     REQUIRE(idat != std::string::npos);
-    bad_crc[idat + 6] = static_cast<char>(bad_crc[idat + 6] ^ 0x55);  // a data byte: the chunk's CRC no longer holds
+    // The chunk's stored CRC, after its data (the length precedes "IDAT", big-endian).
+    std::size_t len = 0;
+    for (int i = 4; i >= 1; --i) len = (len << 8) | static_cast<std::uint8_t>(bad_crc[idat - static_cast<std::size_t>(i)]);
+    bad_crc[idat + 4 + len] = static_cast<char>(bad_crc[idat + 4 + len] ^ 0x55);
     CHECK(decode_error(bad_crc) == "corrupt or truncated PNG (libpng: IDAT: CRC error)");
     CHECK(decode_error(png.substr(0, png.size() - 30)).rfind("corrupt or truncated PNG (libpng: ", 0) == 0);
     CHECK(decode_error("GIF89a....") == "not a JPEG or PNG (starts with bytes 47494638)");
@@ -227,15 +230,22 @@ size = [2, 2]
       std::uint32_t w, h;
       bool png;
     };
-    for (const Case& c : {Case{"land.jpg", 320, 240, false}, Case{"tall.png", 231, 347, true},
-                          Case{"hd.jpg", 1920, 1080, false}, Case{"one.jpg", 1, 1, false}}) {
-      CAPTURE(c.name);
+    const std::vector<Case> cases = {Case{"land.jpg", 320, 240, false}, Case{"tall.png", 231, 347, true},
+                                     Case{"hd.jpg", 1920, 1080, false}, Case{"one.jpg", 1, 1, false}};
+    // One python run for all (importing torch takes seconds).
+    std::string cmd = "/usr/bin/python3 " + script;
+    std::vector<std::string> encoded;
+    for (const Case& c : cases) {
       const std::string rgb = image::synth_picture(c.w, c.h, 11);
-      const std::string bytes = c.png ? image::encode_png(rgb, c.w, c.h) : image::encode_jpeg(rgb, c.w, c.h, 90);
-      const std::string path = dir.write(c.name, bytes);
-      const std::string cmd = "/usr/bin/python3 " + script + " " + path + " " + dir.file(c.name + ".rgb") + " " +
-                              dir.file(c.name + ".f32") + " >/dev/null";
-      REQUIRE(std::system(cmd.c_str()) == 0);
+      encoded.push_back(c.png ? image::encode_png(rgb, c.w, c.h) : image::encode_jpeg(rgb, c.w, c.h, 90));
+      cmd += " " + dir.write(c.name, encoded.back()) + " " + dir.file(c.name + ".rgb") + " " + dir.file(c.name + ".f32");
+    }
+    REQUIRE(std::system((cmd + " >/dev/null").c_str()) == 0);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      const std::string& bytes = encoded[i];
+      const std::string path = dir.file(c.name);
+      CAPTURE(c.name);
       // Decoding: the same libjpeg-turbo / libpng underneath, so the same pixels.
       CHECK(decode(bytes).rgb == read_file(dir.file(c.name + ".rgb")));
       RequestRecord r;
@@ -246,11 +256,13 @@ size = [2, 2]
       const at::Tensor diff = (ours - ref).abs();
       const double max_diff = diff.max().item<double>(), mean_diff = diff.mean().item<double>();
       MESSAGE(c.name << ": max |ours - torchvision| " << max_diff << ", mean " << mean_diff);
-      // Tolerance: one uint8 level after resizing, in normalised units 1/255/0.225 = 0.0174
-      // (PIL resamples in fixed point and rounds between its horizontal and vertical
-      // passes; libtorch resamples in float and rounds once). Two levels at most anywhere.
-      CHECK(max_diff <= 2.0 / 255 / 0.225 + 1e-6);
-      CHECK(mean_diff <= 0.25 / 255 / 0.225);
+      // Tolerance: one uint8 level after resizing, which is 1/255/std in normalised units
+      // (0.0175 for the smallest std, 0.224). PIL resamples in fixed point and rounds
+      // between its horizontal and vertical passes; libtorch resamples in float and rounds
+      // once. Measured with python3-torch's own interpolate on such pictures: at most one
+      // level, 0.07-0.14 level on average. Checked: under 1.5 levels, 0.25 on average.
+      CHECK(max_diff <= 1.5 / 255 / 0.224);
+      CHECK(mean_diff <= 0.25 / 255 / 0.224);
     }
   }
 }
