@@ -101,7 +101,10 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
     if (x.dim() != 4) return fail("expected [N, C, H, W]");
     const std::vector<std::int64_t> size =
         op.size.size() == 1 ? shorter_side_size(x.size(2), x.size(3), op.size[0]) : op.size;
-    at::Tensor f = x.is_floating_point() ? x : x.to(at::kFloat);
+    // Channels-first in memory: libtorch 1.13's antialiased kernels take twice as
+    // long on a channels-last view (what decode gives); one pass converts both.
+    at::Tensor f = x.to(x.is_floating_point() ? x.scalar_type() : at::kFloat, /*non_blocking=*/false, /*copy=*/false,
+                        at::MemoryFormat::Contiguous);
     at::Tensor out;
     if (op.mode == "nearest") out = at::upsample_nearest2d(f, size);
     else if (op.mode == "bicubic")
