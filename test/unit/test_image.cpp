@@ -1,6 +1,15 @@
 // Image inputs: the decoders (libjpeg-turbo, libpng), base64, the image ops of
 // the preprocessor, and the image-classification-jpeg profile against an
 // independent reference (PIL + torchvision, run through /usr/bin/python3).
+// libtorch first: its glog-style CHECK macros must give way to doctest's.
+#include "pipeline/torch_detail.hpp"
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LT
+#undef CHECK_LE
+#undef CHECK_GT
+#undef CHECK_GE
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -10,7 +19,6 @@
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/profile.hpp"
-#include "pipeline/torch_detail.hpp"
 #include "temp_dir.hpp"
 
 using namespace inferprof;
@@ -147,27 +155,26 @@ TEST_SUITE("image") {
     CHECK(image::decode_base64("QUJD") == "ABC");
     CHECK(image::decode_base64("QUI=") == "AB");
     CHECK(image::decode_base64("QQ==") == "A");
-    const std::string png = image::encode_png(image::synth_picture(3, 2, 1), 3, 2);
     CHECK_THROWS_AS(image::decode_base64("QUJ"), image::DecodeError);
     CHECK_THROWS_AS(image::decode_base64("QU*D"), image::DecodeError);
   }
 
   TEST_CASE("image ops: decode, shorter-side resize, torchvision's crop offsets, to_tensor; spans per op") {
     Profile p = load_profile(std::string(INFERPROF_TEST_PROFILES_DIR) + "/image-classification-jpeg.toml");
-    detail::Preprocessor pre(p.preprocess, "t.jsonl");
+    inferprof::detail::Preprocessor pre(p.preprocess, "t.jsonl");
     RequestRecord r;
     const std::string jpg = image::encode_jpeg(image::synth_picture(320, 240, 5), 320, 240, 90);
     at::Tensor y = pre.run(bytes_tensor(jpg), image_request("x.jpg", 3), r, -1);
-    CHECK(y.sizes().vec() == std::vector<std::int64_t>{1, 3, 224, 224});
+    CHECK((y.sizes().vec() == std::vector<std::int64_t>{1, 3, 224, 224}));
     CHECK((y.scalar_type() == at::kFloat));
     CHECK(y.is_contiguous());
-    CHECK(span_names(r) == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"});
+    CHECK((span_names(r) == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"}));
 
     // A 1x1 picture becomes a constant 224x224 one.
     r = RequestRecord{};
     const std::string one = image::synth_picture(1, 1, 9);
     at::Tensor c = pre.run(bytes_tensor(image::encode_png(one, 1, 1)), image_request("one.png", 4), r, -1);
-    CHECK(c.sizes().vec() == std::vector<std::int64_t>{1, 3, 224, 224});
+    CHECK((c.sizes().vec() == std::vector<std::int64_t>{1, 3, 224, 224}));
     const double expect_r = (static_cast<std::uint8_t>(one[0]) / 255.0 - 0.485) / 0.229;
     CHECK(c[0][0].min().item<float>() == doctest::Approx(expect_r).epsilon(1e-4));
     CHECK(c[0][0].max().item<float>() == doctest::Approx(expect_r).epsilon(1e-4));
@@ -191,16 +198,15 @@ size = 8
 op = "center_crop"
 size = [2, 2]
 )", "geo.toml");
-    detail::Preprocessor g(geo.preprocess);
     // 32x18: the shorter side 18 -> 8, the longer int(8 * 32 / 18) = 14. uint8 in, uint8 out.
-    at::Tensor s = detail::Preprocessor(std::vector<PreprocessOp>(geo.preprocess.begin(), geo.preprocess.end() - 1))
+    at::Tensor s = inferprof::detail::Preprocessor(std::vector<PreprocessOp>(geo.preprocess.begin(), geo.preprocess.end() - 1))
                        .run(bytes_tensor(image::encode_png(image::synth_picture(32, 18, 1), 32, 18)),
                             image_request("w.png", 1), r, -1);
-    CHECK(s.sizes().vec() == std::vector<std::int64_t>{1, 3, 8, 14});
+    CHECK((s.sizes().vec() == std::vector<std::int64_t>{1, 3, 8, 14}));
     CHECK((s.scalar_type() == at::kByte));
     // Crop offsets are Python's round((extent - crop) / 2): 14 - 2 = 12 -> 6; of 9 - 2 = 7 -> round(3.5) = 4.
     Profile crop = parse_profile("[[preprocess]]\nop = \"center_crop\"\nsize = [1, 2]\n", "crop.toml");
-    detail::Preprocessor cp(crop.preprocess);
+    inferprof::detail::Preprocessor cp(crop.preprocess);
     TraceRequest plain;
     at::Tensor row = at::arange(9, at::kFloat).view({1, 1, 1, 9});
     CHECK(cp.run(row, plain, r, -1).flatten()[0].item<float>() == 4.0f);
@@ -209,11 +215,12 @@ size = [2, 2]
 
     // An image input without decode says what to do.
     Profile none = parse_profile("[[preprocess]]\nop = \"to_float\"\n", "none.toml");
-    CHECK_THROWS_WITH(detail::Preprocessor(none.preprocess).run(bytes_tensor(jpg), image_request("x.jpg", 2), r, -1),
-                      "request 2: preprocessing op 'to_float' cannot apply to input of shape [" +
-                          std::to_string(jpg.size()) +
-                          "]: an image input needs 'decode' as the profile's first op (e.g. --profile "
-                          "image-classification-jpeg)");
+    const std::string expected = "request 2: preprocessing op 'to_float' cannot apply to input of shape [" +
+                                 std::to_string(jpg.size()) +
+                                 "]: an image input needs 'decode' as the profile's first op (e.g. --profile "
+                                 "image-classification-jpeg)";
+    CHECK_THROWS_WITH(inferprof::detail::Preprocessor(none.preprocess).run(bytes_tensor(jpg), image_request("x.jpg", 2), r, -1),
+                      expected.c_str());
   }
 
   TEST_CASE("image-classification-jpeg matches PIL + torchvision (skipped without them)") {
@@ -224,7 +231,7 @@ size = [2, 2]
     }
     TempDir dir;
     Profile p = load_profile(std::string(INFERPROF_TEST_PROFILES_DIR) + "/image-classification-jpeg.toml");
-    detail::Preprocessor pre(p.preprocess);
+    inferprof::detail::Preprocessor pre(p.preprocess);
     struct Case {
       std::string name;
       std::uint32_t w, h;

@@ -95,7 +95,7 @@ op = "to_tensor"
     Profile shipped = load_profile(std::string(INFERPROF_TEST_PROFILES_DIR) + "/image-classification-jpeg.toml");
     std::vector<std::string> ops;
     for (const auto& op : shipped.preprocess) ops.push_back(op.op);
-    CHECK(ops == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"});
+    CHECK((ops == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"}));
     CHECK(shipped.preprocess[1].antialias);
   }
 
@@ -143,7 +143,7 @@ op = "to_tensor"
     Profile a = load_profile("");
     Profile b = a;
     CHECK(a.preprocess_fingerprint() == b.preprocess_fingerprint());
-    b.preprocess.push_back(PreprocessOp{"scale", 0.5, {}, {}, {}, "bilinear", "", "", 0});
+    b.preprocess.push_back(PreprocessOp{"scale", 0.5, {}, {}, {}, "bilinear", false, 0, "", "", 0});
     Profile c = b;
     c.preprocess.back().factor = 0.25;
     CHECK(a.preprocess_fingerprint() != b.preprocess_fingerprint());
