@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
       "[[preprocess]]\nop = \"decode\"\n[[preprocess]]\nop = \"resize\"\nsize = 256\nmode = \"bilinear\"\n"
       "antialias = true\n",
       "decode_resize.toml");
-  detail::Preprocessor dec(decode_only.preprocess), dec_rs(decode_resize.preprocess);
+  inferprof::detail::Preprocessor dec(decode_only.preprocess), dec_rs(decode_resize.preprocess);
   std::printf("%-10s %9s %22s %22s %26s\n", "image", "JPEG KB", "decode ms (min/med)", "decode+resize ms",
               "decode+resize MP/s (min/med)");
   std::vector<std::string> files;
