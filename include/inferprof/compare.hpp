@@ -34,7 +34,7 @@ struct CompareRow {
   std::string name;                // the configuration, e.g. "l1,l2"
   std::vector<TierSpec> tiers;
   RunSummary last;                 // the last repeat's full summary (its reports are written)
-  std::vector<double> means_us;    // mean latency of each repeat
+  std::vector<double> means_us;    // mean latency of each repeat completed (fewer than asked when interrupted)
   std::vector<double> walls_s;     // replay time of each repeat
   double mean_us = 0, p50_us = 0, p99_us = 0, rps = 0, wall_s = 0;  // over repeats (p50/p99: of the last)
   Speedup mean_speedup;            // baseline mean latency / this one's
@@ -43,8 +43,10 @@ struct CompareRow {
 };
 
 struct CompareResult {
-  std::vector<CompareRow> rows;
+  std::vector<CompareRow> rows;    // the configurations with at least one completed replay
   int repeat = 1;
+  std::string interrupted_by;      // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
+  std::vector<std::string> not_run;  // configurations an interrupt left without a completed replay
   std::vector<std::string> warnings;
   std::vector<std::string> files;
   std::uint64_t verify_mismatches = 0;

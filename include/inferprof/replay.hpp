@@ -2,8 +2,10 @@
 // Replaying a trace through the pipeline: closed loop (each worker takes the
 // next request when it finishes one) or open loop (requests are released at
 // their ts_ms, scaled by speed; the wait before service is the queue stage).
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +14,26 @@
 #include "inferprof/report.hpp"
 
 namespace inferprof {
+
+// What a replay tells whoever shows its progress (the CLI's progress line,
+// src/cli/progress.cpp). Called from the replay's threads: implementations
+// are thread-safe and return at once; the replay never waits on them.
+struct ReplayCounters {
+  std::atomic<std::uint64_t> done{0};      // requests completed
+  std::atomic<std::uint64_t> total{0};     // requests the replay serves, once known exactly; 0: not yet
+  std::atomic<std::uint64_t> estimate{0};  // total estimated from the trace's size (or --limit); 0: none
+};
+class ReplayObserver {
+ public:
+  enum class Phase { loading_model, warming_up, replaying, writing_reports, finished };
+  virtual ~ReplayObserver() = default;
+  // Which replay of several this is (compare: "configuration 2/4 (l1) · repeat 1/3").
+  virtual void context(const std::string& /*label*/) {}
+  virtual void phase(Phase /*phase*/) {}
+  virtual void warmup(int /*done*/, int /*total*/) {}
+  // The replay's clock started; `counters` stay valid until phase(writing_reports or finished).
+  virtual void replaying(const ReplayCounters& /*counters*/) {}
+};
 
 // Validated settings of one replay. The CLI fills it; nothing below the CLI
 // sees CLI11. Negative numbers mean "take the profile's value".
@@ -27,7 +49,7 @@ struct RunConfig {
   std::uint64_t limit = 0;  // 0: the whole trace
   std::string out_dir;      // empty: no report files
   bool ops = false;
-  bool progress = false;    // a live progress line on stderr (only when it is a terminal)
+  std::shared_ptr<ReplayObserver> observer;  // told the phase and counts (a progress line); null: nobody
   bool skip_invalid = false;
   std::uint64_t trace_json_max_requests = 20000;
   // Cache tiers for this replay, resolved (backend and location set); empty:
@@ -73,6 +95,10 @@ struct RunOutcome {
 
 // Loads the model, warms up, replays, aggregates and (with out_dir) writes the
 // reports. Throws Error; on any error no report file is left behind.
+// A first SIGINT/SIGTERM (lifecycle.hpp) stops releasing requests: the ones in
+// flight finish and the outcome covers what completed, with
+// info.interrupted_by set; interrupted before any request completed, it throws
+// Error with exit code 128 + the signal.
 RunOutcome run_replay(const RunConfig& config);
 
 }  // namespace inferprof

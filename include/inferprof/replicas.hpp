@@ -25,7 +25,7 @@ struct ReplicaLaunch {
 struct ReplicaResult {
   int index = 0;
   int pid = 0;
-  std::string status = "ok";  // ok | "exit N" | "killed by signal N" | "timed out"
+  std::string status = "ok";  // ok | interrupted | "exit N" | "killed by signal N" | "timed out"
   std::string log_tail;       // last lines of its output when it failed
   std::uint64_t requests = 0;
   double mean_us = 0, p50_us = 0, p99_us = 0, throughput_rps = 0;
@@ -56,6 +56,7 @@ struct ReplicaSummary {
   double p50_spread_us = 0, p99_spread_us = 0;   // max - min across replicas that finished
   std::vector<ReplicaUpdate> updates;
   std::vector<std::string> files;
+  std::string interrupted_by;  // "SIGINT"/"SIGTERM": the parent was interrupted and stopped the replicas
 };
 
 // Starts the replicas, waits for them, aggregates. Throws Error(runtime) if

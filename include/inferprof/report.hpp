@@ -65,6 +65,10 @@ struct RunInfo {
   double peak_rss_mb = 0;
   std::vector<std::string> warnings;  // shown under the table and in summary.json
   GpuInfo gpu;
+  // A SIGINT/SIGTERM stopped the replay early: every figure covers only the
+  // requests that completed before it ("SIGINT" or "SIGTERM"; empty: ran to the end).
+  std::string interrupted_by;
+  bool interrupted() const { return !interrupted_by.empty(); }
 };
 
 // Statistics of one stage (or of the total) over the measured requests, in µs.

@@ -58,6 +58,13 @@ constexpr timeval kCommandTimeout{2, 0};
 constexpr std::size_t kMaxIdle = 16;  // idle connections kept; more are closed
 constexpr std::size_t kBatch = 256;   // keys per pipelined batch / UNLINK
 constexpr const char* kScanCount = "1000";
+// Every key a replay writes expires: a run's namespace is emptied when it ends
+// (and on a signal, lifecycle.hpp), but a process killed by SIGKILL or a lost
+// connection cannot, and the next run uses another namespace. An hour bounds
+// the debris; set on every write, so a value rewritten lives on. A tier with
+// its own TTL keeps that one. The cost: a replay running over an hour sees
+// values written over an hour before (and not rewritten since) as misses.
+constexpr double kKeyTtlS = 3600;
 
 // The connection broke (I/O, protocol, timeout): the context is unusable.
 struct ConnectionBroken {
@@ -316,7 +323,8 @@ class RedisBackend final : public BlobBackend {
     // Whole seconds go as EX, anything finer as PX (rounded up to a millisecond).
     std::string ttl;
     const char* unit = nullptr;
-    if (ttl_s > 0 && std::isfinite(ttl_s) && ttl_s < 1e12) {
+    if (!(ttl_s > 0 && std::isfinite(ttl_s) && ttl_s < 1e12)) ttl_s = kKeyTtlS;
+    {
       double ms = std::ceil(ttl_s * 1000.0);
       if (std::fmod(ms, 1000.0) == 0) {
         unit = "EX";

@@ -4,8 +4,10 @@
 
 #include "cli/commands.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/lifecycle.hpp"
 
 int main(int argc, char** argv) {
+  inferprof::lifecycle::install();  // SIGINT/SIGTERM: see lifecycle.hpp
   try {
     return inferprof::cli::run_cli(argc, argv);
   } catch (const inferprof::Error& e) {

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "cli/progress.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof::cli {
@@ -94,7 +95,7 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.speed = args.speed;
   config.limit = args.limit;
   config.ops = args.ops;
-  config.progress = !args.no_progress;
+  if (!args.no_progress) config.observer = make_progress_display();
   config.skip_invalid = args.skip_invalid;
   config.trace_json_max_requests = args.trace_json_requests;
   config.store_url = args.store;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "cli/commands.hpp"
@@ -12,6 +13,7 @@
 #include "inferprof/compare.hpp"
 #include "inferprof/replicas.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/lifecycle.hpp"
 
 namespace inferprof::cli {
 
@@ -59,6 +61,15 @@ void replica_handshake() {
   ::close(4);
 }
 
+// The exit of a command whose first interrupt it handled: what completed is
+// reported above; the code says it was cut short (130 for SIGINT, 143 for SIGTERM).
+int interrupted_exit() {
+  std::fflush(stdout);
+  std::fprintf(stderr, "inferprof: interrupted by %s: reported what completed before it\n",
+               lifecycle::interrupt_name().c_str());
+  return lifecycle::interrupted_exit_code();
+}
+
 int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, const std::string& split,
                   int timeout_s) {
   ReplicaLaunch launch;
@@ -69,25 +80,17 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   launch.cache_namespace = fmt::format("replicas-{}", ::getpid());
   launch.redis_url = redis_url(args);
   launch.timeout_s = timeout_s;
-  // Without --out the replicas' reports go to a scratch folder, removed after.
-  std::string scratch;
+  // Without --out the replicas' reports go to a scratch folder, removed after
+  // (also on a signal; one a SIGKILL left is removed by a later run).
+  lifecycle::PrivateFolder scratch;
   launch.out_dir = out;
   if (out.empty()) {
-    scratch = (std::filesystem::temp_directory_path() / fmt::format("inferprof-replicas-{}-XXXXXX", ::getpid())).string();
-    if (!::mkdtemp(scratch.data())) throw runtime_failure("cannot create a scratch folder for the replicas' reports");
-    launch.out_dir = scratch;
+    scratch = lifecycle::PrivateFolder("inferprof-replicas");
+    launch.out_dir = scratch.path();
   }
-  ReplicaSummary s;
-  try {
-    s = run_replicas(launch);
-  } catch (...) {
-    std::error_code ec;
-    if (!scratch.empty()) std::filesystem::remove_all(scratch, ec);
-    throw;
-  }
+  ReplicaSummary s = run_replicas(launch);
   if (!out.empty()) write_file_atomic(out, "replicas.json", render_replicas_json(s));
-  std::error_code ec;
-  if (!scratch.empty()) std::filesystem::remove_all(scratch, ec);
+  scratch.remove();
   std::string text = args.format == "json"       ? render_replicas_json(s)
                      : args.format == "markdown" ? render_replicas_markdown(s)
                                                  : render_replicas_table(s);
@@ -97,8 +100,9 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
                 out.c_str());
   if (s.failed > 0) {
     std::fprintf(stderr, "inferprof: error: %d of %d replicas failed (see the table)\n", s.failed, replicas);
-    return static_cast<int>(ExitCode::runtime);
+    if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::runtime);
   }
+  if (lifecycle::interrupted()) return interrupted_exit();
   return 0;
 }
 
@@ -132,6 +136,7 @@ Runner add_run_command(CLI::App& app) {
   cmd->add_option("--cache-namespace", *cache_ns)->group("");
 
   return [args, out, caches, replicas, split, replica, cache_ns, replica_timeout] {
+    lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
     if (*replicas > 1) {
       if (!replica->empty()) throw bad_input("--replicas and --replica cannot be combined");
       return run_as_parent(*args, *out, *replicas, *split, *replica_timeout);
@@ -144,6 +149,10 @@ Runner add_run_command(CLI::App& app) {
       int index = -1, count = 0;
       if (std::sscanf(replica->c_str(), "%d/%d", &index, &count) != 2 || index < 0 || count < 1 || index >= count)
         throw bad_input(fmt::format("--replica {}: expected I/N with 0 <= I < N", *replica));
+      // A replica dies with its parent, also one killed by SIGKILL: SIGTERM
+      // then stops it like an interrupt (its own files and folders go). A
+      // parent already gone shows in the handshake (replica_handshake).
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       config.replica_index = index;
       config.replica_count = count;
       config.split = *split;
@@ -164,8 +173,9 @@ Runner add_run_command(CLI::App& app) {
     if (s.verify.mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(s.verify.mismatches));
-      return static_cast<int>(ExitCode::check_failed);
+      if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::check_failed);
     }
+    if (lifecycle::interrupted()) return interrupted_exit();
     return 0;
   };
 }
@@ -187,6 +197,7 @@ Runner add_compare_command(CLI::App& app) {
   cmd->add_flag("--flamegraph-diff", *diff, "With --out: a differential flame graph of each configuration vs the first");
 
   return [args, out, configs, repeat, diff] {
+    lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the configurations completed
     CompareConfig config;
     config.base = make_run_config(*args);
     config.configurations = *configs;
@@ -208,8 +219,9 @@ Runner add_compare_command(CLI::App& app) {
     if (result.verify_mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(result.verify_mismatches));
-      return static_cast<int>(ExitCode::check_failed);
+      if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::check_failed);
     }
+    if (lifecycle::interrupted()) return interrupted_exit();
     return 0;
   };
 }

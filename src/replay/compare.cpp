@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "inferprof/error.hpp"
+#include "inferprof/lifecycle.hpp"
 
 namespace inferprof {
 namespace {
@@ -94,6 +95,9 @@ CompareResult run_compare(const CompareConfig& config) {
   if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
   if (config.repeat < 1) throw bad_input("--repeat must be at least 1");
   if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
+  if (!config.out_dir.empty())
+    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
 
   CompareResult result;
   result.repeat = config.repeat;
@@ -119,26 +123,77 @@ CompareResult run_compare(const CompareConfig& config) {
   } partial{config, result.rows};
 
   // Interleaved: A B C A B C ..., so drift (thermal, other load) hits every
-  // configuration alike instead of biasing whichever ran last.
-  for (int rep = 0; rep < config.repeat; ++rep) {
-    for (std::size_t c = 0; c < result.rows.size(); ++c) {
+  // configuration alike instead of biasing whichever ran last. An interrupt
+  // ends the loop: the replay it cut short is dropped (with its reports), the
+  // completed ones are kept.
+  ReplayObserver* observer = config.base.observer.get();
+  for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
+    for (std::size_t c = 0; c < result.rows.size() && !lifecycle::interrupted(); ++c) {
       CompareRow& row = result.rows[c];
       RunConfig run = config.base;
       run.tiers = row.tiers;
       run.cache_namespace = run_namespace(c, rep);
       const bool last = rep == config.repeat - 1;
       run.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(row.name)).string() : "";
-      RunOutcome outcome = run_replay(run);
+      if (observer)
+        observer->context(fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
+                                      config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
+      RunOutcome outcome;
+      bool cut_short = false;
+      try {
+        outcome = run_replay(run);
+        cut_short = outcome.summary.info.interrupted();
+      } catch (const Error&) {
+        if (!lifecycle::interrupted()) throw;
+        cut_short = true;  // before a request completed
+      }
+      if (cut_short) {
+        std::error_code ec;
+        if (!run.out_dir.empty()) fs::remove_all(run.out_dir, ec);
+        break;
+      }
       row.means_us.push_back(outcome.summary.total.mean_us);
       row.walls_s.push_back(outcome.summary.info.wall_s);
       samples[c].insert(samples[c].end(), outcome.summary.latency_sample_us.begin(),
                         outcome.summary.latency_sample_us.end());
-      if (last) {
-        row.last = std::move(outcome.summary);
-        folded[c] = std::move(outcome.folded);
-        for (auto& f : outcome.files) result.files.push_back(f);
-      }
+      row.last = std::move(outcome.summary);
+      folded[c] = std::move(outcome.folded);
+      for (auto& f : outcome.files) result.files.push_back(f);
     }
+  }
+  if (observer) observer->context("");
+  if (lifecycle::interrupted()) {
+    result.interrupted_by = lifecycle::interrupt_name();
+    // Only configurations with a completed replay stay; the others are named.
+    std::size_t kept = 0;
+    for (std::size_t c = 0; c < result.rows.size(); ++c) {
+      if (result.rows[c].means_us.empty()) {
+        result.not_run.push_back(result.rows[c].name);
+        continue;
+      }
+      if (kept != c) {
+        result.rows[kept] = std::move(result.rows[c]);
+        samples[kept] = std::move(samples[c]);
+        folded[kept] = std::move(folded[c]);
+      }
+      ++kept;
+    }
+    result.rows.resize(kept);
+    if (result.rows.empty())
+      throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
+                  fmt::format("interrupted by {} before any configuration completed: nothing to report",
+                              result.interrupted_by));
+    std::string partial;
+    for (const CompareRow& row : result.rows)
+      if (static_cast<int>(row.means_us.size()) < config.repeat)
+        partial += fmt::format("{}{} ({} of {})", partial.empty() ? "" : ", ", row.name, row.means_us.size(),
+                               config.repeat);
+    std::string not_run;
+    for (const std::string& name : result.not_run) not_run += (not_run.empty() ? "" : ", ") + name;
+    result.warnings.push_back(fmt::format("interrupted by {}: the figures cover the replays that completed{}{}",
+                                          result.interrupted_by,
+                                          partial.empty() ? "" : "; fewer repeats for " + partial,
+                                          not_run.empty() ? "" : "; not run: " + not_run));
   }
 
   const CompareRow& base = result.rows.front();

@@ -19,10 +19,12 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/lifecycle.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
@@ -53,13 +55,18 @@ constexpr double kVerifyTolerance = 1e-4;
 using Batch = std::vector<RequestRecord>;
 
 // Sleeps most of the way, then spins: nanosleep alone overshoots by tens of
-// µs, which would show up as phantom queueing in open-loop replays.
-void wait_until(Nanos due) {
+// µs, which would show up as phantom queueing in open-loop replays. False
+// when an interrupt came first: what it waited for is not released.
+bool wait_until(Nanos due) {
   constexpr Nanos kSpin = 200'000;
-  Nanos now = now_ns();
-  if (due - now > kSpin) std::this_thread::sleep_for(std::chrono::nanoseconds(due - now - kSpin));
+  constexpr Nanos kSlice = 50'000'000;  // how soon a sleeping worker sees an interrupt
+  for (Nanos now = now_ns(); due - now > kSpin; now = now_ns()) {
+    if (lifecycle::interrupted()) return false;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(kSlice, due - now - kSpin)));
+  }
   while (now_ns() < due) {
   }
+  return true;
 }
 
 double peak_rss_mb() {
@@ -120,8 +127,13 @@ struct Tiers {
   std::vector<std::unique_ptr<CacheTier>> owned;
   std::vector<std::string> where;
   CacheSet set;
-  std::vector<std::string> scratch;  // LMDB folders made for this replay, removed after it
+  std::vector<lifecycle::PrivateFolder> scratch;  // LMDB folders made for this replay, removed after it
   bool keep_remote = false;          // a replica: the parent owns the shared namespace
+  // A process killed by a signal runs no destructor: the lifecycle thread
+  // empties the namespace over its own connection (the private folders have
+  // their own cleanup).
+  std::vector<std::pair<std::string, std::string>> remote;  // (Redis URL, namespace) this replay owns
+  lifecycle::Cleanup remote_cleanup;
   Tiers() = default;
   Tiers(Tiers&&) = default;
   // The run's keys are deleted when it ends, also when it fails: a shared
@@ -134,9 +146,9 @@ struct Tiers {
       } catch (...) {
       }
     }
+    remote_cleanup.release();
     owned.clear();  // close LMDB environments before removing their folders
-    std::error_code ec;
-    for (const auto& dir : scratch) fs::remove_all(dir, ec);
+    for (auto& dir : scratch) dir.remove();
   }
 };
 
@@ -150,16 +162,25 @@ Tiers build_tiers(const RunConfig& config) {
       t.where.push_back("in-process");
     } else if (spec.backend == "redis") {
       auto backend = make_redis_backend(spec.location, config.cache_namespace);
+      if (!t.keep_remote) {
+        t.remote.emplace_back(spec.location, config.cache_namespace);
+        t.remote_cleanup = lifecycle::Cleanup([remote = t.remote] {
+          for (const auto& [url, name_space] : remote) {
+            try {
+              make_redis_backend(url, name_space)->clear();
+            } catch (...) {  // unreachable now: its keys expire (redis_backend.cpp)
+            }
+          }
+        });
+      }
       t.where.push_back(backend->describe());
       tier = make_backend_tier(spec, std::move(backend));
     } else {
       std::string path = spec.location;
       if (path.empty()) {
         // No path configured: a private folder for this replay alone.
-        path = (fs::temp_directory_path() / fmt::format("inferprof-l3-{}-XXXXXX", ::getpid())).string();
-        if (!::mkdtemp(path.data())) throw runtime_failure("cannot create a folder for the L3 cache under " +
-                                                           fs::temp_directory_path().string());
-        t.scratch.push_back(path);
+        t.scratch.emplace_back("inferprof-l3");
+        path = t.scratch.back().path();
       }
       auto backend = make_lmdb_backend(path, config.cache_namespace);
       t.where.push_back(backend->describe());
@@ -247,6 +268,18 @@ RunOutcome run_replay(const RunConfig& config) {
   if (config.concurrency < 1) throw bad_input("--concurrency must be at least 1");
   if (!(config.speed > 0)) throw bad_input("--speed must be greater than 0");
   if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  // Killed by a signal, the run's half-written reports go with it.
+  lifecycle::Cleanup temp_files;
+  if (!config.out_dir.empty())
+    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
+  ReplayObserver* observer = config.observer.get();
+  ReplayCounters counters;  // before `finished`: the observer lets go of them there
+  struct Finished {  // the observer hears the end however the replay ends
+    ReplayObserver* observer;
+    ~Finished() {
+      if (observer) observer->phase(ReplayObserver::Phase::finished);
+    }
+  } finished{observer};
 
   RunInfo info;
   info.tool_version = INFERPROF_VERSION;
@@ -311,6 +344,7 @@ RunOutcome run_replay(const RunConfig& config) {
   }
 
   info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
+  if (observer) observer->phase(ReplayObserver::Phase::loading_model);
   Pipeline pipeline(source->fetch(first_version), profile,
                     PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
   const ModelInfo& model = pipeline.model();
@@ -350,14 +384,22 @@ RunOutcome run_replay(const RunConfig& config) {
   BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(config.concurrency));
   BoundedQueue<Batch> to_collector(64);
   BoundedQueue<Batch> recycled(64);
-  std::atomic<std::uint64_t> done{0};
-  std::atomic<std::uint64_t> bytes_read{0};
+  std::atomic<std::uint64_t>& done = counters.done;
   std::uint64_t skipped = 0;
   std::vector<std::string> skipped_examples;
   auto abort_all = [&] {
     jobs.abort();
     to_collector.abort();
   };
+  // A first SIGINT/SIGTERM releases no more requests: the queued ones are
+  // dropped, sleeping workers wake (wait_until), the ones in flight finish and
+  // reach the collector, which is never aborted for it.
+  std::atomic<bool> cut_short{false};
+  std::optional<lifecycle::OnInterrupt> stop_hook;
+  stop_hook.emplace([&] {
+    cut_short = true;
+    jobs.abort();
+  });
 
   // Start gate: every worker warms up on its own thread (thread-local state in
   // libtorch is per thread), then waits; the replay starts for all at `epoch`.
@@ -368,33 +410,58 @@ RunOutcome run_replay(const RunConfig& config) {
   Nanos epoch = 0;
   std::unique_ptr<Collector> collector;
   std::vector<std::thread> workers;
+  std::thread producer, collector_thread;
+  auto open_gate = [&] {
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex);
+      gate_open = true;
+    }
+    gate_cv.notify_all();
+  };
+  // A thread that cannot start (a limit on threads or memory under
+  // --concurrency 5000) fails the run with one line, after the threads
+  // already running have stopped: a joinable std::thread must never be destroyed.
+  auto cannot_start = [&](const std::system_error& e, const std::string& what) {
+    failure.set(std::current_exception());
+    abort_all();
+    open_gate();
+    for (auto& t : workers) t.join();
+    if (producer.joinable()) producer.join();
+    if (collector_thread.joinable()) collector_thread.join();
+    return runtime_failure(fmt::format("cannot start {}: {} (lower --concurrency, or raise the limit on threads "
+                                       "and memory)",
+                                       what, e.code().message()));
+  };
+  if (observer) observer->phase(ReplayObserver::Phase::warming_up);
   for (int w = 0; w < config.concurrency; ++w) {
-    workers.emplace_back([&, w] {
+    auto work = [&, w] {
       try {
         {
           // Warm-up: the first request's input, served N times, never measured.
           RequestRecord scratch;
-          for (int i = 0; i < info.warmup && !failure.failed(); ++i) {
+          for (int i = 0; i < info.warmup && !failure.failed() && !lifecycle::interrupted(); ++i) {
             scratch.reset();
             scratch.arrival = scratch.start = now_ns();
             pipeline.serve(warmup_request, scratch);
             scratch.finish();
-            if (w == 0) info.warmup_us.push_back(static_cast<double>(scratch.total()) / 1e3);
+            if (w == 0) {
+              info.warmup_us.push_back(static_cast<double>(scratch.total()) / 1e3);
+              if (observer) observer->warmup(i + 1, info.warmup);
+            }
           }
           std::unique_lock<std::mutex> lock(gate_mutex);
           ++warmed;
           gate_cv.notify_all();
           gate_cv.wait(lock, [&] { return gate_open; });
         }
-        if (failure.failed()) return;
-        wait_until(epoch);
+        if (failure.failed() || !wait_until(epoch)) return;
         Batch batch(kBatch);
         std::size_t used = 0;
         Blob served;
         Job job;
         while (jobs.pop(job)) {
           if (job.event) {
-            if (job.due != 0) wait_until(job.due);
+            if (job.due != 0 && !wait_until(job.due)) break;
             if (!channel) updates->announce(job.version);
             else if (config.replica_index <= 0) channel->publish(ModelRef{source->name(), job.version});
             continue;
@@ -407,7 +474,7 @@ RunOutcome run_replay(const RunConfig& config) {
           r.key = job.request.key;
           r.worker = static_cast<std::uint32_t>(w);
           if (job.due != 0) {
-            wait_until(job.due);
+            if (!wait_until(job.due)) break;  // interrupted before it arrived: never released
             r.arrival = job.due;
           }
           r.start = now_ns();
@@ -451,7 +518,12 @@ RunOutcome run_replay(const RunConfig& config) {
         ++warmed;
         gate_cv.notify_all();
       }
-    });
+    };
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error& e) {
+      throw cannot_start(e, fmt::format("replay worker {} of {}", w + 1, config.concurrency));
+    }
   }
 
   {
@@ -483,8 +555,9 @@ RunOutcome run_replay(const RunConfig& config) {
   epoch = now_ns() + 2'000'000;
   if (collector) collector->set_epoch(epoch);
   if (updates) updates->set_epoch(epoch);
+  if (config.limit > 0) counters.estimate = config.limit;
 
-  std::thread producer([&] {
+  auto produce = [&] {
     try {
       TraceRecord rec;
       auto next_record = [&] {
@@ -497,8 +570,8 @@ RunOutcome run_replay(const RunConfig& config) {
       std::uint64_t nth = 0;  // requests in the trace, this replica's or not
       std::optional<double> t0;
       Nanos last_due = 0;
+      bool pushed_all = true;
       while (!failure.failed() && (config.limit == 0 || seq < config.limit) && next_record()) {
-        bytes_read.store(reader.bytes(), std::memory_order_relaxed);
         if (rec.kind == TraceRecord::Kind::event) {
           const TraceEvent& e = rec.event;
           if (!updates || e.type != "model_update" || e.model != source->name()) {
@@ -517,7 +590,10 @@ RunOutcome run_replay(const RunConfig& config) {
           // A version a store could hold ("v2"): an empty or path-like one is bad input here.
           parse_model_ref(e.model + "@" + e.version, fmt::format("{}:{}: model_update", config.trace_path, rec.line));
           updates->read_ahead(e.version, job.due ? job.due - static_cast<Nanos>(config.preload_lead_ms * 1e6) : 0);
-          if (!jobs.push(std::move(job))) break;
+          if (!jobs.push(std::move(job))) {
+            pushed_all = false;
+            break;
+          }
           continue;
         }
         if (config.replica_count > 1) {
@@ -540,8 +616,20 @@ RunOutcome run_replay(const RunConfig& config) {
           last_due = job.due;
         }
         job.request = std::move(rec.request);
-        if (!jobs.push(std::move(job))) break;
+        if (!jobs.push(std::move(job))) {
+          pushed_all = false;
+          break;
+        }
+        // The total from how far into the file these requests reached (the
+        // progress line's "of ~N"); exact once the reader reaches the end.
+        if ((seq & 1023) == 0 && reader.bytes() > 0 && info.trace_bytes > 0) {
+          auto estimate = static_cast<std::uint64_t>(static_cast<double>(seq) * static_cast<double>(info.trace_bytes) /
+                                                     static_cast<double>(reader.bytes()));
+          if (config.limit > 0) estimate = std::min<std::uint64_t>(estimate, config.limit);
+          counters.estimate = std::max(estimate, seq);
+        }
       }
+      if (pushed_all && !failure.failed()) counters.total = seq;
       skipped = reader.skipped();
       skipped_examples = reader.skipped_examples();
       jobs.close();
@@ -549,9 +637,8 @@ RunOutcome run_replay(const RunConfig& config) {
       failure.set(std::current_exception());
       abort_all();
     }
-  });
-
-  std::thread collector_thread([&] {
+  };
+  auto collect = [&] {
     try {
       Batch batch;
       while (to_collector.pop(batch)) {
@@ -562,40 +649,31 @@ RunOutcome run_replay(const RunConfig& config) {
       failure.set(std::current_exception());
       abort_all();
     }
-  });
-
-  {
-    std::lock_guard<std::mutex> lock(gate_mutex);
-    gate_open = true;
+  };
+  try {
+    producer = std::thread(produce);
+    collector_thread = std::thread(collect);
+  } catch (const std::system_error& e) {
+    throw cannot_start(e, "the trace reader and the collector");
   }
-  gate_cv.notify_all();
-
-  // The main thread only reports progress, on a terminal, four times a second.
-  const bool show_progress = config.progress && isatty(STDERR_FILENO);
-  std::atomic<bool> replay_done{false};
-  std::thread progress;
-  if (show_progress)
-    progress = std::thread([&] {
-      while (!replay_done.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        double elapsed = static_cast<double>(now_ns() - epoch) / 1e9;
-        auto n = done.load();
-        double pct = info.trace_bytes ? 100.0 * static_cast<double>(bytes_read.load()) / info.trace_bytes : 0;
-        std::fprintf(stderr, "\r  replaying: %llu requests · %.0f%% of the trace · %.0f req/s   ",
-                     static_cast<unsigned long long>(n), pct, elapsed > 0 ? n / elapsed : 0.0);
-        std::fflush(stderr);
-      }
-      std::fprintf(stderr, "\r%80s\r", "");
-    });
+  open_gate();
+  if (observer) {
+    observer->phase(ReplayObserver::Phase::replaying);
+    observer->replaying(counters);
+  }
 
   producer.join();
   for (auto& t : workers) t.join();
   const Nanos replay_end = now_ns();
   to_collector.close();
   collector_thread.join();
-  replay_done = true;
-  if (progress.joinable()) progress.join();
+  stop_hook.reset();  // an interrupt from here on cuts nothing short
   failure.rethrow();
+  if (cut_short) info.interrupted_by = lifecycle::interrupt_name();
+  if (done.load() == 0 && cut_short && config.replica_count <= 1)
+    throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
+                fmt::format("interrupted by {} before any request completed: nothing to report",
+                            info.interrupted_by));
 
   // A replica may get no requests (a hash split over few keys): an empty report, not an error.
   if (done.load() == 0 && config.replica_count <= 1)
@@ -618,6 +696,8 @@ RunOutcome run_replay(const RunConfig& config) {
   info.peak_rss_mb = peak_rss_mb();
   info.gpu = pipeline.finish_gpu();
 
+  if (observer) observer->phase(config.out_dir.empty() ? ReplayObserver::Phase::finished
+                                                       : ReplayObserver::Phase::writing_reports);
   RunOutcome outcome;
   outcome.summary = collector->summarize(info);
   for (std::size_t i = 0; i < tiers.owned.size(); ++i) {

@@ -22,11 +22,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/lifecycle.hpp"
 #include "inferprof/report.hpp"
 
 extern char** environ;
@@ -82,7 +84,17 @@ Child spawn(const ReplicaLaunch& launch, int index) {
   posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   posix_spawn_file_actions_adddup2(&fa, ready[1], 3);  // dup2 clears O_CLOEXEC on the copy
   posix_spawn_file_actions_adddup2(&fa, go[0], 4);
-  int rc = posix_spawn(&c.pid, launch.binary.c_str(), &fa, nullptr, argv.data(), environ);
+  // Its own process group: a Ctrl-C on the terminal reaches the parent alone,
+  // which passes it on once (a second signal would stop a replica at once).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none;  // this thread blocks SIGINT/SIGTERM (lifecycle.cpp); a replica starts without that
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  int rc = posix_spawn(&c.pid, launch.binary.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   ::close(ready[1]);
   ::close(go[0]);
@@ -161,17 +173,60 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   };
   clear_shared();
 
-  std::vector<Child> children;
-  for (int i = 0; i < launch.replicas; ++i) children.push_back(spawn(launch, i));
+  // A first interrupt is passed on to the replicas (each stops as `run`
+  // does: reports what completed); the parent then waits for them as usual.
+  // A second one, or a crash, takes them down: SIGTERM twice (a replica's own
+  // cleanup, then exit), SIGKILL for any still there, then the shared namespace.
+  std::mutex pids_mu;
+  std::vector<pid_t> pids;
+  bool forwarded = false;
+  lifecycle::OnInterrupt forward([&] {
+    std::lock_guard<std::mutex> lock(pids_mu);
+    forwarded = true;
+    for (pid_t pid : pids) ::kill(pid, lifecycle::interrupt_signal());
+  });
+  lifecycle::Cleanup take_down([&pids_mu, &pids, &forwarded, url = launch.redis_url, ns = launch.cache_namespace] {
+    std::vector<pid_t> left;
+    {
+      std::lock_guard<std::mutex> lock(pids_mu);
+      left = pids;
+      for (pid_t pid : left) {
+        if (!forwarded) ::kill(pid, SIGTERM);
+        ::kill(pid, SIGTERM);
+      }
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!left.empty() && std::chrono::steady_clock::now() < until) {
+      left.erase(std::remove_if(left.begin(), left.end(), [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; }),
+                 left.end());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (pid_t pid : left) ::kill(pid, SIGKILL);
+    if (!url.empty()) make_redis_backend(url, ns)->clear();
+  });
 
-  // Wait until every replica is ready (or gone), then release them together.
+  std::vector<Child> children;
+  for (int i = 0; i < launch.replicas && !lifecycle::interrupted(); ++i) {
+    children.push_back(spawn(launch, i));
+    std::lock_guard<std::mutex> lock(pids_mu);
+    pids.push_back(children.back().pid);
+    if (forwarded) ::kill(children.back().pid, lifecycle::interrupt_signal());
+  }
+
+  // Wait until every replica is ready (or gone, or the run interrupted), then release them together.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadyTimeoutMs);
   for (Child& c : children) {
-    pollfd p{c.ready_fd, POLLIN, 0};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     char byte = 0;
-    if (::poll(&p, 1, static_cast<int>(std::max<long>(0, left.count()))) == 1 && ::read(c.ready_fd, &byte, 1) == 1)
-      c.ready = true;
+    for (;;) {
+      pollfd p{c.ready_fd, POLLIN, 0};
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const int ready = ::poll(&p, 1, static_cast<int>(std::clamp<long>(left.count(), 0, 100)));
+      if (ready == 1) {
+        c.ready = ::read(c.ready_fd, &byte, 1) == 1;
+        break;
+      }
+      if (left.count() <= 0 || lifecycle::interrupted()) break;
+    }
     ::close(c.ready_fd);
   }
   for (Child& c : children) {
@@ -209,6 +264,7 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
 
   ReplicaSummary s;
   s.split = launch.split;
+  if (lifecycle::interrupted()) s.interrupted_by = lifecycle::interrupt_name();
   std::map<std::string, ReplicaUpdate> by_version;
   std::vector<std::string> order;
   std::map<std::string, std::pair<double, double>> live_range;
@@ -221,9 +277,16 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
     r.pid = c.pid;
     r.status = describe_status(c.wait_status);
     if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) r.status = "timed out";
+    // Stopped by the interrupt passed on: what it completed counts, not a failure.
+    if (lifecycle::interrupted() && WIFEXITED(c.wait_status) &&
+        WEXITSTATUS(c.wait_status) == lifecycle::interrupted_exit_code()) {
+      r.status = "ok";
+      read_summary((fs::path(c.dir) / "summary.json").string(), r);
+      r.status = "interrupted";
+    }
     if (!c.ready && r.status == "ok") r.status = "never ready";
     if (r.status == "ok") read_summary((fs::path(c.dir) / "summary.json").string(), r);
-    if (r.status != "ok") {
+    if (r.status != "ok" && r.status != "interrupted") {
       ++s.failed;
       r.log_tail = tail_lines(c.log, 5);
     } else if (r.requests > 0) {  // the spread is over replicas that served something

@@ -89,13 +89,14 @@ std::string plural(std::uint64_t n, std::string_view one, std::string_view many)
 
 std::string headline(const CompareResult& r) {
   std::string out = "inferprof compare";
-  if (r.rows.empty()) return out + " · no configurations";
+  if (r.rows.empty()) return out + " · no configurations" + (r.interrupted_by.empty() ? "" : " completed (interrupted)");
   const RunSummary& s = r.rows[0].last;
   if (!s.info.model_path.empty()) out += fmt::format(" · {}", base_name(s.info.model_path));
   if (!s.info.trace_path.empty()) out += fmt::format(" · {}", base_name(s.info.trace_path));
   out += fmt::format(" · {}", plural(s.requests, "request", "requests"));
   const auto repeats = static_cast<std::uint64_t>(std::max(r.repeat, 1));
   out += repeats > 1 ? fmt::format(" · {} repeats, interleaved", repeats) : std::string(" · 1 run each");
+  if (!r.interrupted_by.empty()) out += fmt::format(" · interrupted ({}): completed replays only", r.interrupted_by);
   return out;
 }
 
@@ -449,6 +450,13 @@ std::string render_compare_json(const CompareResult& r) {
     w.value(warning);
   w.end_array();
   w.field("verify_mismatches", r.verify_mismatches);
+  // An interrupt keeps the configurations that completed; the others are named.
+  w.field("interrupted", !r.interrupted_by.empty());
+  if (!r.interrupted_by.empty()) w.field("interrupted_by", r.interrupted_by);
+  w.key("not_run").begin_array();
+  for (const std::string& name : r.not_run)
+    w.value(name);
+  w.end_array();
   w.end_object();
   return w.str() + "\n";
 }

@@ -14,8 +14,9 @@ std::string ms(double v) { return fmt::format("{:.1f} ms", v); }
 
 std::string render_replicas_table(const ReplicaSummary& s) {
   using namespace report;
-  std::string out = fmt::format("inferprof run · {} replicas · split {} · {} requests\n\n", s.replicas.size(), s.split,
-                                group_thousands(s.requests));
+  std::string out = fmt::format("inferprof run · {} replicas · split {} · {} requests{}\n\n", s.replicas.size(), s.split,
+                                group_thousands(s.requests),
+                                s.interrupted_by.empty() ? "" : " · interrupted by " + s.interrupted_by);
   out += pad_right("replica", 9) + pad_left("requests", 10) + pad_left("req/s", 9) + pad_left("mean", 11) +
          pad_left("p50", 11) + pad_left("p99", 11) + pad_left("stale", 7) + pad_left("stalled", 9) + "  status\n";
   for (const ReplicaResult& r : s.replicas)
@@ -41,8 +42,9 @@ std::string render_replicas_table(const ReplicaSummary& s) {
 
 std::string render_replicas_markdown(const ReplicaSummary& s) {
   using namespace report;
-  std::string out = fmt::format("**{} replicas**, split {}, {} requests\n\n", s.replicas.size(), s.split,
-                                group_thousands(s.requests));
+  std::string out = fmt::format("**{} replicas**, split {}, {} requests{}\n\n", s.replicas.size(), s.split,
+                                group_thousands(s.requests),
+                                s.interrupted_by.empty() ? "" : ", interrupted by " + s.interrupted_by);
   out += "| replica | requests | mean | p50 | p99 | stale | stalled | status |\n|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const ReplicaResult& r : s.replicas)
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.index, group_thousands(r.requests),
@@ -66,12 +68,15 @@ std::string render_replicas_json(const ReplicaSummary& s) {
   w.field("split", s.split);
   w.field("requests", s.requests);
   w.field("failed", static_cast<std::uint64_t>(s.failed));
+  w.field("interrupted", !s.interrupted_by.empty());
+  if (!s.interrupted_by.empty()) w.field("interrupted_by", s.interrupted_by);
   w.field_number("p50_spread_us", s.p50_spread_us, 3);
   w.field_number("p99_spread_us", s.p99_spread_us, 3);
   w.key("replicas").begin_array();
   for (const ReplicaResult& r : s.replicas) {
     w.begin_object();
     w.field("index", r.index);
+    w.field("pid", r.pid);  // to find what a replica left (its log, a private folder named by PID)
     w.field("status", r.status);
     w.field("requests", r.requests);
     w.field_number("throughput_rps", r.throughput_rps, 3);

@@ -120,6 +120,9 @@ std::string render_summary_json(const RunSummary& s) {
   w.key("tool").begin_object().field("name", "inferprof").field("version", s.info.tool_version).end_object();
   report::write_run(w, s.info);
   w.field("requests", s.requests);
+  // Stopped by SIGINT/SIGTERM: every figure covers the requests that completed.
+  w.field("interrupted", s.info.interrupted());
+  if (s.info.interrupted()) w.field("interrupted_by", s.info.interrupted_by);
   w.field("failed", s.failed);
   w.key("failed_examples").begin_array();
   for (const auto& e : s.failed_examples) w.value(e);

@@ -211,6 +211,7 @@ std::string requests_text(const RunSummary& s) {
   std::string out = fmt::format("{} in {:.2f} s · {} req/s", group_thousands(s.requests), s.info.wall_s,
                                 grouped_fixed(s.throughput_rps, 1));
   if (s.failed > 0) out += fmt::format(" · {} failed", group_thousands(s.failed));
+  if (s.info.interrupted()) out += fmt::format(" · interrupted by {}: the requests that completed", s.info.interrupted_by);
   return out;
 }
 
