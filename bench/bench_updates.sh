@@ -40,7 +40,7 @@ $BIN gen-trace --requests "$REQUESTS" --keys 60 --rate "$RATE" --update-every "$
 for mode in sync async preload; do
   redis-cli -p "$PORT" flushall >/dev/null  # every mode starts from the remote store, cold
   $BIN run m@v1 --store "$WORK/store" --store-redis "$REDIS/1" --trace "$WORK/requests.jsonl" \
-    --profile "$PROFILE" --cache l1,l2 --redis "$REDIS/0" --open-loop --update "$mode" \
+    --profile "$PROFILE" --caches l1,l2 --redis "$REDIS/0" --open-loop --update "$mode" \
     --replicas "$REPLICAS" --out "$WORK/$mode" --format json >"$WORK/$mode.json"
 done
 

@@ -26,6 +26,8 @@ set(doctest_DIR ${_tp}/cmake)
 
 add_library(inferprof_vendored_simdjson STATIC ${_tp}/src/simdjson.cpp)
 target_include_directories(inferprof_vendored_simdjson SYSTEM PUBLIC ${_tp}/include)
+# Position-independent: the pipeline plugin (a shared library) links it too.
+set_target_properties(inferprof_vendored_simdjson PROPERTIES POSITION_INDEPENDENT_CODE ON)
 add_library(simdjson::simdjson ALIAS inferprof_vendored_simdjson)
 
 # hiredis: the synchronous client (async.c, which includes dict.c, is not used).

@@ -31,4 +31,4 @@ fi
 
 echo; echo "== inferprof compare: what each cache tier buys (L2/L3 on $REDIS_URL) =="
 $BIN compare demo/resnet18.pt --trace demo/requests.jsonl --profile image-classification \
-  --redis "$REDIS_URL" --verify 0.25 --out demo/compare --flamegraph-diff --no-progress "$@"
+  --redis "$REDIS_URL" --verify=0.25 --out demo/compare --flamegraph-diff --no-progress "$@"

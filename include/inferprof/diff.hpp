@@ -67,7 +67,7 @@ struct Change {
   double base = 0, now = 0;
   std::optional<std::pair<double, double>> interval;
   double delta() const { return now - base; }
-  double pct() const;  // 100 * delta / base; 0 when base is 0
+  double pct() const { return base != 0 ? 100.0 * delta() / base : 0; }  // 0 when base is 0
 };
 
 // The gate decision, on its own so tests can drive it with constructed data.

@@ -29,6 +29,10 @@ struct PreprocessOp {
 // The names accepted for PreprocessOp::op, in the order error messages list them.
 const std::vector<std::string_view>& preprocess_op_names();
 
+// Most intra-op threads a run may ask for: libtorch starts them all, and far
+// more threads than cores only slows a run (100,000 hangs it).
+inline constexpr int kMaxThreads = 1024;
+
 struct Profile {
   std::string name = "default";
   std::string source = "<embedded default>";  // path it was read from

@@ -40,6 +40,7 @@ class ReplayObserver {
 struct RunConfig {
   std::string model_path;   // a TorchScript file, or with store_url "name[@version]" in the store
   std::string trace_path;
+  std::string model_sha256;  // lowercase hex; when set, the model's bytes must hash to it before loading
   Profile profile;
   int warmup = -1;
   int threads = -1;
@@ -51,7 +52,7 @@ struct RunConfig {
   bool ops = false;
   std::shared_ptr<ReplayObserver> observer;  // told the phase and counts (a progress line); null: nobody
   bool skip_invalid = false;
-  std::uint64_t trace_json_max_requests = 20000;
+  std::uint64_t trace_json_max_bytes = 100'000'000;  // trace.json's cap (--trace-json-max-mb); 0: none
   // Cache tiers for this replay, resolved (backend and location set); empty:
   // no caching. Each replay starts them empty; remote ones are cleared before
   // and after, in the namespace `cache_namespace` (unique per replay).

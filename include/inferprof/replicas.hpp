@@ -66,5 +66,6 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch);
 std::string render_replicas_table(const ReplicaSummary& s);
 std::string render_replicas_json(const ReplicaSummary& s);
 std::string render_replicas_markdown(const ReplicaSummary& s);
+std::string render_replicas_csv(const ReplicaSummary& s);  // one row per replica
 
 }  // namespace inferprof

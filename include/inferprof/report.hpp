@@ -40,6 +40,7 @@ struct RunInfo {
   std::string model_version;  // the store's version, or "xxh3:..." of the file
   std::string model_served_by = "file";  // file, or the store tier: memory, redis, remote
   std::string model_hash;  // "xxh3:<16 hex>" of the model file
+  std::string model_sha256;  // of a plain model file's bytes (the store checks its own); what --model-sha256 compares
   std::string model_arch;  // from the model's metadata, "unknown" if none
   std::int64_t model_parameters = 0;
   std::int64_t model_bytes = 0;  // file size
@@ -148,7 +149,8 @@ struct RunSummary {
   double throughput_rps = 0;   // requests / info.wall_s
   std::vector<OpStats> top_ops;  // by self time, at most 25
   std::uint64_t spans = 0;       // events written (or that would be) to trace.json per request root + spans
-  std::uint64_t trace_json_requests = 0;  // requests trace.json holds (capped)
+  std::uint64_t trace_json_requests = 0;  // requests trace.json holds (capped by size)
+  std::uint64_t trace_json_max_bytes = 0; // the cap on its events (0: none)
   std::uint64_t csv_rows = 0;
   std::vector<std::string> failed_examples;  // "id 17: why", the first few failed requests
   std::vector<CacheTierReport> caches;  // empty: no cache tier configured
@@ -165,9 +167,9 @@ struct RunSummary {
 
 struct CollectorOptions {
   std::string out_dir;  // empty: aggregate only, write no files
-  // trace.json keeps the first N requests' spans so it stays openable; the
-  // summary says how many it holds. 0 = no cap.
-  std::uint64_t trace_json_max_requests = 20000;
+  // trace.json keeps the first requests whose events fit in this many bytes,
+  // so that a viewer can open it; the summary says how many it holds. 0 = no cap.
+  std::uint64_t trace_json_max_bytes = 100'000'000;
   bool copies_applicable = false;
   Nanos epoch = 0;      // now_ns() at replay start; trace.json timestamps are relative to it
 };

@@ -1,9 +1,12 @@
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
+#include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
+#include "cli/replay_options.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof::cli {
@@ -19,7 +22,7 @@ const std::vector<std::string>& command_line() { return saved_args(); }
 
 int run_cli(int argc, char** argv) {
   saved_args().assign(argv + 1, argv + argc);
-  CLI::App app{"inferprof: where inference latency goes, and what caching would buy"};
+  CLI::App app{"inferprof: where inference latency goes, and what caching would buy", "inferprof"};
   app.require_subcommand(1);
   app.set_version_flag("--version", INFERPROF_VERSION);
   std::map<CLI::App*, Runner> runners;
@@ -38,8 +41,17 @@ int run_cli(int argc, char** argv) {
   add(add_simulate_command);
   add(add_convert_command);
 
+  if (saved_args().empty()) {
+    // A bare `inferprof`: what it can do, not an error about a missing command.
+    std::fputs(short_usage(app).c_str(), stderr);
+    return static_cast<int>(ExitCode::bad_input);
+  }
+  check_command_line(app, saved_args());
   try {
-    app.parse(argc, argv);
+    // CLI11 takes the arguments last first.
+    std::vector<std::string> args = normalize_verify(saved_args());
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

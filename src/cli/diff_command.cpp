@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/replay_options.hpp"
 #include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
 
@@ -13,7 +14,7 @@ namespace inferprof::cli {
 
 Runner add_diff_command(CLI::App& app) {
   auto config = std::make_shared<DiffConfig>();
-  auto format = std::make_shared<std::string>("table");
+  auto format = std::make_shared<report::Format>(report::Format::table);
   auto junit = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "diff", "Compare two saved runs stage by stage; exit 1 when a gate fails (a CI latency gate)");
@@ -23,9 +24,7 @@ Runner add_diff_command(CLI::App& app) {
                   "Gates: METRIC=PCT% (every stage and the total) or STAGE.METRIC=PCT%, optionally +FLOOR (ms|us, "
                   "default +0.01ms); METRIC in mean, p50, p90, p99, max, throughput")
       ->capture_default_str();
-  cmd->add_option("--format", *format, "What to print: table, markdown or json")
-      ->check(CLI::IsMember({"table", "markdown", "json"}))
-      ->capture_default_str();
+  add_format_option<DiffResult>(cmd, *format);
   cmd->add_option("--junit", *junit, "Also write a JUnit XML report (one test case per gate) to this file");
   cmd->add_flag("--force", config->force, "Compare runs of different models, traces, machines or settings anyway");
   cmd->add_option("--confidence", config->confidence, "Confidence level of the intervals")->capture_default_str();
@@ -39,10 +38,7 @@ Runner add_diff_command(CLI::App& app) {
         throw bad_input(fmt::format("--junit {}: the folder {} does not exist", *junit, dir));
       write_file_atomic(dir, p.filename().string(), render_diff_junit(r));
     }
-    std::string text = *format == "json"       ? render_diff_json(r)
-                       : *format == "markdown" ? render_diff_markdown(r)
-                                               : render_diff_table(r);
-    std::fputs(text.c_str(), stdout);
+    std::fputs(report::render(*format, r, "a diff").c_str(), stdout);
     return r.failed() ? static_cast<int>(ExitCode::check_failed) : 0;
   };
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
@@ -20,7 +21,7 @@ Runner add_gen_model_command(CLI::App& app) {
   auto opts = std::make_shared<GenModelOptions>();
   CLI::App* cmd = app.add_subcommand("gen-model", "Write a TorchScript model built in C++ (random weights)");
   cmd->add_option("--arch", opts->arch, "mlp (tests), cnn (small image model) or resnet18 (ResNet-18's shape)")
-      ->check(CLI::IsMember(model_archs()))
+      ->check(one_of(model_archs()))
       ->capture_default_str();
   cmd->add_option("--seed", opts->seed, "Weight seed: two seeds give two versions of one model")
       ->capture_default_str();

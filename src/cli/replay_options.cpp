@@ -2,45 +2,63 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <fstream>
 
 #include "cli/progress.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 
 namespace inferprof::cli {
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")
       ->required();
-  cmd->add_option("--trace", args.trace, "Request trace (JSON lines, see docs/trace-format.md)")->required();
+  cmd->add_option("--trace", args.trace, "Request trace (JSON lines, one request per line: docs/trace-format.md)")
+      ->required();
   cmd->add_option("--profile", args.profile, "Pipeline profile: a name from profiles/ or a .toml path")
       ->default_str("default");
   cmd->add_option("--warmup", args.warmup, "Un-measured warm-up iterations per worker (default: the profile's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   cmd->add_option("--threads", args.threads, "libtorch intra-op threads; 0 = one per core (default: the profile's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   cmd->add_option("--concurrency", args.concurrency, "Replay workers sharing the loaded model")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_at_least(1))
+      ->capture_default_str();
   cmd->add_flag("--open-loop", args.open_loop, "Release requests at their ts_ms (queueing is measured)");
-  cmd->add_option("--speed", args.speed, "Open loop: replay the trace this many times faster")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--limit", args.limit, "Replay at most N requests");
-  cmd->add_option("--format", args.format, "What to print: table, json, csv or markdown")
-      ->check(CLI::IsMember({"table", "json", "csv", "markdown"}));
+  cmd->add_option("--speed", args.speed, "With --open-loop: replay the trace this many times faster (default 1)")
+      ->check(number_above(0));
+  cmd->add_option("--limit", args.limit, "Replay the first N requests (default: the whole trace)")
+      ->check(whole_at_least(1));
   cmd->add_flag("--ops", args.ops, "Attribute compute to aten operators (RecordFunction observers)");
   cmd->add_flag("--no-progress", args.no_progress, "No live progress line on stderr");
   cmd->add_flag("--skip-invalid", args.skip_invalid, "Skip (and count) invalid trace lines instead of failing");
-  cmd->add_option("--trace-json-requests", args.trace_json_requests,
-                  "trace.json keeps the first N requests (0 = all); the other reports keep all");
+  cmd->add_option("--trace-json-max-mb", args.trace_json_max_mb,
+                  "trace.json keeps the first requests whose events fit in MB megabytes (10^6 bytes), so that a "
+                  "viewer opens it; the other reports keep all")
+      ->check(number_above(0))
+      ->capture_default_str();
   cmd->add_option("--tier", args.tiers,
                   "Tier policy and size, e.g. l1=lru:1000, l2=lfu:100000, l3=ttl:5000:10m (repeatable)");
   cmd->add_option("--redis", args.redis,
                   "Put L2 (and L3 unless the profile places it) on this Redis: redis://[:password@]host:port[/db] "
                   "(default: $INFERPROF_REDIS_URL)");
   cmd->add_option("--verify", args.verify,
-                  "Recompute this share of the cache hits without caches and compare (exit 1 on a mismatch)")
+                  "Off unless given. Recompute this share of the cache hits (default 1 = all) "
+                  "without caches and compare; exit 1 on a mismatch")
       ->expected(0, 1)
-      ->default_str("1.0");
+      ->type_name("[=FRACTION]")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            if (s.empty() || end != s.c_str() + s.size() || !(v >= 0 && v <= 1))
+              return fmt::format("expected a fraction between 0 and 1, got {}", s);
+            return "";
+          },
+          ""));
   cmd->add_option("--store", args.store,
                   "Serve MODEL (NAME[@VERSION]) from this model store: file:///folder or http(s)://base-url; "
                   "model_update events in the trace then switch versions");
@@ -50,17 +68,75 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_option("--update", args.update,
                   "How a model_update switches versions: sync (next request reloads), async (old version serves "
                   "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)")
-      ->check(CLI::IsMember({"sync", "async", "preload"}));
-  cmd->add_option("--preload-lead", args.preload_lead_ms,
-                  "--update preload, open loop: start loading a new version this many ms before its event "
-                  "(closed loop: when the replay reads the event)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(one_of({"sync", "async", "preload"}));
+  cmd->add_option("--preload-lead-ms", args.preload_lead_ms,
+                  "--update preload, open loop: start loading a new version this many milliseconds before its "
+                  "event (closed loop: when the replay reads the event)")
+      ->check(number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--device", args.device, "cpu, cuda or cuda:N (default: the profile's [model] device)");
   cmd->add_flag("--pinned", args.pinned, "cuda: stage inputs in pinned (page-locked) host memory before h2d");
   cmd->add_option("--gpu-trace", args.gpu_trace,
                   "cuda: on = CUPTI activity + NVTX ranges (GPU stage times); off = host times only")
-      ->check(CLI::IsMember({"on", "off"}));
+      ->check(one_of({"on", "off"}));
+  cmd->add_option("--model-sha256", args.model_sha256,
+                  "Refuse to load a model whose sha256 is not HEX (libtorch does not detect a damaged file)");
+}
+
+std::vector<std::string> normalize_verify(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    if (args[i] != "--verify") {
+      out.push_back(args[i]);
+      continue;
+    }
+    // A number after it is its value; anything else is the next argument.
+    char* end = nullptr;
+    const bool number = i + 1 < args.size() && !args[i + 1].empty() &&
+                        (std::strtod(args[i + 1].c_str(), &end), end == args[i + 1].c_str() + args[i + 1].size());
+    out.push_back(number ? "--verify=" + args[++i] : "--verify=1");
+  }
+  return out;
+}
+
+// A CSV (or .iptrace) trace given to run/compare: say what reads it. The
+// JSON-lines reader would report "malformed JSON" on line 1.
+void check_trace_is_json_lines(const std::string& path) {
+  auto ends_with = [&](std::string_view suffix) {
+    if (path.size() < suffix.size()) return false;
+    for (std::size_t i = 0; i < suffix.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(path[path.size() - suffix.size() + i])) != suffix[i]) return false;
+    return true;
+  };
+  bool csv = ends_with(".csv");
+  if (!csv && !ends_with(".iptrace")) {
+    // No telling extension: a first line that starts with a letter or digit
+    // (no JSON value a trace line could be) and has commas is a CSV header or row.
+    std::ifstream in(path);
+    std::string line;
+    while (in && std::getline(in, line)) {
+      if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+      auto first = line.find_first_not_of(" \t\r");
+      if (first == std::string::npos) continue;
+      csv = std::isalnum(static_cast<unsigned char>(line[first])) && line.find(',') != std::string::npos;
+      break;
+    }
+  }
+  if (csv)
+    throw bad_input(fmt::format(
+        "{}: a CSV trace: run and compare read JSON lines (one request per line with its input, "
+        "docs/trace-format.md); write one per row, or use 'inferprof simulate --trace {}' for a cache what-if "
+        "that needs no model",
+        path, path));
+  if (ends_with(".iptrace"))
+    throw bad_input(fmt::format(
+        "{}: an .iptrace (simulate's binary form, without inputs): run and compare read the JSON-lines trace it "
+        "was converted from; use 'inferprof simulate --trace {}' for a cache what-if",
+        path, path));
 }
 
 std::vector<TierSpec> tier_overrides(const ReplayArgs& args) { return parse_tier_options(args.tiers); }
@@ -87,17 +163,32 @@ RunConfig make_run_config(const ReplayArgs& args) {
   RunConfig config;
   config.model_path = args.model;
   config.trace_path = args.trace;
+  if (!args.model_sha256.empty()) {
+    std::string hex = args.model_sha256;
+    for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw bad_input(fmt::format("--model-sha256 '{}': expected 64 hex digits (as sha256sum prints)",
+                                  printable(args.model_sha256)));
+    config.model_sha256 = hex;
+  }
+  check_trace_is_json_lines(args.trace);
   config.profile = load_profile(args.profile);
   config.warmup = args.warmup;
   config.threads = args.threads;
   config.concurrency = args.concurrency;
   config.open_loop = args.open_loop;
-  config.speed = args.speed;
+  // --speed scales ts_ms, which only an open-loop replay follows.
+  if (args.speed > 0 && !args.open_loop)
+    throw bad_input(fmt::format("--speed {} applies to --open-loop replays only: add --open-loop to release "
+                                "requests at their ts_ms",
+                                args.speed));
+  config.speed = args.speed > 0 ? args.speed : 1.0;
   config.limit = args.limit;
   config.ops = args.ops;
   if (!args.no_progress) config.observer = make_progress_display();
   config.skip_invalid = args.skip_invalid;
-  config.trace_json_max_requests = args.trace_json_requests;
+  // Clamped below 2^64 bytes, so that the conversion is defined for any value given.
+  config.trace_json_max_bytes = static_cast<std::uint64_t>(std::min(args.trace_json_max_mb * 1e6, 1e19));
   config.store_url = args.store;
   config.store_redis_url = args.store_redis;
   config.store_zstd = args.store_zstd;
@@ -114,10 +205,7 @@ RunConfig make_run_config(const ReplayArgs& args) {
     throw bad_input("--pinned and --gpu-trace apply to --device cuda only (this run is on cpu)");
   config.pinned = args.pinned;
   config.gpu_trace = args.gpu_trace == "on";
-  if (args.verify >= 0) {
-    if (args.verify > 1) throw bad_input(fmt::format("--verify {}: expected a fraction between 0 and 1", args.verify));
-    config.verify_fraction = args.verify;
-  }
+  if (args.verify >= 0) config.verify_fraction = args.verify;
   return config;
 }
 

@@ -7,15 +7,19 @@
 #include <vector>
 
 #include "inferprof/replay.hpp"
+#include "report/format.hpp"
+#include "cli/arg_check.hpp"
 
 namespace inferprof::cli {
 
 struct ReplayArgs {
-  std::string model, trace, profile, format = "table", redis;
+  std::string model, trace, profile, redis;
+  report::Format format = report::Format::table;
   int warmup = -1, threads = -1, concurrency = 1;
   bool open_loop = false, ops = false, no_progress = false, skip_invalid = false;
-  double speed = 1.0;
-  std::uint64_t limit = 0, trace_json_requests = 20000;
+  double speed = 0;                // --speed; 0: not given (1x)
+  std::uint64_t limit = 0;         // --limit; 0: not given (the whole trace)
+  double trace_json_max_mb = 100;  // --trace-json-max-mb
   std::vector<std::string> tiers;  // --tier l1=lru:1000
   double verify = -1;              // --verify[=FRACTION]; -1: off
   std::string store, store_redis, update;  // the model store
@@ -24,6 +28,7 @@ struct ReplayArgs {
   std::string device;              // --device; empty: the profile's
   bool pinned = false;
   std::string gpu_trace = "on";
+  std::string model_sha256;        // --model-sha256 HEX
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);
@@ -34,5 +39,24 @@ std::vector<TierSpec> tier_overrides(const ReplayArgs& args);
 // Each "TIER=SPEC" of --tier through parse_tier_spec.
 std::vector<TierSpec> parse_tier_options(const std::vector<std::string>& tiers);
 std::string redis_url(const ReplayArgs& args);
+
+// --format for a command whose result is `Result`: the formats it has, parsed
+// into `f` (report::renderers is the one list).
+template <class Result>
+CLI::Option* add_format_option(CLI::App* cmd, report::Format& f) {
+  const auto names = report::renderers<Result>().names();
+  std::string help = "What to print:";
+  for (std::size_t i = 0; i < names.size(); ++i) help += (i == 0 ? " " : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return cmd
+      ->add_option_function<std::string>(
+          "--format", [&f](const std::string& s) { f = *report::parse_format(s); }, help)
+      ->check(one_of(names))
+      ->default_str("table");
+}
+
+// `--verify` takes an optional value; written `--verify[=FRACTION]` so that a
+// bare --verify never swallows the next word (the model path). Rewrites
+// `--verify` to `--verify=1` (and `--verify 0.5` to `--verify=0.5`).
+std::vector<std::string> normalize_verify(const std::vector<std::string>& args);
 
 }  // namespace inferprof::cli

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -14,11 +15,17 @@
 #include "inferprof/replicas.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
+#include "report/format.hpp"
+#include "report/text.hpp"
 
 namespace inferprof::cli {
 
 namespace {
-void print_files(const std::vector<std::string>& files, const std::string& dir, bool to_stdout) {
+// "reports written to DIR/: ...", then for each trace.json that the size cap
+// stopped early (`runs`: its folder under DIR, "" for DIR itself) how many
+// requests it holds.
+void print_files(const std::vector<std::string>& files, const std::string& dir, bool to_stdout,
+                 const std::vector<std::pair<std::string, const RunSummary*>>& runs = {}) {
   if (files.empty()) return;
   std::FILE* to = to_stdout ? stdout : stderr;  // machine formats own stdout
   std::fprintf(to, "\nreports written to %s/:", dir.c_str());
@@ -27,12 +34,19 @@ void print_files(const std::vector<std::string>& files, const std::string& dir, 
     std::fprintf(to, " %s", rel.c_str());
   }
   std::fprintf(to, "\n");
+  for (const auto& [folder, run] : runs)
+    if (run->trace_json_requests < run->requests)
+      std::fprintf(to, "%strace.json holds the first %s of %s requests (--trace-json-max-mb %s); the other reports "
+                       "hold all\n",
+                   folder.empty() ? "" : (folder + "/").c_str(), report::group_thousands(run->trace_json_requests).c_str(),
+                   report::group_thousands(run->requests).c_str(),
+                   fmt::format("{}", static_cast<double>(run->trace_json_max_bytes) / 1e6).c_str());
 }
 
 // The command line a replica gets: the parent's, without what the parent
 // decides for each replica (or does itself).
 std::vector<std::string> replica_args(const std::vector<std::string>& given) {
-  static const std::vector<std::string> parent_only = {"--replicas", "--out", "--format", "--split", "--replica-timeout"};
+  static const std::vector<std::string> parent_only = {"--replicas", "--out", "--format", "--split", "--replica-timeout-s"};
   std::vector<std::string> out;
   for (std::size_t i = 0; i < given.size(); ++i) {
     const std::string& a = given[i];
@@ -91,11 +105,8 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   ReplicaSummary s = run_replicas(launch);
   if (!out.empty()) write_file_atomic(out, "replicas.json", render_replicas_json(s));
   scratch.remove();
-  std::string text = args.format == "json"       ? render_replicas_json(s)
-                     : args.format == "markdown" ? render_replicas_markdown(s)
-                                                 : render_replicas_table(s);
-  std::fputs(text.c_str(), stdout);
-  if (!out.empty() && args.format == "table")
+  std::fputs(report::render(args.format, s, "the replica table").c_str(), stdout);
+  if (!out.empty() && args.format == report::Format::table)
     std::printf("\nreports written to %s/: replicas.json, replica-N/ (each replica's reports), replica-N.log\n",
                 out.c_str());
   if (s.failed > 0) {
@@ -119,18 +130,22 @@ Runner add_run_command(CLI::App& app) {
   auto replica_timeout = std::make_shared<int>(0);
   CLI::App* cmd = app.add_subcommand("run", "Replay a trace once and print where each request's time goes");
   add_replay_options(cmd, *args);
+  add_format_option<RunSummary>(cmd, args->format);
   cmd->add_option("--out", *out, "Write the report files to this folder");
-  cmd->add_option("--cache", *caches, "Cache tiers to replay with: none, or tiers joined by commas (l1,l2,l3)")
+  cmd->add_option("--caches", *caches,
+                  "The one cache configuration to replay with: none, or tiers joined by commas (l1,l2,l3); "
+                  "compare measures several")
       ->capture_default_str();
   cmd->add_option("--replicas", *replicas,
                   "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
                   "updates reach them over Redis pub/sub")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_at_least(1));
   cmd->add_option("--split", *split, "How replicas split the requests: rr (round-robin) or hash (of the key)")
-      ->check(CLI::IsMember({"rr", "hash"}))
+      ->check(one_of({"rr", "hash"}))
       ->capture_default_str();
-  cmd->add_option("--replica-timeout", *replica_timeout, "Kill replicas still running after S seconds (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--replica-timeout-s", *replica_timeout,
+                  "Kill replicas still running after S seconds (default: no limit)")
+      ->check(whole_at_least(1));
   // Set by the parent of --replicas for each replica; not for people.
   cmd->add_option("--replica", *replica)->group("");
   cmd->add_option("--cache-namespace", *cache_ns)->group("");
@@ -139,6 +154,9 @@ Runner add_run_command(CLI::App& app) {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
     if (*replicas > 1) {
       if (!replica->empty()) throw bad_input("--replicas and --replica cannot be combined");
+      report::require_format<ReplicaSummary>(args->format, "the replica table");
+      // The replicas would each reject bad options; say it once, before starting them.
+      (void)make_run_config(*args);
       return run_as_parent(*args, *out, *replicas, *split, *replica_timeout);
     }
     RunConfig config = make_run_config(*args);
@@ -164,12 +182,8 @@ Runner add_run_command(CLI::App& app) {
     }
     RunOutcome outcome = run_replay(config);
     const RunSummary& s = outcome.summary;
-    std::string text = args->format == "json"       ? render_summary_json(s)
-                       : args->format == "csv"      ? render_stages_csv(s)
-                       : args->format == "markdown" ? render_markdown(s)
-                                                    : render_table(s);
-    std::fputs(text.c_str(), stdout);
-    print_files(outcome.files, config.out_dir, args->format == "table");
+    std::fputs(report::render(args->format, s, "a run").c_str(), stdout);
+    print_files(outcome.files, config.out_dir, args->format == report::Format::table, {{"", &s}});
     if (s.verify.mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(s.verify.mismatches));
@@ -189,10 +203,13 @@ Runner add_compare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "Replay a trace under several cache configurations and report the measured speedup of each");
   add_replay_options(cmd, *args);
+  add_format_option<CompareResult>(cmd, args->format);
   cmd->add_option("--caches", *configs,
                   "A configuration to replay (repeatable; the first is the baseline): none, l1, l1,l2, l1,l2,l3 "
                   "(default: the profile's [compare] caches, else those four)");
-  cmd->add_option("--repeat", *repeat, "Replay each configuration N times, interleaved")->check(CLI::PositiveNumber);
+  cmd->add_option("--repeat", *repeat, "Replay each configuration N times, interleaved")
+      ->check(whole_at_least(1))
+      ->capture_default_str();
   cmd->add_option("--out", *out, "Write compare.csv, compare.json and each configuration's reports here");
   cmd->add_flag("--flamegraph-diff", *diff, "With --out: a differential flame graph of each configuration vs the first");
 
@@ -210,12 +227,14 @@ Runner add_compare_command(CLI::App& app) {
     config.flamegraph_diff = *diff;
     if (*diff && out->empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
     CompareResult result = run_compare(config);
-    std::string text = args->format == "json"       ? render_compare_json(result)
-                       : args->format == "csv"      ? render_compare_csv(result)
-                       : args->format == "markdown" ? render_compare_markdown(result)
-                                                    : render_compare_table(result);
-    std::fputs(text.c_str(), stdout);
-    print_files(result.files, config.out_dir, args->format == "table");
+    std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);
+    std::vector<std::pair<std::string, const RunSummary*>> runs;
+    for (const CompareRow& row : result.rows) {
+      std::string folder = row.name;  // compare's folder for "l1,l2" is l1+l2
+      std::replace(folder.begin(), folder.end(), ',', '+');
+      runs.emplace_back(folder, &row.last);
+    }
+    print_files(result.files, config.out_dir, args->format == report::Format::table, runs);
     if (result.verify_mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(result.verify_mismatches));

@@ -18,7 +18,8 @@ namespace inferprof::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string trace, costs, format = "table", out, csv_columns, value_bytes;
+  std::string trace, costs, out, csv_columns, value_bytes;
+  report::Format format = report::Format::table;
   std::vector<std::string> tiers, caches, mrc;
   std::uint64_t warmup = 0;
   int mrc_points = 30;
@@ -104,7 +105,9 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--costs", a->costs,
                   "A run's summary.json (or its folder): measured stage costs for predicted mean/p99 latency and "
                   "speedup; its requests.csv is read when next to it");
-  cmd->add_option("--warmup", a->warmup, "The first N requests only warm the caches (not counted)");
+  cmd->add_option("--warmup-requests", a->warmup, "The first N requests only fill the caches (not counted)")
+      ->check(whole_at_least(0))
+      ->capture_default_str();
   cmd->add_option("--value-bytes", a->value_bytes,
                   "Entry size for byte-limited tiers when the trace has none (default: the --costs run's mean)");
   cmd->add_option("--csv-columns", a->csv_columns,
@@ -112,24 +115,22 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--mrc", a->mrc,
                   "Miss-ratio curve of one tier alone: l1=lru:100..1000000 (log-spaced) or l2=lfu:100,1000,5000 "
                   "[:TTL] (repeatable); LRU in one pass, others one simulation per capacity in parallel");
-  cmd->add_option("--mrc-points", a->mrc_points, "Capacities in a MIN..MAX range")->capture_default_str();
+  cmd->add_option("--mrc-points", a->mrc_points, "Capacities in a MIN..MAX range")
+      ->check(whole_at_least(2))
+      ->capture_default_str();
   cmd->add_option("--sample", a->sample,
                   "SHARDS spatial sampling rate for one-pass LRU curves, e.g. 0.01 (1 = exact)")
       ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Threads for per-capacity curves (0 = one per core)");
-  cmd->add_option("--format", a->format, "What to print: table, json, csv or markdown")
-      ->check(CLI::IsMember({"table", "json", "csv", "markdown"}))
+  cmd->add_option("--curve-threads", a->threads, "Threads for per-capacity miss-ratio curves (0 = one per core)")
+      ->check(whole_at_least(0))
       ->capture_default_str();
+  add_format_option<SimulateResult>(cmd, a->format);
   cmd->add_option("--out", a->out, "Write simulate.json, simulate.csv (and mrc.csv, mrc.svg) to this folder");
   return [a] {
     SimulateConfig config = make_config(*a);
     if (!a->out.empty()) ensure_output_dir(a->out);
     SimulateResult r = run_simulate(config);
-    std::string text = a->format == "json"       ? render_simulate_json(r)
-                       : a->format == "csv"      ? render_simulate_csv(r)
-                       : a->format == "markdown" ? render_simulate_markdown(r)
-                                                 : render_simulate_table(r);
-    std::fputs(text.c_str(), stdout);
+    std::fputs(report::render(a->format, r, "a simulation").c_str(), stdout);
     if (!a->out.empty()) {
       std::vector<std::pair<std::string, std::string>> files = {{"simulate.json", render_simulate_json(r)},
                                                                 {"simulate.csv", render_simulate_csv(r)}};
@@ -151,7 +152,7 @@ Runner add_simulate_command(CLI::App& app) {
         write_file_atomic(a->out, name, content);
         names += " " + name;
       }
-      std::fprintf(a->format == "table" ? stdout : stderr, "\nreports written to %s/:%s\n", a->out.c_str(),
+      std::fprintf(a->format == report::Format::table ? stdout : stderr, "\nreports written to %s/:%s\n", a->out.c_str(),
                    names.c_str());
     }
     return 0;

@@ -4,10 +4,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
+#include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
@@ -21,12 +23,20 @@ struct StoreArgs {
   std::string url, ref, file, name, format = "table";
 };
 
+// A folder would read as 0 bytes and a device (/dev/zero) without end: only a
+// non-empty regular file is a model.
 std::string read_model_file(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) throw bad_input(fmt::format("{}: cannot read the model file", path));
+  if (!std::filesystem::is_regular_file(st))
+    throw bad_input(fmt::format("{}: the model file is not a regular file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(fmt::format("{}: cannot read the model file", path));
   std::stringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw bad_input(fmt::format("{}: cannot read the model file", path));
+  if (ss.str().empty()) throw bad_input(fmt::format("{}: the model file is empty", path));
   return ss.str();
 }
 
@@ -78,7 +88,7 @@ Runner add_store_command(CLI::App& app) {
   ls->add_option("url", args->url, url_help)->required();
   ls->add_option("name", args->name, "Only this model's versions");
   ls->add_option("--format", args->format, "table, json or csv")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->check(one_of({"table", "json", "csv"}))
       ->capture_default_str();
 
   CLI::App* rm = cmd->add_subcommand("rm", "Remove NAME@VERSION (file stores only)");

@@ -122,18 +122,6 @@ std::vector<GateSpec> parse_gates(std::string_view text) {
   return gates;
 }
 
-std::string_view verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::regression: return "REGRESSION";
-    case Verdict::improved: return "improved";
-    case Verdict::noise: return "noise";
-    case Verdict::none: break;
-  }
-  return "-";
-}
-
-double Change::pct() const { return base != 0 ? 100.0 * delta() / base : 0; }
 
 double gate_limit(const GateSpec& spec, double base) { return std::abs(base) * spec.pct / 100.0 + spec.floor_us; }
 

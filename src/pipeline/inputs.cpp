@@ -5,13 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <numeric>
 
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/npy.hpp"
+#include "inferprof/printable.hpp"
 #include "pipeline/torch_detail.hpp"
 
 namespace inferprof::detail {
@@ -62,23 +63,21 @@ std::string torch_error_line(const std::exception& e) {
 namespace {
 
 [[noreturn]] void npy_error(const std::string& path, std::string_view what) {
-  throw bad_input(fmt::format("input file '{}': {}", path, what));
+  throw bad_input(fmt::format("input file '{}': {}", printable(path), what));
 }
 
-// Parses "'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 224, 224), "
-std::string header_value(const std::string& header, const std::string& key) {
-  auto pos = header.find("'" + key + "'");
-  if (pos == std::string::npos) return {};
-  pos = header.find(':', pos);
-  if (pos == std::string::npos) return {};
-  ++pos;
-  while (pos < header.size() && header[pos] == ' ') ++pos;
-  if (pos >= header.size()) return {};
-  char open = header[pos];
-  char close = open == '(' ? ')' : open == '\'' ? '\'' : ',';
-  auto end = header.find(close, pos + 1);
-  if (end == std::string::npos) return {};
-  return header.substr(pos, end - pos + (close == ',' ? 0 : 1));
+// Reads exactly `size` bytes at `offset`; false at end of file.
+bool read_at(int fd, char* out, std::uint64_t size, std::uint64_t offset) {
+  while (size > 0) {
+    const ssize_t got = ::pread(fd, out, static_cast<std::size_t>(std::min<std::uint64_t>(size, 1 << 30)),
+                                static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    size -= static_cast<std::uint64_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+  return true;
 }
 
 // An image file's bytes, as they would arrive over the network.
@@ -118,50 +117,30 @@ std::string request_where(const std::string& trace_path, const TraceRequest& req
 }
 
 at::Tensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) npy_error(path, fmt::format("cannot open ({})", std::strerror(errno)));
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) npy_error(path, "not a .npy file (bad magic)");
-  std::uint32_t header_len = 0;
-  if (magic[6] == 1) {
-    unsigned char b[2];
-    if (!in.read(reinterpret_cast<char*>(b), 2)) npy_error(path, "truncated header");
-    header_len = b[0] | (b[1] << 8);
-  } else {
-    unsigned char b[4];
-    if (!in.read(reinterpret_cast<char*>(b), 4)) npy_error(path, "truncated header");
-    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) npy_error(path, fmt::format("cannot open ({})", std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) npy_error(path, fmt::format("cannot read ({})", std::strerror(errno)));
+  // A FIFO or a device would be read without end.
+  if (!S_ISREG(st.st_mode)) npy_error(path, "not a regular file");
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  // The header is parsed and its sizes checked against the file before any
+  // allocation that depends on them.
+  std::string head(static_cast<std::size_t>(std::min(file_size, kNpyMaxPrefixBytes)), '\0');
+  if (!read_at(fd, head.data(), head.size(), 0)) npy_error(path, "truncated header");
+  NpyHeader h;
+  try {
+    h = parse_npy_header(head, file_size);
+  } catch (const Error& e) {
+    npy_error(path, e.what());
   }
-  std::string header(header_len, '\0');
-  if (!in.read(header.data(), header_len)) npy_error(path, "truncated header");
-
-  std::string descr = header_value(header, "descr");
-  if (header_value(header, "fortran_order").rfind("True", 0) == 0)
-    npy_error(path, "Fortran-order arrays are not supported (save with np.ascontiguousarray)");
-  static const std::vector<std::pair<std::string, at::ScalarType>> kTypes = {
-      {"'|u1'", at::kByte},  {"'<u1'", at::kByte},  {"'|i1'", at::kChar},   {"'<i1'", at::kChar},
-      {"'<i2'", at::kShort}, {"'<i4'", at::kInt},   {"'<i8'", at::kLong},   {"'<f2'", at::kHalf},
-      {"'<f4'", at::kFloat}, {"'<f8'", at::kDouble}, {"'|b1'", at::kBool}};
-  auto type = std::find_if(kTypes.begin(), kTypes.end(), [&](const auto& t) { return t.first == descr; });
-  if (type == kTypes.end())
-    npy_error(path, fmt::format("unsupported dtype {} (expected little-endian u1, i1, i2, i4, i8, f2, f4, f8 or b1)",
-                                descr.empty() ? "(none)" : descr));
-
-  std::vector<std::int64_t> shape;
-  std::string dims = header_value(header, "shape");
-  if (dims.size() < 2) npy_error(path, "header has no shape");
-  std::size_t i = 1;
-  while (i < dims.size()) {
-    while (i < dims.size() && !std::isdigit(static_cast<unsigned char>(dims[i]))) ++i;
-    if (i >= dims.size()) break;
-    std::int64_t v = 0;
-    while (i < dims.size() && std::isdigit(static_cast<unsigned char>(dims[i]))) v = v * 10 + (dims[i++] - '0');
-    shape.push_back(v);
-  }
-  at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type->second));
-  auto bytes = static_cast<std::streamsize>(t.nbytes());
-  if (!in.read(static_cast<char*>(t.data_ptr()), bytes))
-    npy_error(path, fmt::format("truncated data (expected {} bytes for shape {})", bytes, format_shape(shape)));
+  at::Tensor t = at::empty(h.shape, at::TensorOptions().dtype(to_scalar_type(h.dtype)));
+  if (!read_at(fd, static_cast<char*>(t.data_ptr()), h.data_bytes, h.data_offset))
+    npy_error(path, fmt::format("truncated data (expected {} bytes for shape {})", h.data_bytes, format_shape(h.shape)));
   return t;
 }
 
@@ -191,10 +170,10 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
       at::Tensor t = read_npy(spec.file);
       if (spec.dtype) t = t.to(options.dtype());
       if (!spec.shape.empty()) {
-        auto numel = std::accumulate(spec.shape.begin(), spec.shape.end(), std::int64_t{1}, std::multiplies<>());
+        const std::optional<std::int64_t> numel = checked_element_count(spec.shape);
         if (numel != t.numel())
           throw bad_input(fmt::format("request {}: input file '{}' has shape {} but the trace says {}", request.id,
-                                      spec.file, format_shape(t.sizes().vec()), format_shape(spec.shape)));
+                                      printable(spec.file), format_shape(t.sizes().vec()), format_shape(spec.shape)));
         t = t.reshape(spec.shape);
       }
       return t;

@@ -9,9 +9,12 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include <sstream>
+
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
 #include "pipeline/torch_detail.hpp"
+#include "report/atomic_file.hpp"
 
 namespace inferprof {
 namespace {
@@ -117,11 +120,6 @@ torch::jit::Module build_resnet18(Builder& b) {
 
 }  // namespace
 
-const std::vector<std::string>& model_archs() {
-  static const std::vector<std::string> archs = {"mlp", "cnn", "resnet18"};
-  return archs;
-}
-
 ModelMetadata generate_model(const GenModelOptions& options) {
   if (options.out_path.empty()) throw bad_input("gen-model needs an output file (-o FILE)");
   ModelMetadata meta;
@@ -150,19 +148,17 @@ ModelMetadata generate_model(const GenModelOptions& options) {
       R"({{"arch": "{}", "input_shape": [{}], "input_dtype": "{}", "parameters": {}, "seed": {}, "generator": "inferprof gen-model"}})",
       meta.arch, fmt::join(meta.input_shape, ", "), dtype_name(*meta.input_dtype), meta.parameters, meta.seed);
 
-  std::string tmp = fmt::format("{}.tmp.{}", options.out_path, ::getpid());
+  std::ostringstream bytes;
   try {
-    module.save(tmp, {{"inferprof.json", json}});
+    module.save(bytes, {{"inferprof.json", json}});
   } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
     throw runtime_failure(fmt::format("cannot write model '{}': {}", options.out_path, detail::torch_error_line(e)));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, options.out_path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw runtime_failure(fmt::format("cannot write model '{}': {}", options.out_path, ec.message()));
-  }
+  // The executable's one atomic writer (temporary file, fsync, rename).
+  report::TempFile file;
+  file.open(options.out_path);
+  file.write(bytes.str());
+  file.rename_into_place();
   return meta;
 }
 

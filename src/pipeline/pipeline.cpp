@@ -108,26 +108,6 @@ struct LoadedModel {
 };
 const ModelInfo& model_info(const LoadedModel& model) { return model.info; }
 
-ModelBytes read_model_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw bad_input(fmt::format("model '{}' not found", path));
-  if (fs::is_directory(path, ec)) throw bad_input(fmt::format("model '{}' is a folder, not a TorchScript file", path));
-  Nanos t0 = now_ns();
-  std::ifstream in(path, std::ios::binary);
-  auto bytes = std::make_shared<std::string>();
-  bytes->resize(static_cast<std::size_t>(fs::file_size(path, ec)));
-  if (!in.read(bytes->data(), static_cast<std::streamsize>(bytes->size())))
-    throw bad_input(fmt::format("model '{}': cannot read it", path));
-  ModelBytes m;
-  m.name = path;
-  // Identifies the model's bytes: a changed file changes every result key.
-  m.version = fmt::format("xxh3:{:016x}", XXH3_64bits(bytes->data(), bytes->size()));
-  m.bytes = std::move(bytes);
-  m.served_by = "file";
-  m.fetch_ns = now_ns() - t0;
-  return m;
-}
-
 namespace {
 
 ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestRecord* record) {
@@ -495,20 +475,5 @@ int configure_threads(int requested) {
 }
 
 std::string libtorch_version() { return TORCH_VERSION; }
-
-// A file's identity for reports (summary.json's trace_hash), read in 1 MB blocks.
-std::string file_version(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  auto digest = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return fmt::format("xxh3:{:016x}", digest);
-}
 
 }  // namespace inferprof

@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
@@ -54,18 +56,21 @@ std::string get_string(const Ctx& ctx, const toml::table& t, std::string_view ke
   return std::string(*n->value<std::string_view>());
 }
 
+// TOML has inf and nan; no setting here means anything with them.
 double get_number(const Ctx& ctx, const toml::node& n, std::string_view what) {
-  if (auto v = n.value<double>()) return *v;  // integers convert too
-  ctx.fail(&n, fmt::format("{} must be a number", what));
+  if (auto v = n.value<double>(); v && std::isfinite(*v)) return *v;  // integers convert too
+  ctx.fail(&n, fmt::format("{} must be a finite number", what));
 }
 
 std::int64_t get_int(const Ctx& ctx, const toml::table& t, std::string_view key, std::string_view where,
-                     std::int64_t fallback, std::int64_t min) {
+                     std::int64_t fallback, std::int64_t min,
+                     std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
   const toml::node* n = t.get(key);
   if (!n) return fallback;
   if (!n->is_integer()) ctx.fail(n, fmt::format("'{}' in {} must be an integer", key, where));
   auto v = *n->value<std::int64_t>();
   if (v < min) ctx.fail(n, fmt::format("'{}' in {} must be >= {}", key, where, min));
+  if (v > max) ctx.fail(n, fmt::format("'{}' in {} must be between {} and {} (got {})", key, where, min, max, v));
   return v;
 }
 
@@ -280,8 +285,8 @@ Profile parse_profile(std::string_view text, const std::string& source) {
     if (!is_device_name(p.model.device))
       ctx.fail(m->get("device"), fmt::format("'device' in [model] must be \"cpu\" or \"cuda[:N]\" (got '{}')",
                                              p.model.device));
-    p.model.threads = static_cast<int>(get_int(ctx, *m, "threads", "[model]", 1, 0));
-    p.model.warmup = static_cast<int>(get_int(ctx, *m, "warmup", "[model]", 3, 0));
+    p.model.threads = static_cast<int>(get_int(ctx, *m, "threads", "[model]", 1, 0, kMaxThreads));
+    p.model.warmup = static_cast<int>(get_int(ctx, *m, "warmup", "[model]", 3, 0, std::numeric_limits<int>::max()));
     p.model.update = get_string(ctx, *m, "update", "[model]", "sync");
     if (p.model.update != "sync" && p.model.update != "async" && p.model.update != "preload")
       ctx.fail(m->get("update"), fmt::format("'update' in [model] must be \"sync\", \"async\" or \"preload\" (got '{}')",

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/store.hpp"
 
 namespace inferprof {
@@ -212,8 +213,8 @@ ModelHandle ModelUpdates::begin_request(RequestRecord& record, const TraceReques
     const auto at = request.model.find('@');
     const std::string name = request.model.substr(0, at);
     if (name != source_.name())
-      throw bad_input(fmt::format("request {} names model '{}', but this replay serves '{}'", request.id, name,
-                                  source_.name()));
+      throw bad_input(fmt::format("request {} names model '{}', but this replay serves '{}'", request.id,
+                                  printable(name), source_.name()));
     if (at != std::string::npos) {
       const std::string version = request.model.substr(at + 1);
       if (ModelHandle active = pipeline_.active(); model_info(*active).version == version) return active;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/pipeline.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
 #include "replay/bounded_queue.hpp"
@@ -33,6 +35,17 @@
 
 namespace inferprof {
 namespace {
+
+// Open loop: how long after the start a record at `ts_ms` is due. A double past
+// the int64 range would make the cast undefined (and the replay wait forever).
+Nanos due_after(double ts_ms, double t0, double speed, const std::string& trace, std::uint64_t line) {
+  const double ns = (ts_ms - t0) * 1e6 / speed;
+  if (!(std::fabs(ns) < 9.2e18))
+    throw bad_input(at_line(trace, line,
+                            fmt::format("'ts_ms' {} at --speed {} is more than 290 years from the first request", ts_ms,
+                                        speed)));
+  return static_cast<Nanos>(ns);
+}
 
 namespace fs = std::filesystem;
 using detail::BoundedQueue;
@@ -267,6 +280,10 @@ RunOutcome run_replay(const RunConfig& config) {
   const Profile& profile = config.profile;
   if (config.concurrency < 1) throw bad_input("--concurrency must be at least 1");
   if (!(config.speed > 0)) throw bad_input("--speed must be greater than 0");
+  if (config.threads > kMaxThreads)
+    throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.threads, kMaxThreads));
+  if (!(config.verify_fraction >= 0 && config.verify_fraction <= 1))
+    throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.verify_fraction));
   if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
   // Killed by a signal, the run's half-written reports go with it.
   lifecycle::Cleanup temp_files;
@@ -345,7 +362,17 @@ RunOutcome run_replay(const RunConfig& config) {
 
   info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
   if (observer) observer->phase(ReplayObserver::Phase::loading_model);
-  Pipeline pipeline(source->fetch(first_version), profile,
+  const ModelBytes first_bytes = source->fetch(first_version);
+  // libtorch checks no CRC: a damaged archive can load and run. A plain file's
+  // sha256 is reported, and checked before loading when the user gave one.
+  if (!source->versioned() || !config.model_sha256.empty()) {
+    const std::string sha = sha256_hex(*first_bytes.bytes);
+    if (!source->versioned()) info.model_sha256 = sha;
+    if (!config.model_sha256.empty() && sha != config.model_sha256)
+      throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}", printable(config.model_path),
+                                  sha, config.model_sha256));
+  }
+  Pipeline pipeline(first_bytes, profile,
                     PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
   const ModelInfo& model = pipeline.model();
   std::optional<ModelUpdates> updates;
@@ -542,7 +569,7 @@ RunOutcome run_replay(const RunConfig& config) {
   try {
     CollectorOptions copts;
     copts.out_dir = config.out_dir;
-    copts.trace_json_max_requests = config.trace_json_max_requests;
+    copts.trace_json_max_bytes = config.trace_json_max_bytes;
     copts.copies_applicable = info.copies_applicable;
     collector = std::make_unique<Collector>(copts);
   } catch (...) {
@@ -585,7 +612,7 @@ RunOutcome run_replay(const RunConfig& config) {
           // Open loop: it happens at its ts_ms (or, without one, right after the request before it).
           if (config.open_loop) {
             if (e.ts_ms && !t0) t0 = *e.ts_ms;
-            job.due = e.ts_ms ? epoch + static_cast<Nanos>((*e.ts_ms - *t0) * 1e6 / config.speed) : last_due;
+            job.due = e.ts_ms ? epoch + due_after(*e.ts_ms, *t0, config.speed, config.trace_path, rec.line) : last_due;
           }
           // A version a store could hold ("v2"): an empty or path-like one is bad input here.
           parse_model_ref(e.model + "@" + e.version, fmt::format("{}:{}: model_update", config.trace_path, rec.line));
@@ -612,7 +639,7 @@ RunOutcome run_replay(const RunConfig& config) {
             throw bad_input(at_line(config.trace_path, rec.line,
                                     "open-loop replay needs 'ts_ms' on every request (this one has none)"));
           if (!t0) t0 = *rec.request.ts_ms;
-          job.due = epoch + static_cast<Nanos>((*rec.request.ts_ms - *t0) * 1e6 / config.speed);
+          job.due = epoch + due_after(*rec.request.ts_ms, *t0, config.speed, config.trace_path, rec.line);
           last_due = job.due;
         }
         job.request = std::move(rec.request);

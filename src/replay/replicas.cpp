@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
-#include <simdjson.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +29,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/report.hpp"
+#include "report/saved_run.hpp"
 
 extern char** environ;
 
@@ -116,33 +116,26 @@ std::string describe_status(int status) {
 
 // Reads what a finished replica wrote into its summary.json.
 void read_summary(const std::string& path, ReplicaResult& r) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.load(path).get(doc)) {
+  report::SavedRun run;
+  try {
+    run = report::read_saved_run(path, report::SummaryCheck::partial);
+  } catch (const Error&) {
     if (r.status == "ok") r.status = "no summary.json";
     return;
   }
-  std::uint64_t n = 0;
-  double v = 0;
-  if (!doc["requests"].get(n)) r.requests = n;
-  if (!doc["throughput_rps"].get(v)) r.throughput_rps = v;
-  simdjson::dom::element total;
-  if (!doc["total"].get(total)) {
-    if (!total["mean_us"].get(v)) r.mean_us = v;
-    if (!total["p50_us"].get(v)) r.p50_us = v;
-    if (!total["p99_us"].get(v)) r.p99_us = v;
-  }
-  simdjson::dom::array updates;
-  if (doc["updates"].get(updates)) return;
-  for (auto u : updates) {
+  r.requests = run.requests;
+  r.throughput_rps = run.throughput_rps;
+  const StageStats& total = run.stages[kStageCount];
+  r.mean_us = total.mean_us;
+  r.p50_us = total.p50_us;
+  r.p99_us = total.p99_us;
+  for (const auto& u : run.updates) {
     ReplicaResult::Live live;
-    std::string_view s;
-    if (!u["to_version"].get(s)) live.version = std::string(s);
-    if (u["live_unix_ms"].get(v)) v = -1;  // null: never live in this replica
-    live.unix_ms = v;
-    if (!u["stale_served"].get(n)) live.stale_served = n;
-    if (!u["stalled"].get(n)) live.stalled = n;
-    if (!u["stall_ms"].get(v)) live.stall_ms = v;
+    live.version = u.to_version;
+    live.unix_ms = u.live_unix_ms;  // -1 (null): never live in this replica
+    live.stale_served = u.stale_served;
+    live.stalled = u.stalled;
+    live.stall_ms = u.stall_ms;
     r.stale_served += live.stale_served;
     r.stalled += live.stalled;
     r.stall_ms += live.stall_ms;

@@ -1,5 +1,6 @@
-// Every report file is complete or absent: written under a temporary name in
-// the same folder (so the rename cannot cross file systems), then renamed.
+// Every file inferprof writes is complete or absent: written under a temporary
+// name in the same folder (so the rename cannot cross file systems), synced
+// to disk, then renamed.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "report/streams.hpp"
+#include "report/atomic_file.hpp"
 #include "report/text.hpp"
 
 namespace inferprof {
@@ -39,6 +40,12 @@ void TempFile::open(const std::string& dir, const std::string& name) {
   std::setvbuf(file_, buffer_.data(), _IOFBF, buffer_.size());
 }
 
+void TempFile::open(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return open(".", path);
+  open(slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1));
+}
+
 void TempFile::write(std::string_view data) noexcept {
   if (file_ == nullptr || errno_ != 0 || data.empty()) return;
   if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) errno_ = errno ? errno : EIO;
@@ -60,6 +67,15 @@ void TempFile::remove() noexcept {
 void TempFile::rename_into_place() {
   close();
   if (errno_ != 0) throw write_error(final_, errno_);
+  // fsync before the rename: after a crash the final name holds the old file
+  // or the whole new one, never a renamed file whose data never reached disk.
+  // Through a new descriptor, as the file may have been reopened since close().
+  const int fd = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw write_error(final_, errno);
+  const int synced = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (synced != 0) throw write_error(final_, err);
   if (std::rename(temp_.c_str(), final_.c_str()) != 0) throw write_error(final_, errno);
   temp_.clear();
 }
@@ -94,18 +110,10 @@ int make_directories(const std::string& dir) {
 }  // namespace report
 
 void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string final_path = report::join_path(dir, name);
-  const std::string temp = report::temp_path_for(dir, name, false);
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
-  if (f == nullptr) throw report::write_error(final_path, errno);
-  int err = 0;
-  if (std::fwrite(content.data(), 1, content.size(), f) != content.size()) err = errno ? errno : EIO;
-  if (std::fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
-  if (err == 0 && std::rename(temp.c_str(), final_path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    std::remove(temp.c_str());
-    throw report::write_error(final_path, err);
-  }
+  report::TempFile file;
+  file.open(dir, name);
+  file.write(content);
+  file.rename_into_place();  // removes the temporary file (destructor) if it throws
 }
 
 void ensure_output_dir(const std::string& dir) {

@@ -47,7 +47,8 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
              pad_left(group_thousands(st.lookups), 10) + pad_left(group_thousands(st.hits), 10) +
              pad_left(ratio(st.hits, st.lookups), 8) + pad_left(group_thousands(st.evictions), 10) +
              pad_left(group_thousands(st.entries), 10) +
-             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + pad_left(errors, 8) + "  " + t.where +
+             // One blank at least: "603 (degraded)" is wider than the column.
+             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + ' ' + pad_left(errors, 7) + "  " + t.where +
              '\n';
     }
   }

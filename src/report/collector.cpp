@@ -98,6 +98,8 @@ struct Collector::Impl {
   std::uint64_t failed = 0;
   std::uint64_t spans = 0;
   std::uint64_t trace_requests = 0;
+  std::uint64_t trace_bytes = 0;  // trace.json's events so far
+  bool trace_full = false;        // the next request's events would pass the cap: no more
   std::array<Histogram, kStageCount> stage_hist;
   std::array<std::uint64_t, kStageCount> stage_count{};
   Histogram total_hist;
@@ -240,14 +242,24 @@ void Collector::add(const RequestRecord& r) {
   // summing to its total.
   m.paths[m.path_of(0, name_id(Stage::overhead))].self_ns += r.stage[kOverhead] - top_level_other;
 
-  const std::uint64_t cap = m.options.trace_json_max_requests;
-  if (cap == 0 || m.trace_requests < cap) {
-    ++m.trace_requests;
-    m.spans += 1 + n;
+  // trace.json keeps the first requests whose events fit in the cap, so that
+  // a viewer can open it; once one does not fit, later (smaller) ones are not
+  // added either, so that it holds a contiguous prefix of the replay.
+  if (!m.trace_full) {
     if (m.files) {
       m.trace_events.clear();
       m.trace.append(r, m.trace_events);
-      m.trace_file.write(std::string_view(m.trace_events.data(), m.trace_events.size()));
+      const std::uint64_t cap = m.options.trace_json_max_bytes;
+      if (cap != 0 && m.trace_bytes + m.trace_events.size() > cap) {
+        m.trace_full = true;
+      } else {
+        m.trace_file.write(std::string_view(m.trace_events.data(), m.trace_events.size()));
+        m.trace_bytes += m.trace_events.size();
+      }
+    }
+    if (!m.trace_full) {
+      ++m.trace_requests;
+      m.spans += 1 + n;
     }
   }
   if (m.files) m.csv_file.write(std::string_view(sc.csv_row.data(), sc.csv_row.size()));
@@ -314,6 +326,7 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   s.d2h_bytes = m.d2h_bytes;
   s.gpu_idle_us = static_cast<double>(m.gpu_idle) / 1e3;
   s.trace_json_requests = m.trace_requests;
+  s.trace_json_max_bytes = m.options.trace_json_max_bytes;
   s.csv_rows = m.requests;
   return s;
 }

@@ -29,6 +29,7 @@ std::string render_markdown(const RunSummary& s) {
   using namespace report;
   std::string out = fmt::format("### {}\n\n", markdown_cell(run_headline(s.info)));
   out += fmt::format("- model load: {}\n", load_text(s.info));
+  if (!s.info.model_sha256.empty()) out += fmt::format("- model sha256: {}\n", s.info.model_sha256);
   out += fmt::format("- warm-up: {}\n", warmup_text(s.info));
   out += fmt::format("- requests: {}\n\n", requests_text(s));
   out += "| stage | count | mean | p50 | p90 | p99 | max | share |\n";

@@ -1,6 +1,6 @@
 #pragma once
-// Pieces of the Collector that write files: temporary files renamed into place
-// on commit, the Chrome trace-event writer and the requests.csv row format.
+// Pieces of the Collector that write files: the Chrome trace-event writer and
+// the requests.csv row format (temporary files: report/atomic_file.hpp).
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -12,44 +12,9 @@
 
 #include "inferprof/error.hpp"
 #include "inferprof/report.hpp"
+#include "report/atomic_file.hpp"
 
 namespace inferprof::report {
-
-// "dir/.name.tmp.<pid>", or with unique = true "dir/.name.tmp.<pid>.<n>" so two
-// collectors alive in one process never share a temporary file.
-std::string temp_path_for(const std::string& dir, const std::string& name, bool unique);
-// "cannot write 'PATH': strerror(err)", exit code runtime.
-Error write_error(const std::string& path, int err);
-
-// A file written under a temporary name and renamed over `final` on commit.
-// Write errors are remembered rather than thrown, because they happen on the
-// replay workers' path; commit() reports the first one.
-class TempFile {
- public:
-  TempFile() = default;
-  ~TempFile() { remove(); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  void open(const std::string& dir, const std::string& name);  // throws Error
-  bool is_open() const noexcept { return file_ != nullptr; }
-  void write(std::string_view data) noexcept;
-  void close() noexcept;   // flushes; an error is remembered
-  void remove() noexcept;  // closes and unlinks the temporary file
-  // Renames the temporary file over the final one. Throws Error.
-  void rename_into_place();
-
-  int error() const noexcept { return errno_; }
-  const std::string& final_path() const noexcept { return final_; }
-  const std::string& temp_path() const noexcept { return temp_; }
-
- private:
-  std::FILE* file_ = nullptr;
-  std::string temp_;
-  std::string final_;
-  int errno_ = 0;
-  std::vector<char> buffer_;  // stdio buffer: large, so workers seldom wait on write(2)
-};
 
 // Chrome trace-event JSON, one event per line, written as requests arrive.
 class ChromeTraceWriter {

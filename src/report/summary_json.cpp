@@ -45,6 +45,7 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("model_path", info.model_path);
   w.field("model_version", info.model_version);
   w.field("model_hash", info.model_hash);
+  w.field("model_sha256", info.model_sha256);
   w.field("model_arch", info.model_arch);
   w.field("model_parameters", info.model_parameters);
   w.field("model_bytes", info.model_bytes);
@@ -139,6 +140,8 @@ std::string render_summary_json(const RunSummary& s) {
   report::write_gpu_json(w, s);
   w.key("reports").begin_object();
   w.field("trace_json_requests", s.trace_json_requests);
+  w.field("trace_json_max_bytes", s.trace_json_max_bytes);
+  w.field("trace_json_truncated", s.trace_json_requests < s.requests);
   w.field("spans", s.spans);
   w.field("csv_rows", s.csv_rows);
   w.end_object();

@@ -57,6 +57,7 @@ std::string render_table(const RunSummary& s) {
   using namespace report;
   std::string out = run_headline(s.info) + '\n';
   out += pad_right("model load", kLabel) + load_text(s.info) + '\n';
+  if (!s.info.model_sha256.empty()) out += pad_right("model sha256", kLabel) + s.info.model_sha256 + '\n';
   out += pad_right("warm-up", kLabel) + warmup_text(s.info) + '\n';
   out += pad_right("requests", kLabel) + requests_text(s) + '\n';
   out += '\n';

@@ -1,16 +1,18 @@
 // A run's measured costs, read back from its summary.json (and requests.csv
-// when it lies next to it), as the cost of serving a request by what served it.
+// when it lies next to it; report/saved_run.hpp reads both), as the cost of
+// serving a request by what served it.
 #include <fmt/format.h>
-#include <simdjson.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <random>
 
 #include "inferprof/error.hpp"
 #include "inferprof/simulate.hpp"
-#include "simulate/detail.hpp"
+#include "report/saved_run.hpp"
 
 namespace inferprof {
 
@@ -40,67 +42,26 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
-double number_or(simdjson::dom::element e, double fallback) {
-  double d;
-  if (e.get(d) == simdjson::SUCCESS) return d;
-  std::int64_t i;
-  if (e.get(i) == simdjson::SUCCESS) return static_cast<double>(i);
-  std::uint64_t u;
-  if (e.get(u) == simdjson::SUCCESS) return static_cast<double>(u);
-  return fallback;
-}
-
-void read_requests_csv(const std::string& path, SimCosts& c) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;
-  std::string line;
-  std::vector<std::string> f;
-  if (!std::getline(in, line) || !detail::split_csv(line, f))
-    throw bad_input(at_line(path, 1, "expected the requests.csv header row"));
-  auto col = [&](const char* name) {
-    for (std::size_t i = 0; i < f.size(); ++i)
-      if (f[i] == name) return static_cast<int>(i);
-    throw bad_input(at_line(path, 1, fmt::format("no '{}' column: expected a requests.csv written by inferprof run", name)));
-  };
-  const int total = col("total_us"), input = col("input_us"), pre = col("preprocess_us"), cache = col("cache"),
-            ok = col("ok");
-  const int need = std::max({total, input, pre, cache, ok});
+void read_requests(const std::string& path, SimCosts& c) {
   Reservoir miss{&c.miss_us}, l3{&c.l3_hit_us}, l1{&c.l1_hit_us}, l2{&c.l2_hit_us}, derived_l3{nullptr};
   std::vector<double> derived;
   derived_l3.out = &derived;
-  std::uint64_t n = 1;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    if (!detail::split_csv(line, f) || static_cast<int>(f.size()) <= need)
-      throw bad_input(at_line(path, n, fmt::format("expected {} fields as in the header", need + 1)));
-    if (f[static_cast<std::size_t>(ok)] != "true") continue;
-    auto num = [&](int i) {
-      try {
-        std::size_t used = 0;
-        const std::string& s = f[static_cast<std::size_t>(i)];
-        double v = s.empty() ? 0 : std::stod(s, &used);
-        if (!s.empty() && used != s.size()) throw std::invalid_argument(s);
-        return v;
-      } catch (const std::exception&) {
-        throw bad_input(at_line(path, n, fmt::format("'{}': expected a number of µs", f[static_cast<std::size_t>(i)])));
-      }
-    };
-    const std::string& outcome = f[static_cast<std::size_t>(cache)];
-    const double t = num(total);
+  constexpr auto kInput = static_cast<std::size_t>(Stage::input), kPre = static_cast<std::size_t>(Stage::preprocess);
+  report::read_requests_csv(path, {"input_us", "preprocess_us", "cache"}, [&](const report::RequestRow& r) {
+    if (!r.ok) return;
+    const double t = r.us[kStageCount];
     ++c.rows;
-    if (outcome == "none" || outcome == "miss") {
+    if (r.cache == "none" || r.cache == "miss") {
       miss.add(t);
-      derived_l3.add(t - num(input) - num(pre));
-    } else if (outcome == "l3_hit") {
+      derived_l3.add(t - r.us[kInput] - r.us[kPre]);
+    } else if (r.cache == "l3_hit") {
       l3.add(t);
-    } else if (outcome == "l1_hit") {
+    } else if (r.cache == "l1_hit") {
       l1.add(t);
-    } else if (outcome == "l2_hit") {
+    } else if (r.cache == "l2_hit") {
       l2.add(t);
     }
-  }
+  });
   // A run without L3 hits still says what an L3 hit costs: its misses minus
   // the input and preprocessing they spent.
   if (c.l3_hit_us.empty()) c.l3_hit_us = std::move(derived);
@@ -112,53 +73,35 @@ void read_requests_csv(const std::string& path, SimCosts& c) {
 SimCosts load_sim_costs(const std::string& path) {
   SimCosts c;
   c.source = path;
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  simdjson::padded_string text;
-  if (simdjson::padded_string::load(path).get(text) != simdjson::SUCCESS)
-    throw bad_input(fmt::format("--costs '{}': cannot read it (expected a run's summary.json)", path));
-  if (auto err = parser.parse(text).get(doc); err != simdjson::SUCCESS)
-    throw bad_input(fmt::format("--costs '{}': malformed JSON ({})", path, simdjson::error_message(err)));
-  std::string_view schema;
-  if (doc["schema"].get(schema) != simdjson::SUCCESS || schema != "inferprof.summary/1")
-    throw bad_input(fmt::format("--costs '{}': expected an inferprof summary.json (schema inferprof.summary/1)", path));
-  simdjson::dom::element stages, total;
-  if (doc["stages"].get(stages) != simdjson::SUCCESS || doc["total"].get(total) != simdjson::SUCCESS)
-    throw bad_input(fmt::format("--costs '{}': no 'stages' or 'total' object", path));
-  const double input_us = number_or(stages["input"]["mean_us"], 0);
-  const double pre_us = number_or(stages["preprocess"]["mean_us"], 0);
-  const double total_us = number_or(total["mean_us"], -1);
-  if (total_us < 0) throw bad_input(fmt::format("--costs '{}': 'total.mean_us' is missing", path));
+  report::SavedRun run;
+  try {
+    run = report::read_saved_run(path, report::SummaryCheck::partial);
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("--costs: {}", e.what()));
+  }
+  if (!run.has_stage[kStageCount]) throw bad_input(fmt::format("--costs '{}': 'total.mean_us' is missing", path));
+  const double input_us = run.stages[static_cast<std::size_t>(Stage::input)].mean_us;
+  const double pre_us = run.stages[static_cast<std::size_t>(Stage::preprocess)].mean_us;
+  const double total_us = run.stages[kStageCount].mean_us;
 
   std::optional<double> served[4];  // miss, l3, l1, l2
-  simdjson::dom::array by;
-  if (doc["served_by"].get(by) == simdjson::SUCCESS)
-    for (auto o : by) {
-      std::string_view name;
-      if (o["outcome"].get(name) != simdjson::SUCCESS) continue;
-      const double m = number_or(o["mean_us"], -1);
-      if (m < 0 || number_or(o["requests"], 0) <= 0) continue;
-      if (name == "miss") served[0] = m;
-      if (name == "l3_hit") served[1] = m;
-      if (name == "l1_hit") served[2] = m;
-      if (name == "l2_hit") served[3] = m;
-    }
-  simdjson::dom::array caches;
-  if (doc["caches"].get(caches) == simdjson::SUCCESS)
-    for (auto t : caches) {
-      std::string_view tier;
-      if (t["tier"].get(tier) != simdjson::SUCCESS) continue;
-      const double entries = number_or(t["entries"], 0), bytes = number_or(t["bytes"], 0);
-      if (entries <= 0 || bytes <= 0) continue;
-      const auto mean = static_cast<std::uint64_t>(bytes / entries + 0.5);
-      if (tier == "l3")
-        c.preprocessed_bytes = mean;
-      else if (c.result_bytes == 0)
-        c.result_bytes = mean;
-    }
+  for (const auto& o : run.served_by) {
+    if (o.mean_us < 0 || o.requests <= 0) continue;
+    if (o.outcome == "miss") served[0] = o.mean_us;
+    if (o.outcome == "l3_hit") served[1] = o.mean_us;
+    if (o.outcome == "l1_hit") served[2] = o.mean_us;
+    if (o.outcome == "l2_hit") served[3] = o.mean_us;
+  }
+  for (const auto& t : run.caches) {
+    if (t.entries <= 0 || t.bytes <= 0) continue;
+    const auto mean = static_cast<std::uint64_t>(t.bytes / t.entries + 0.5);
+    if (t.tier == "l3")
+      c.preprocessed_bytes = mean;
+    else if (c.result_bytes == 0)
+      c.result_bytes = mean;
+  }
 
-  const std::string csv = (std::filesystem::path(path).parent_path() / "requests.csv").string();
-  read_requests_csv(csv, c);
+  if (!run.csv_path.empty()) read_requests(run.csv_path, c);
 
   const bool had_caches = served[0] || served[1] || served[2] || served[3];
   c.miss_mean_us = c.per_request ? mean_of(c.miss_us) : served[0] ? *served[0] : total_us;

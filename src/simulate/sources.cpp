@@ -2,6 +2,7 @@
 // same validation as `run`), the compact .iptrace records, and cache-trace
 // CSVs. Each reduces a record to hashes, so nothing downstream keeps strings.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -14,11 +15,12 @@
 #include <memory>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/simulate.hpp"
 #include "inferprof/trace.hpp"
+#include "report/csv_io.hpp"
 #include "report/streams.hpp"
 #include "report/text.hpp"
-#include "simulate/detail.hpp"
 
 namespace inferprof {
 
@@ -101,10 +103,13 @@ class IptraceSource final : public SimSource {
       throw bad_input(at_line(path_, read_, fmt::format("unknown record flags {:#x} (expected bits 0 and 1 only)", flags)));
     out.kind = (flags & kFlagUpdate) ? SimRecord::Kind::model_update : SimRecord::Kind::request;
     out.key = get_le(p, 8);
-    if (flags & kFlagTs)
-      out.ts_ms = static_cast<double>(static_cast<std::int64_t>(get_le(p + 8, 8))) / 1e6;
-    else
+    if (flags & kFlagTs) {
+      const auto ns = static_cast<std::int64_t>(get_le(p + 8, 8));
+      if (ns < 0) throw bad_input(at_line(path_, read_, fmt::format("negative timestamp {} ns", ns)));
+      out.ts_ms = static_cast<double>(ns) / 1e6;
+    } else {
       out.ts_ms.reset();
+    }
     out.size = get_le(p + 16, 4);
     out.line = read_;
     return true;
@@ -125,21 +130,18 @@ class IptraceSource final : public SimSource {
 
 class CsvSource final : public SimSource {
  public:
-  CsvSource(const std::string& path, const CsvColumns& cols) : path_(path), in_(path, std::ios::binary) {
+  CsvSource(const std::string& path, const CsvColumns& cols)
+      : path_(path), in_(path, std::ios::binary), csv_(in_, path) {
     if (!in_) throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    std::string header;
-    if (!read_line(header)) throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
-    if (!detail::split_csv(header, fields_)) throw bad_input(at_line(path, 1, "unterminated quote in the header"));
-    auto find = [&](const std::string& name) -> int {
-      for (std::size_t i = 0; i < fields_.size(); ++i)
-        if (fields_[i] == name) return static_cast<int>(i);
-      return -1;
-    };
+    if (!csv_.next(fields_))
+      throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
+    const std::string header = fmt::format("{}", fmt::join(fields_, ","));
+    auto find = [&](const std::string& name) { return report::CsvReader::column(fields_, name); };
     key_ = find(cols.key);
     if (key_ < 0)
       throw bad_input(at_line(path, 1, fmt::format("no key column '{}' in the header '{}' (choose it with "
                                                    "--csv-columns key=NAME)",
-                                                   cols.key, header)));
+                                                   printable(cols.key), printable(header))));
     ts_ = cols.ts.empty() ? -1 : find(cols.ts);
     size_ = cols.size.empty() ? -1 : find(cols.size);
     // A column the user named is wanted: silently running without it would
@@ -148,18 +150,17 @@ class CsvSource final : public SimSource {
       if (named && idx < 0)
         throw bad_input(at_line(path, 1, fmt::format("no {} column '{}' in the header '{}' (named by --csv-columns "
                                                      "{}={})",
-                                                     what, name, header, what, name)));
+                                                     what, printable(name), printable(header), what,
+                                                     printable(name))));
     };
     require(cols.ts_named, ts_, cols.ts, "ts");
     require(cols.size_named, size_, cols.size, "size");
   }
   bool next(SimRecord& out) override {
-    std::string line;
-    while (true) {
-      if (!read_line(line)) return false;
-      if (line.find_first_not_of(" \t") != std::string::npos) break;
-    }
-    if (!detail::split_csv(line, fields_)) throw bad_input(at_line(path_, line_, "unterminated quote"));
+    do {
+      if (!csv_.next(fields_)) return false;
+    } while (report::CsvReader::blank(fields_));
+    line_ = csv_.line();
     const int need = std::max({key_, ts_, size_});
     if (static_cast<int>(fields_.size()) <= need)
       throw bad_input(at_line(path_, line_, fmt::format("{} fields, expected at least {} as in the header",
@@ -173,7 +174,9 @@ class CsvSource final : public SimSource {
       double v = 0;
       auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
       if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(v))
-        throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': expected a number (ms)", f)));
+        throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': expected a number (ms)", printable(f))));
+      // Refused in every trace format, as JSON lines refuse a negative ts_ms.
+      if (v < 0) throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': must be >= 0", printable(f))));
       out.ts_ms = v;
     }
     out.size = 0;
@@ -182,7 +185,8 @@ class CsvSource final : public SimSource {
       std::uint64_t v = 0;
       auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
       if (ec != std::errc() || p != f.data() + f.size())
-        throw bad_input(at_line(path_, line_, fmt::format("size '{}': expected a non-negative integer (bytes)", f)));
+        throw bad_input(
+            at_line(path_, line_, fmt::format("size '{}': expected a non-negative integer (bytes)", printable(f))));
       out.size = v;
     }
     return true;
@@ -190,14 +194,9 @@ class CsvSource final : public SimSource {
   std::string format() const override { return "csv"; }
 
  private:
-  bool read_line(std::string& line) {
-    if (!std::getline(in_, line)) return false;
-    ++line_;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    return true;
-  }
   std::string path_;
   std::ifstream in_;
+  report::CsvReader csv_;
   std::vector<std::string> fields_;
   int key_ = -1, ts_ = -1, size_ = -1;
   std::uint64_t line_ = 0;
@@ -208,36 +207,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 }  // namespace
-
-namespace detail {
-bool split_csv(std::string_view line, std::vector<std::string>& fields) {
-  fields.clear();
-  std::string cur;
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  fields.push_back(std::move(cur));
-  return !quoted;
-}
-}  // namespace detail
 
 CsvColumns parse_csv_columns(std::string_view text) {
   CsvColumns c;
@@ -253,7 +222,7 @@ CsvColumns parse_csv_columns(std::string_view text) {
         (name != "ts" && name != "key" && name != "size"))
       throw bad_input(fmt::format("--csv-columns '{}': expected ts=NAME,key=NAME,size=NAME (any of them; an empty "
                                   "NAME for ts or size means no such column)",
-                                  text));
+                                  printable(text)));
     (name == "ts" ? c.ts : name == "key" ? c.key : c.size) = value;
     if (name == "ts") c.ts_named = !value.empty();
     if (name == "size") c.size_named = !value.empty();

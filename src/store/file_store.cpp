@@ -1,12 +1,16 @@
 // The file store: ROOT/name/version/model.pt + meta.json, and ROOT/index.json
 // for listing over HTTP. Writes go through a temp file and a rename, the
 // metadata after the model, so a reader sees a version whole or not at all.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <optional>
 
 #include "inferprof/error.hpp"
@@ -18,18 +22,77 @@ namespace fs = std::filesystem;
 namespace inferprof::store_detail {
 namespace {
 
-// nullopt when the file does not exist; throws Error(runtime) on other failures.
-std::optional<std::string> read_file(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::exists(p, ec)) return std::nullopt;
-  std::ifstream in(p, std::ios::binary | std::ios::ate);
-  if (!in) throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
-  std::string out(static_cast<std::size_t>(in.tellg()), '\0');
-  in.seekg(0);
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  if (!in) throw runtime_failure(fmt::format("{}: cannot read all of it", p.string()));
+// Metadata files are a few hundred bytes; more is not one of ours.
+constexpr std::uint64_t kMaxMetaBytes = 1 << 20;
+
+// nullopt when the file does not exist; throws Error(runtime) on other
+// failures. Reads at most `max_bytes`, and only a regular file: a FIFO or a
+// device in the store would otherwise be read without end.
+std::optional<std::string> read_file(const fs::path& p, std::uint64_t max_bytes) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) throw runtime_failure(fmt::format("{}: not a regular file", p.string()));
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > max_bytes)
+    throw runtime_failure(fmt::format("{}: {} bytes, more than the {} expected", p.string(), size, max_bytes));
+  std::string out(static_cast<std::size_t>(size), '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t got = ::read(fd, out.data() + done, out.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) throw runtime_failure(fmt::format("{}: cannot read all of it", p.string()));
+    done += static_cast<std::size_t>(got);
+  }
   return out;
 }
+
+// The store's own folders are never symbolic links: `rm` would delete, and
+// `put` write, wherever one points.
+void refuse_symlinks(const std::string& url, const fs::path& root, const ModelRef& ref) {
+  for (const fs::path& p : {root / ref.name, root / ref.name / ref.version}) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (fs::is_symlink(st))
+      throw bad_input(fmt::format("{}: {} is a symbolic link; a store's model and version folders must be real folders",
+                                  url, p.string()));
+    if (fs::exists(st) && !fs::is_directory(st))
+      throw bad_input(fmt::format("{}: {} is not a folder", url, p.string()));
+    if (!fs::exists(st)) break;
+  }
+}
+
+// Holds an exclusive lock on ROOT/.index.lock: concurrent `store put`s and
+// `rm`s rewrite index.json from the folder listing one at a time, so that none
+// writes a listing older than another's.
+class IndexLock {
+ public:
+  IndexLock(const std::string& url, const fs::path& root) {
+    const fs::path p = root / ".index.lock";
+    fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd_ < 0) throw runtime_failure(fmt::format("{}: cannot open {}: {}", url, p.string(), std::strerror(errno)));
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd_);
+      throw runtime_failure(fmt::format("{}: cannot lock {}: {}", url, p.string(), std::strerror(err)));
+    }
+  }
+  ~IndexLock() { ::close(fd_); }  // closing releases the lock
+  IndexLock(const IndexLock&) = delete;
+  IndexLock& operator=(const IndexLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 class FileStore final : public RemoteStore {
  public:
@@ -40,7 +103,7 @@ class FileStore final : public RemoteStore {
   ModelMeta meta(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     fs::path p = root_ / r.name / r.version / "meta.json";
-    std::optional<std::string> text = read_file(p);
+    std::optional<std::string> text = read_file(p, kMaxMetaBytes);
     if (!text) throw no_model(*this, r);
     return parse_meta_json(*text, p.string());
   }
@@ -48,7 +111,7 @@ class FileStore final : public RemoteStore {
   std::string fetch(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     fs::path dir = root_ / r.name / r.version;
-    std::optional<std::string> bytes = read_file(dir / "model.pt");
+    std::optional<std::string> bytes = read_file(dir / "model.pt", std::numeric_limits<std::uint64_t>::max());
     if (bytes) return std::move(*bytes);
     if (fs::exists(dir / "meta.json"))
       throw runtime_failure(
@@ -66,7 +129,8 @@ class FileStore final : public RemoteStore {
         if (!version.is_directory()) continue;
         fs::path p = version.path() / "meta.json";
         // No meta.json: a put under way or interrupted, not a version yet.
-        if (std::optional<std::string> text = read_file(p)) out.push_back(parse_meta_json(*text, p.string()));
+        if (std::optional<std::string> text = read_file(p, kMaxMetaBytes))
+          out.push_back(parse_meta_json(*text, p.string()));
       }
     }
     sort_metas(out);
@@ -76,6 +140,8 @@ class FileStore final : public RemoteStore {
   void put(const ModelRef& ref, std::string_view bytes) override {
     if (ref.version.empty())
       throw bad_input(fmt::format("{}: put needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
+    if (bytes.empty()) throw bad_input(fmt::format("{}: {}: the model is empty (0 bytes)", url_, ref.str()));
+    refuse_symlinks(url_, root_, ref);
     fs::path dir = root_ / ref.name / ref.version;
     if (fs::exists(dir / "meta.json"))
       throw bad_input(fmt::format(
@@ -97,6 +163,7 @@ class FileStore final : public RemoteStore {
   bool remove(const ModelRef& ref) override {
     if (ref.version.empty())
       throw bad_input(fmt::format("{}: rm needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
+    refuse_symlinks(url_, root_, ref);
     fs::path dir = root_ / ref.name / ref.version;
     if (!fs::exists(dir / "meta.json")) return false;
     // The metadata first: from then on readers see no version, not a broken one.
@@ -114,7 +181,10 @@ class FileStore final : public RemoteStore {
     if (!ref.version.empty()) return ref;
     return ModelRef{ref.name, newest_version(*this, ref.name)};
   }
-  void write_index() { write_file_atomic(root_.string(), "index.json", index_json(list())); }
+  void write_index() {
+    IndexLock lock(url_, root_);
+    write_file_atomic(root_.string(), "index.json", index_json(list()));
+  }
 
   std::string url_;
   fs::path root_;

@@ -1,7 +1,10 @@
 // The http(s) store: a file store's folder served by any static web server.
 // GET BASE/name/version/meta.json and model.pt; BASE/index.json lists. libcurl
-// only here. Read-only: models are published into a file store.
+// only here, loaded when the first http store is opened: libcurl and the ~30
+// libraries it needs would otherwise cost every command ~7 ms and ~8 MB at
+// start-up. Read-only: models are published into a file store.
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <mutex>
@@ -27,8 +30,47 @@ std::size_t on_data(char* data, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
+// The libcurl functions used here, from the library's stable ABI (soname 4).
+struct Curl {
+  decltype(&::curl_global_init) global_init;
+  decltype(&::curl_easy_init) easy_init;
+  decltype(&::curl_easy_setopt) easy_setopt;
+  decltype(&::curl_easy_perform) easy_perform;
+  decltype(&::curl_easy_getinfo) easy_getinfo;
+  decltype(&::curl_easy_strerror) easy_strerror;
+  decltype(&::curl_easy_cleanup) easy_cleanup;
+};
+
+constexpr const char* kCurlLibrary = "libcurl.so.4";
+
+template <typename F>
+void resolve(void* handle, F& f, const char* name) {
+  f = reinterpret_cast<F>(::dlsym(handle, name));
+  if (f == nullptr) throw runtime_failure(fmt::format("{}: no {} in it ({})", kCurlLibrary, name, ::dlerror()));
+}
+
+// Loaded once, and curl_global_init'ed, on first use. Throws Error(runtime).
+const Curl& curl() {
+  static const Curl lib = [] {
+    void* h = ::dlopen(kCurlLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr)
+      throw runtime_failure(fmt::format("an http(s) model store needs libcurl: {}", ::dlerror()));
+    Curl c{};
+    resolve(h, c.global_init, "curl_global_init");
+    resolve(h, c.easy_init, "curl_easy_init");
+    resolve(h, c.easy_setopt, "curl_easy_setopt");
+    resolve(h, c.easy_perform, "curl_easy_perform");
+    resolve(h, c.easy_getinfo, "curl_easy_getinfo");
+    resolve(h, c.easy_strerror, "curl_easy_strerror");
+    resolve(h, c.easy_cleanup, "curl_easy_cleanup");
+    c.global_init(CURL_GLOBAL_DEFAULT);
+    return c;
+  }();
+  return lib;
+}
+
 struct CurlFree {
-  void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
+  void operator()(CURL* c) const noexcept { curl().easy_cleanup(c); }
 };
 
 class HttpStore final : public RemoteStore {
@@ -36,8 +78,7 @@ class HttpStore final : public RemoteStore {
   explicit HttpStore(std::string url) : url_(std::move(url)), base_(url_) {
     while (!base_.empty() && base_.back() == '/')
       base_.pop_back();
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    curl();  // a missing libcurl fails here, before any request
   }
 
   std::string url() const override { return url_; }
@@ -96,24 +137,25 @@ class HttpStore final : public RemoteStore {
   // One handle per request: requests may come from several threads, and on a
   // model-sized transfer the connection set-up is noise.
   Response get(const std::string& u) const {
-    std::unique_ptr<CURL, CurlFree> c(curl_easy_init());
+    const Curl& lib = curl();
+    std::unique_ptr<CURL, CurlFree> c(lib.easy_init());
     if (!c) throw runtime_failure(fmt::format("{}: cannot start libcurl", url_));
     Response resp;
     char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(c.get(), CURLOPT_URL, u.c_str());
-    curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: threads
-    curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-    curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);
-    curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
-    curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &resp.body);
-    curl_easy_setopt(c.get(), CURLOPT_ERRORBUFFER, errbuf);
-    CURLcode rc = curl_easy_perform(c.get());
+    lib.easy_setopt(c.get(), CURLOPT_URL, u.c_str());
+    lib.easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: threads
+    lib.easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
+    lib.easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+    lib.easy_setopt(c.get(), CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);
+    lib.easy_setopt(c.get(), CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
+    lib.easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, on_data);
+    lib.easy_setopt(c.get(), CURLOPT_WRITEDATA, &resp.body);
+    lib.easy_setopt(c.get(), CURLOPT_ERRORBUFFER, errbuf);
+    CURLcode rc = lib.easy_perform(c.get());
     if (rc != CURLE_OK)
       throw runtime_failure(
-          fmt::format("{}: GET {}: {}", url_, u, errbuf[0] ? std::string(errbuf) : curl_easy_strerror(rc)));
-    curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &resp.status);
+          fmt::format("{}: GET {}: {}", url_, u, errbuf[0] ? std::string(errbuf) : lib.easy_strerror(rc)));
+    lib.easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &resp.status);
     return resp;
   }
 

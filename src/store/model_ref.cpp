@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/store.hpp"
 #include "report/json.hpp"
 #include "store/store_detail.hpp"
@@ -18,8 +19,10 @@ namespace {
 
 // Names and versions become folder names and URL path segments: nothing that
 // could climb out of the store's root or need escaping.
+// At most 128 characters: a folder name longer than the file system's 255
+// fails at every path operation.
 bool valid_part(std::string_view s) {
-  if (s.empty() || s == "." || s == "..") return false;
+  if (s.empty() || s.size() > 128 || s == "." || s == "..") return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
            c == '-';
@@ -27,7 +30,7 @@ bool valid_part(std::string_view s) {
 }
 
 constexpr const char* kRefForm =
-    "expected NAME@VERSION or NAME, each of letters, digits, '.', '_' and '-' (e.g. resnet@v2)";
+    "expected NAME@VERSION or NAME, each of letters, digits, '.', '_' and '-', at most 128 characters (e.g. resnet@v2)";
 
 }  // namespace
 
@@ -41,10 +44,10 @@ ModelRef parse_model_ref(std::string_view text, std::string_view what) {
   ref.name = std::string(text.substr(0, at));
   if (at != std::string_view::npos) {
     ref.version = std::string(text.substr(at + 1));
-    if (ref.version.empty()) throw bad_input(fmt::format("{}: {}, got '{}' (nothing after '@')", what, kRefForm, text));
+    if (ref.version.empty()) throw bad_input(fmt::format("{}: {}, got '{}' (nothing after '@')", what, kRefForm, printable(text)));
   }
   if (!valid_part(ref.name) || (at != std::string_view::npos && !valid_part(ref.version)))
-    throw bad_input(fmt::format("{}: {}, got '{}'", what, kRefForm, text));
+    throw bad_input(fmt::format("{}: {}, got '{}'", what, kRefForm, printable(text)));
   return ref;
 }
 

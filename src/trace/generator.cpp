@@ -12,6 +12,7 @@
 
 #include "inferprof/error.hpp"
 #include "inferprof/trace.hpp"
+#include "report/atomic_file.hpp"
 
 namespace inferprof {
 
@@ -100,68 +101,6 @@ void validate(const GenTraceOptions& o) {
   }
 }
 
-// Writes to a temporary file beside the target and renames it over the
-// target, so a reader never sees a half-written trace.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string target) : target_(std::move(target)) {
-    static std::atomic<unsigned> counter{0};
-    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
-      temp_ = fmt::format("{}.tmp-{}-{}", target_, ::getpid(), counter++);
-      // 0666 minus the umask, as the target would get from a plain fopen.
-      fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ < 0 && errno != EEXIST) fail(errno);
-    }
-    if (fd_ < 0) fail(EEXIST);
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-  ~AtomicFile() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      ::unlink(temp_.c_str());
-    }
-  }
-
-  void write(const char* data, std::size_t size) {
-    while (size > 0) {
-      const ssize_t n = ::write(fd_, data, size);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail(errno);
-      }
-      data += n;
-      size -= static_cast<std::size_t>(n);
-    }
-  }
-
-  void commit() {
-    // fsync first: after a crash the target is the old file or the whole new one.
-    if (::fsync(fd_) != 0) fail(errno);
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) {
-      const int err = errno;
-      ::unlink(temp_.c_str());
-      fail(err);
-    }
-    if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(temp_.c_str());
-      fail(err);
-    }
-  }
-
- private:
-  [[noreturn]] void fail(int err) const {
-    throw Error(ExitCode::runtime, fmt::format("cannot write trace '{}': {}", target_, std::strerror(err)));
-  }
-
-  std::string target_;
-  std::string temp_;
-  int fd_ = -1;
-};
-
 }  // namespace
 
 void generate_trace(const GenTraceOptions& options, const std::string& out_path) {
@@ -184,7 +123,9 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
   double now_ms = 0;
   std::uint64_t updates = 0;  // model_update events written so far
 
-  AtomicFile file(out_path);
+  // Written beside the target and renamed over it: a reader never sees half a trace.
+  report::TempFile file;
+  file.open(out_path);
   constexpr std::size_t kFlushBytes = 1 << 20;
   fmt::memory_buffer out;
   out.reserve(kFlushBytes + 4096);
@@ -212,12 +153,12 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
     out.append(head);
     fmt::format_to(it, "{}}}}}\n", key);
     if (out.size() >= kFlushBytes) {
-      file.write(out.data(), out.size());
+      file.write(std::string_view(out.data(), out.size()));
       out.clear();
     }
   }
-  file.write(out.data(), out.size());
-  file.commit();
+  file.write(std::string_view(out.data(), out.size()));
+  file.rename_into_place();
 }
 
 }  // namespace inferprof

@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "inferprof/error.hpp"
+#include "inferprof/npy.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/trace.hpp"
 
 namespace inferprof {
@@ -21,6 +23,11 @@ namespace od = simdjson::ondemand;
 using simdjson::error_code;
 
 constexpr std::size_t kMaxSkippedExamples = 5;
+// validate() recurses once per level of nesting; a line of 100,000 '[' would
+// overflow the stack. A request line nests 3 deep; this is far more than any
+// trace needs and far less than any thread's stack can hold.
+constexpr int kMaxDepth = 64;
+constexpr double kMaxTsMs = 9.2e12;
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
 
 constexpr std::string_view kShapeType = "field 'input.shape' must be an array of positive integers";
@@ -52,7 +59,9 @@ error_code field_name(od::field& field, std::string_view& name) {
 // skipped by its brackets, not validated. Unknown fields and values of the
 // wrong type go through here so that bad JSON anywhere on a line is reported
 // as bad JSON.
-error_code validate(od::value& v) {
+// `depth`: how many arrays and objects hold `v` (1 for a field of the line's object).
+error_code validate(od::value& v, int depth) {
+  if (depth > kMaxDepth) return simdjson::DEPTH_ERROR;
   od::json_type type{};
   SIMDJSON_TRY(v.type().get(type));
   switch (type) {
@@ -62,7 +71,7 @@ error_code validate(od::value& v) {
       for (auto element : array) {
         od::value item;
         SIMDJSON_TRY(element.get(item));
-        SIMDJSON_TRY(validate(item));
+        SIMDJSON_TRY(validate(item, depth + 1));
       }
       return simdjson::SUCCESS;
     }
@@ -74,7 +83,7 @@ error_code validate(od::value& v) {
         od::field&& field = std::move(field_result).value_unsafe();
         std::string_view key;
         SIMDJSON_TRY(field_name(field, key));
-        SIMDJSON_TRY(validate(field.value()));
+        SIMDJSON_TRY(validate(field.value(), depth + 1));
       }
       return simdjson::SUCCESS;
     }
@@ -110,7 +119,7 @@ error_code validate_root(od::document& doc) {
       for (auto element : array) {
         od::value item;
         SIMDJSON_TRY(element.get(item));
-        SIMDJSON_TRY(validate(item));
+        SIMDJSON_TRY(validate(item, 1));
       }
       break;
     }
@@ -192,6 +201,10 @@ class LineParser {
     failed_ = false;
     seen_ = Seen{};
     const error_code json = parse_json(simdjson::padded_string_view(text, length, capacity), out);
+    if (json == simdjson::DEPTH_ERROR) {
+      error = fmt::format("nesting deeper than {} arrays and objects", kMaxDepth);
+      return false;
+    }
     if (json != simdjson::SUCCESS) {
       error = fmt::format("malformed JSON ({})", simdjson::error_message(json));
       return false;
@@ -251,7 +264,7 @@ class LineParser {
   }
 
   // Reads a string field into `dst`; false (after validating it) if it is not one.
-  static error_code read_string(od::value& v, std::string& dst, bool& ok) {
+  static error_code read_string(od::value& v, std::string& dst, bool& ok, int depth) {
     std::string_view text;
     if (v.get_string().get(text) == simdjson::SUCCESS) {
       dst.assign(text);
@@ -259,7 +272,7 @@ class LineParser {
       return simdjson::SUCCESS;
     }
     ok = false;
-    return validate(v);
+    return validate(v, depth);
   }
 
   error_code parse_field(std::string_view key, od::value& v, TraceRecord& out) {
@@ -268,28 +281,31 @@ class LineParser {
     if (key == "id") {
       seen_.id = true;
       if (v.get_uint64().get(r.id) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v));
+        SIMDJSON_TRY(validate(v, 1));
         fail("field 'id' must be a non-negative integer");
       }
     } else if (key == "ts_ms") {
       double ts = 0;
       if (v.get_double().get(ts) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v));
+        SIMDJSON_TRY(validate(v, 1));
         fail("field 'ts_ms' must be a number");
       } else if (ts < 0) {
         fail("'ts_ms' must be >= 0");
+      } else if (ts > kMaxTsMs) {
+        // Beyond it the time in nanoseconds does not fit in 64 bits.
+        fail(fmt::format("'ts_ms' {} is out of range (at most {:.0f}, about 290 years)", ts, kMaxTsMs));
       } else {
         r.ts_ms = ts;
       }
     } else if (key == "key") {
-      SIMDJSON_TRY(read_string(v, r.key, ok));
+      SIMDJSON_TRY(read_string(v, r.key, ok, 1));
       r.key_given = ok;
       if (!ok) fail("field 'key' must be a string");
     } else if (key == "input") {
       seen_.input = true;
       od::object input;
       if (v.get_object().get(input) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v));
+        SIMDJSON_TRY(validate(v, 1));
         fail("field 'input' must be an object");
       } else {
         for (auto field_result : input) {
@@ -303,17 +319,17 @@ class LineParser {
     } else if (key == "model") {
       // Whether a non-string model is an error depends on the line being a
       // request or an event, and "event" may come later on the line.
-      SIMDJSON_TRY(read_string(v, r.model, ok));
+      SIMDJSON_TRY(read_string(v, r.model, ok, 1));
       seen_.model = ok ? Str::string : Str::other;
     } else if (key == "version") {
-      SIMDJSON_TRY(read_string(v, out.event.version, ok));
+      SIMDJSON_TRY(read_string(v, out.event.version, ok, 1));
       seen_.version = ok ? Str::string : Str::other;
     } else if (key == "event") {
       seen_.event = true;
-      SIMDJSON_TRY(read_string(v, out.event.type, ok));
+      SIMDJSON_TRY(read_string(v, out.event.type, ok, 1));
       if (!ok) fail("field 'event' must be a string");
     } else {
-      SIMDJSON_TRY(validate(v));
+      SIMDJSON_TRY(validate(v, 1));
     }
     return simdjson::SUCCESS;
   }
@@ -322,7 +338,7 @@ class LineParser {
     if (name == "shape") {
       od::array array;
       if (v.get_array().get(array) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v));
+        SIMDJSON_TRY(validate(v, 2));
         fail(kShapeType);
         return simdjson::SUCCESS;
       }
@@ -335,7 +351,7 @@ class LineParser {
         if (item.get_int64().get(extent) == simdjson::SUCCESS && extent > 0) {
           in.shape.push_back(extent);
         } else {
-          SIMDJSON_TRY(validate(item));
+          SIMDJSON_TRY(validate(item, 3));
           ok = false;
         }
       }
@@ -345,7 +361,7 @@ class LineParser {
     } else if (name == "dtype") {
       std::string_view text;
       if (v.get_string().get(text) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v));
+        SIMDJSON_TRY(validate(v, 2));
         fail(kDTypeType);
       } else if (auto dtype = parse_dtype(text)) {
         in.dtype = dtype;
@@ -356,34 +372,34 @@ class LineParser {
       seen_.seed = true;
       in.kind = InputSpec::Kind::seed;
       if (v.get_uint64().get(in.seed) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v));
+        SIMDJSON_TRY(validate(v, 2));
         fail("field 'input.seed' must be a non-negative integer");
       }
     } else if (name == "file") {
       seen_.file = true;
       in.kind = InputSpec::Kind::file;
       bool ok = false;
-      SIMDJSON_TRY(read_string(v, in.file, ok));
+      SIMDJSON_TRY(read_string(v, in.file, ok, 2));
       if (!ok) fail("field 'input.file' must be a string");
     } else if (name == "image") {
       seen_.image = true;
       in.kind = InputSpec::Kind::image;
       bool ok = false;
-      SIMDJSON_TRY(read_string(v, in.file, ok));
+      SIMDJSON_TRY(read_string(v, in.file, ok, 2));
       if (!ok || in.file.empty()) fail("field 'input.image' must be a path to a JPEG or PNG file");
     } else if (name == "image_base64") {
       seen_.image_base64 = true;
       in.kind = InputSpec::Kind::image_base64;
       bool ok = false;
       // Decoded in the request's `input` stage (receiving the payload is part of serving it).
-      SIMDJSON_TRY(read_string(v, in.base64, ok));
+      SIMDJSON_TRY(read_string(v, in.base64, ok, 2));
       if (!ok || in.base64.empty()) fail("field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
     } else if (name == "data") {
       seen_.data = true;
       in.kind = InputSpec::Kind::data;
       od::array array;
       if (v.get_array().get(array) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v));
+        SIMDJSON_TRY(validate(v, 2));
         fail("field 'input.data' must be an array of numbers");
         return simdjson::SUCCESS;
       }
@@ -396,13 +412,13 @@ class LineParser {
         if (item.get_double().get(number) == simdjson::SUCCESS) {
           in.data.push_back(number);
         } else {
-          SIMDJSON_TRY(validate(item));
+          SIMDJSON_TRY(validate(item, 3));
           ok = false;
         }
       }
       if (!ok) fail("field 'input.data' must be an array of numbers");
     } else {
-      SIMDJSON_TRY(validate(v));
+      SIMDJSON_TRY(validate(v, 2));
     }
     return simdjson::SUCCESS;
   }
@@ -414,7 +430,7 @@ class LineParser {
     if (seen_.event) {
       TraceEvent& e = out.event;
       if (e.type != "model_update") {
-        fail(fmt::format("unknown event '{}' (expected model_update)", e.type));
+        fail(fmt::format("unknown event '{}' (expected model_update)", printable(e.type)));
       } else if (seen_.model != Str::string) {
         fail("model_update needs a string 'model'");
       } else if (seen_.version != Str::string) {
@@ -428,6 +444,8 @@ class LineParser {
     if (seen_.model == Str::other) return fail("field 'model' must be a string");
     if (!seen_.input) return fail("request has no 'input'");
     InputSpec& in = r.input;
+    if (!in.shape.empty() && !checked_element_count(in.shape))
+      return fail(fmt::format("'input.shape' {} has more elements than fit in 64 bits", format_shape(in.shape)));
     const int kinds = int{seen_.seed} + int{seen_.file} + int{seen_.data} + int{seen_.image} + int{seen_.image_base64};
     if (kinds != 1) {
       std::string found;

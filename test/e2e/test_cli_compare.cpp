@@ -76,13 +76,13 @@ TEST_SUITE("e2e caches") {
     CHECK(json_number(s["verify"]["mismatches"]) == 0);
   }
 
-  TEST_CASE("run --cache with a real Redis L2: keys deleted afterwards, password never shown") {
+  TEST_CASE("run --caches with a real Redis L2: keys deleted afterwards, password never shown") {
     REQUIRE_REDIS_SERVER();
     auto& f = cache_fixture();
     const std::string password = "s3cret-pass-42";
     RedisServer redis(password);
     TempDir out;
-    auto r = run_cli({"run", f.model, "--trace", f.trace, "--cache", "l1,l2", "--tier", "l1=lru:5", "--redis",
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--caches", "l1,l2", "--tier", "l1=lru:5", "--redis",
                       redis.url_with_password(), "--out", out.file("r"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("redis://") != std::string::npos);
@@ -99,10 +99,10 @@ TEST_SUITE("e2e caches") {
     CHECK(redis.integer("DBSIZE") == 0);
 
     // The password from the environment works the same; a wrong one is a clear error without it.
-    auto env = run_cli({"run", f.model, "--trace", f.trace, "--cache", "l2", "--redis", redis.url(), "--limit", "20"},
+    auto env = run_cli({"run", f.model, "--trace", f.trace, "--caches", "l2", "--redis", redis.url(), "--limit", "20"},
                        "INFERPROF_REDIS_PASSWORD=" + password);
     CHECK_MESSAGE(env.code == 0, env.err);
-    auto wrong = run_cli({"run", f.model, "--trace", f.trace, "--cache", "l2", "--redis",
+    auto wrong = run_cli({"run", f.model, "--trace", f.trace, "--caches", "l2", "--redis",
                           "redis://:wrong-" + password + "@127.0.0.1:" + std::to_string(redis.port())});
     CHECK(wrong.code == 3);
     CHECK(wrong.err.find(password) == std::string::npos);
@@ -113,7 +113,7 @@ TEST_SUITE("e2e caches") {
     auto& f = cache_fixture();
     TempDir out;
     int port = RedisServer::free_port();
-    auto r = run_cli({"run", f.model, "--trace", f.trace, "--cache", "l2", "--redis",
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--caches", "l2", "--redis",
                       "redis://127.0.0.1:" + std::to_string(port), "--out", out.file("r")});
     CHECK(r.code == 3);
     CHECK(r.err.rfind(fmt::format("inferprof: error: cannot reach Redis at redis://127.0.0.1:{}", port), 0) == 0);
@@ -135,7 +135,7 @@ TEST_SUITE("e2e caches") {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       redis.stop(/*hard=*/true);
     });
-    auto r = run_cli({"run", f.model, "--trace", trace, "--cache", "l2", "--redis", redis.url(), "--format", "json"});
+    auto r = run_cli({"run", f.model, "--trace", trace, "--caches", "l2", "--redis", redis.url(), "--format", "json"});
     killer.join();
     REQUIRE_MESSAGE(r.code == 0, r.err);
     simdjson::dom::parser parser;

@@ -181,7 +181,7 @@ void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   RedisServer redis;
   TempDir io;
   const fs::path out = io.path() / "r";
-  auto bg = start({"run", f.model, "--trace", f.trace, "--open-loop", "--cache", "l1,l2,l3", "--redis", redis.url(),
+  auto bg = start({"run", f.model, "--trace", f.trace, "--open-loop", "--caches", "l1,l2,l3", "--redis", redis.url(),
                    "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress"},
                   io);
   // Under way: the reports' temp files exist, Redis holds keys, the private folder is there.
@@ -229,7 +229,7 @@ TEST_SUITE("e2e lifecycle") {
     const fs::path out = io.path() / "r";
     // Workers asleep until their next request's due time take up to 50 ms to
     // see the first signal; the second, right after it, comes first.
-    auto bg = start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--cache", "l1,l2,l3", "--redis",
+    auto bg = start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--caches", "l1,l2,l3", "--redis",
                      redis.url(), "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress",
                      "--concurrency", "2"},
                     io);
@@ -253,7 +253,7 @@ TEST_SUITE("e2e lifecycle") {
     RedisServer redis;
     TempDir io;
     const fs::path out = io.path() / "r";
-    auto bg = start({"run", f.model, "--trace", f.trace, "--open-loop", "--cache", "l1,l2,l3", "--redis", redis.url(),
+    auto bg = start({"run", f.model, "--trace", f.trace, "--open-loop", "--caches", "l1,l2,l3", "--redis", redis.url(),
                      "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress"},
                     io);
     REQUIRE(wait_for([&] { return redis.integer("DBSIZE") > 0; }, 60s));
@@ -265,7 +265,7 @@ TEST_SUITE("e2e lifecycle") {
     CHECK(redis.integer("EVAL \"local n = 0 for _, k in ipairs(redis.call('KEYS', '*')) do local t = "
                         "redis.call('TTL', k) if t < 0 or t > 3600 then n = n + 1 end end return n\" 0") == 0);
     // The next run that makes a private LMDB folder removes the dead one's.
-    auto next = run_cli({"run", f.model, "--trace", f.trace, "--cache", "l3", "--limit", "5", "--warmup", "0",
+    auto next = run_cli({"run", f.model, "--trace", f.trace, "--caches", "l3", "--limit", "5", "--warmup", "0",
                          "--profile", f.profile, "--no-progress"});
     REQUIRE_MESSAGE(next.code == 0, next.err);
     CHECK(l3_folders_of(bg->pid).empty());
@@ -279,7 +279,7 @@ TEST_SUITE("e2e lifecycle") {
       RedisServer redis;
       TempDir io;
       const fs::path out = io.path() / "r";
-      auto bg = start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--replicas", "2", "--cache", "l1,l2",
+      auto bg = start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--replicas", "2", "--caches", "l1,l2",
                        "--redis", redis.url(), "--warmup", "1", "--out", out.string(), "--no-progress"},
                       io);
       REQUIRE(wait_for([&] {
@@ -313,7 +313,7 @@ TEST_SUITE("e2e lifecycle") {
     auto& f = fixture();
     RedisServer redis;
     TempDir out;
-    auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "40", "--cache", "l2,l3", "--redis", redis.url(),
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "40", "--caches", "l2,l3", "--redis", redis.url(),
                       "--profile", f.profile, "--replicas", "2", "--out", out.file("r")},
                      "INFERPROF_TEST_CRASH_REPLICA=1");
     CHECK(r.code == 3);

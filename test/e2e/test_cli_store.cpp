@@ -67,8 +67,8 @@ TEST_SUITE("e2e store") {
     check(run_cli({"store", "put", root, "m", file}),
           "store put: the model: expected NAME@VERSION, got 'm' (no version)");
     check(run_cli({"store", "put", root, "m@", file}),
-          "store put: the model: expected NAME@VERSION or NAME, each of letters, digits, '.', '_' and '-' (e.g. "
-          "resnet@v2), got 'm@' (nothing after '@')");
+          "store put: the model: expected NAME@VERSION or NAME, each of letters, digits, '.', '_' and '-', at most 128 "
+          "characters (e.g. resnet@v2), got 'm@' (nothing after '@')");
     check(run_cli({"store", "put", root, "m@v2", dir.file("absent.pt")}),
           dir.file("absent.pt") + ": cannot read the model file");
     CHECK_FALSE(fs::exists(root + "/m/v2"));

@@ -71,7 +71,7 @@ TEST_SUITE("e2e model updates") {
   TEST_CASE("sync update: the next request reloads, and no request after the swap gets an old result") {
     StoreFixture f;
     TempDir out;
-    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", f.trace, "--cache", "l1", "--verify", "--update",
+    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", f.trace, "--caches", "l1", "--verify", "--update",
                       "sync", "--warmup", "1", "--out", out.file("r"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("model updates") != std::string::npos);
@@ -108,7 +108,7 @@ TEST_SUITE("e2e model updates") {
   TEST_CASE("async update: the old version serves while the new one loads, and what it served is counted stale") {
     StoreFixture f;
     TempDir out;
-    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", f.trace, "--cache", "l1", "--update", "async",
+    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", f.trace, "--caches", "l1", "--update", "async",
                       "--warmup", "1", "--out", out.file("r"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     simdjson::dom::parser parser;
@@ -200,7 +200,7 @@ TEST_SUITE("e2e model updates") {
     lines += R"({"id": 4, "key": "a", "model": "m@v1", "input": {"shape": [1, 16], "seed": 1}})" "\n";
     std::string trace = f.dir.write("named.jsonl", lines);
     TempDir out;
-    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", trace, "--cache", "l1", "--verify", "--out",
+    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", trace, "--caches", "l1", "--verify", "--out",
                       out.file("r"), "--format", "json", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     auto versions = versions_by_id(slurp(out.file("r") + "/requests.csv"));
@@ -234,7 +234,7 @@ TEST_SUITE("e2e replicas") {
     // mid-replay when replica 0 publishes it.
     StoreFixture f("v2", /*with_ts=*/true);
     TempDir out;
-    auto r = run_cli({"run", "m@v1", "--store", f.url, "--store-redis", redis.url(1), "--trace", f.trace, "--cache",
+    auto r = run_cli({"run", "m@v1", "--store", f.url, "--store-redis", redis.url(1), "--trace", f.trace, "--caches",
                       "l1,l2", "--redis", redis.url(), "--update", "async", "--open-loop", "--replicas", "3",
                       "--warmup", "1", "--out", out.file("r")});
     REQUIRE_MESSAGE(r.code == 0, std::string(r.err + r.out));
@@ -263,7 +263,7 @@ TEST_SUITE("e2e replicas") {
     RedisServer redis;
     StoreFixture f;
     TempDir out;
-    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", f.trace, "--cache", "l2", "--redis", redis.url(),
+    auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", f.trace, "--caches", "l2", "--redis", redis.url(),
                       "--replicas", "3", "--split", "hash", "--out", out.file("r")},
                      "INFERPROF_TEST_CRASH_REPLICA=1");
     CHECK(r.code == 3);

@@ -14,9 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/replicas.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/timing.hpp"
+#include "report/format.hpp"
 #include "report/histogram.hpp"
 #include "report/streams.hpp"
 #include "report/text.hpp"
@@ -350,12 +353,30 @@ TEST_CASE("trace.json holds one X event per request and span - queue lanes never
   CHECK(std::count(thread_names.begin(), thread_names.end(), "queue 0") == 1);
 }
 
-TEST_CASE("trace.json keeps only the first requests when capped") {
+TEST_CASE("trace.json keeps only the first requests whose events fit in its size cap") {
+  // The events of the first two requests, as the collector writes them.
+  report::ChromeTraceWriter w(kBase);
+  fmt::memory_buffer two;
+  w.append(nested_record(0), two);
+  w.append(nested_record(1), two);
+  SUBCASE("one byte short of two requests keeps one") {
+    TempDir dir;
+    CollectorOptions o;
+    o.out_dir = dir.str();
+    o.epoch = kBase;
+    o.trace_json_max_bytes = two.size() - 1;
+    Collector c(o);
+    for (std::uint64_t i = 0; i < 5; ++i) c.add(nested_record(i));
+    const RunSummary s = c.summarize(RunInfo{});
+    CHECK(s.trace_json_requests == 1);
+    CHECK(s.trace_json_max_bytes == two.size() - 1);
+    CHECK(s.csv_rows == 5);
+  }
   TempDir dir;
   CollectorOptions o;
   o.out_dir = dir.str();
   o.epoch = kBase;
-  o.trace_json_max_requests = 2;
+  o.trace_json_max_bytes = two.size();
   Collector c(o);
   for (std::uint64_t i = 0; i < 5; ++i) c.add(nested_record(i));
   const RunSummary s = c.summarize(RunInfo{});
@@ -663,6 +684,34 @@ TEST_CASE("add is thread-safe") {
   std::uint64_t sum = 0;
   for (const auto& [path, v] : c.folded()) sum += v;
   CHECK(sum == 200'000);
+}
+
+TEST_CASE("one --format factory - a format a result lacks is an error, never the table") {
+  using report::Format;
+  CHECK(report::parse_format("csv") == Format::csv);
+  CHECK_FALSE(report::parse_format("xml").has_value());
+  CHECK(report::renderers<RunSummary>().names() == std::vector<std::string>{"table", "json", "csv", "markdown"});
+  CHECK(report::renderers<DiffResult>().names() == std::vector<std::string>{"table", "json", "markdown"});
+  CHECK_THROWS_WITH_AS(report::require_format<DiffResult>(Format::csv, "a diff"),
+                       "--format csv: a diff has no csv form; use table, json, markdown", Error);
+
+  // The replica table has a CSV form: one row per replica.
+  ReplicaSummary s;
+  s.split = "rr";
+  ReplicaResult a;
+  a.index = 0;
+  a.requests = 10;
+  a.mean_us = 1.5;
+  ReplicaResult b;
+  b.index = 1;
+  b.status = "exit 3";
+  s.replicas = {a, b};
+  const std::string csv = report::render(Format::csv, s, "the replica table");
+  CHECK(csv ==
+        "replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms\n"
+        "0,ok,10,0.000,1.500,0.000,0.000,0,0,0.000\n"
+        "1,exit 3,0,0.000,0.000,0.000,0.000,0,0,0.000\n");
+  CHECK(report::render(Format::table, s, "the replica table") == render_replicas_table(s));
 }
 
 }  // TEST_SUITE

@@ -338,6 +338,7 @@ TEST_SUITE("simulate") {
 
     dir.write("bad/summary.json", R"({"schema": "something else"})");
     c.costs_path = dir.file("bad/summary.json");
-    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("expected an inferprof summary.json"));
+    const std::string not_summary = "--costs: " + dir.file("bad/summary.json") + ": not an inferprof summary";
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains(not_summary.c_str()));
   }
 }

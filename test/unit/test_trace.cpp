@@ -254,7 +254,7 @@ TEST_SUITE("trace") {
 
     const std::string unwritable = dir.file("missing/t.jsonl");
     CHECK_THROWS_WITH(generate_trace(GenTraceOptions{}, unwritable),
-                      ("cannot write trace '" + unwritable + "': No such file or directory").c_str());
+                      ("cannot write '" + unwritable + "': No such file or directory").c_str());
     try {
       generate_trace(GenTraceOptions{}, unwritable);
       FAIL("no error");

@@ -11,6 +11,19 @@
 #include "report/text.hpp"
 
 namespace inferprof {
+
+// A verdict's name is presentation: it lives with the renderers.
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::ok: return "ok";
+    case Verdict::regression: return "REGRESSION";
+    case Verdict::improved: return "improved";
+    case Verdict::noise: return "noise";
+    case Verdict::none: break;
+  }
+  return "-";
+}
+
 namespace {
 
 using report::human_duration_us;

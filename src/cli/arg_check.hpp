@@ -1,0 +1,36 @@
+#pragma once
+// Checks of the command line made before CLI11 parses it, so that the common
+// slips get an error a person can act on: an unknown command or option named
+// with the closest match, an old spelling naming the new one, a single-valued
+// option given twice. CLI11 would report these after (and as) something else,
+// e.g. "--trace is required" for a misspelt --trace.
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inferprof::cli {
+
+// Levenshtein distance (insertions, deletions, substitutions).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+// The candidate closest to `typed` when it is close enough to be a slip (or
+// the only candidate `typed` starts), else "".
+std::string closest_match(std::string_view typed, const std::vector<std::string>& candidates);
+
+// Throws Error(bad_input) for the first problem in `args` (argv without argv[0]).
+void check_command_line(const CLI::App& app, const std::vector<std::string>& args);
+
+// A short usage (commands and one line each) for a bare `inferprof`.
+std::string short_usage(const CLI::App& app);
+
+// Range checks whose message reads as a person would write it (CLI11's own
+// print DBL_MAX in full): "expected a whole number of at least 1, got 0".
+CLI::Validator whole_at_least(long long min);
+CLI::Validator number_above(double min);     // > min
+CLI::Validator number_at_least(double min);  // >= min
+// "expected one of table, json or csv, got xml"
+CLI::Validator one_of(std::vector<std::string> names);
+
+}  // namespace inferprof::cli

@@ -1,0 +1,251 @@
+// Reading a saved run: summary.json with simdjson, requests.csv with the CSV
+// reader, its columns found by name in the header.
+#include "report/saved_run.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "inferprof/error.hpp"
+#include "report/csv_io.hpp"
+
+namespace inferprof::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Typed access with an error that names the file and the JSON path.
+struct Doc {
+  const std::string& file;
+  bool complete;
+  Error missing(std::string_view path, std::string_view expected) const {
+    return bad_input(fmt::format("{}: '{}' is missing or not {} (is this an inferprof summary.json?)", file, path,
+                                 expected));
+  }
+  static std::optional<double> number_of(simdjson::dom::element e) {
+    double d = 0;
+    std::int64_t i = 0;
+    std::uint64_t u = 0;
+    if (e.get(d) == simdjson::SUCCESS) return d;
+    if (e.get(i) == simdjson::SUCCESS) return static_cast<double>(i);
+    if (e.get(u) == simdjson::SUCCESS) return static_cast<double>(u);
+    return std::nullopt;
+  }
+  double number(simdjson::dom::element e, std::string_view path) const {
+    if (auto v = number_of(e)) return *v;
+    throw missing(path, "a number");
+  }
+  // Required when the check is complete; 0 when absent otherwise.
+  double number(simdjson::dom::object o, std::string_view key, std::string_view path) const {
+    simdjson::dom::element e;
+    if (o[key].get(e) != simdjson::SUCCESS) {
+      if (complete) throw missing(path, "a number");
+      return 0;
+    }
+    return number(e, path);
+  }
+  std::string optional_string(simdjson::dom::object o, std::string_view key) const {
+    std::string_view s;
+    if (o[key].get(s) != simdjson::SUCCESS) return "";
+    return std::string(s);
+  }
+  double optional_number(simdjson::dom::object o, std::string_view key) const {
+    simdjson::dom::element e;
+    if (o[key].get(e) != simdjson::SUCCESS) return 0;
+    return number_of(e).value_or(0);
+  }
+};
+
+// Whether the stage was there (with a mean).
+bool read_stage(const Doc& doc, simdjson::dom::object parent, std::string_view name, std::string_view path,
+                StageStats& s) {
+  simdjson::dom::object o;
+  if (parent[name].get(o) != simdjson::SUCCESS) {
+    if (doc.complete) throw doc.missing(path, "an object");
+    return false;
+  }
+  bool applicable = true;
+  if (o["applicable"].get(applicable) == simdjson::SUCCESS && !applicable) {
+    s.applicable = false;
+    return true;
+  }
+  const std::string p(path);
+  simdjson::dom::element mean;
+  const bool has_mean = o["mean_us"].get(mean) == simdjson::SUCCESS;
+  s.count = static_cast<std::uint64_t>(doc.number(o, "count", p + ".count"));
+  s.mean_us = doc.number(o, "mean_us", p + ".mean_us");
+  s.p50_us = doc.number(o, "p50_us", p + ".p50_us");
+  s.p90_us = doc.number(o, "p90_us", p + ".p90_us");
+  s.p99_us = doc.number(o, "p99_us", p + ".p99_us");
+  s.max_us = doc.number(o, "max_us", p + ".max_us");
+  s.total_us = doc.optional_number(o, "total_us");
+  s.share = doc.optional_number(o, "share");
+  return has_mean;
+}
+
+}  // namespace
+
+SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
+  SavedRun run;
+  std::error_code ec;
+  fs::path p(path);
+  if (!fs::exists(p, ec))
+    throw bad_input(fmt::format("{}: no such file or folder (expected a run's summary.json or its --out folder)", path));
+  if (fs::is_directory(p, ec)) {
+    p /= "summary.json";
+    if (!fs::is_regular_file(p, ec))
+      throw bad_input(fmt::format("{}: no summary.json in this folder (expected a run's --out folder)", path));
+  }
+  run.summary_path = p.string();
+  const fs::path csv = p.parent_path() / "requests.csv";
+  if (fs::is_regular_file(csv, ec)) run.csv_path = csv.string();
+
+  simdjson::dom::parser parser;
+  simdjson::padded_string text;
+  if (auto err = simdjson::padded_string::load(run.summary_path).get(text))
+    throw bad_input(fmt::format("{}: cannot read ({})", run.summary_path, simdjson::error_message(err)));
+  simdjson::dom::element root;
+  if (auto err = parser.parse(text).get(root))
+    throw bad_input(fmt::format("{}: malformed JSON ({})", run.summary_path, simdjson::error_message(err)));
+  const Doc doc{run.summary_path, check == SummaryCheck::complete};
+  simdjson::dom::object top;
+  if (root.get(top) != simdjson::SUCCESS) throw doc.missing("(top level)", "an object");
+  std::string_view schema;
+  if (top["schema"].get(schema) != simdjson::SUCCESS || schema != kSummarySchema)
+    throw bad_input(fmt::format("{}: not an inferprof summary (schema '{}', expected '{}')", run.summary_path, schema,
+                                kSummarySchema));
+
+  simdjson::dom::object info;
+  if (top["run"].get(info) == simdjson::SUCCESS) {
+    run.model_hash = doc.optional_string(info, "model_hash");
+    run.trace_hash = doc.optional_string(info, "trace_hash");
+    run.model_path = doc.optional_string(info, "model_path");
+    run.trace_path = doc.optional_string(info, "trace_path");
+    run.hostname = doc.optional_string(info, "hostname");
+    run.cpu_model = doc.optional_string(info, "cpu_model");
+    run.libtorch_version = doc.optional_string(info, "libtorch_version");
+    run.device = doc.optional_string(info, "device");
+    run.profile_name = doc.optional_string(info, "profile_name");
+    run.mode = doc.optional_string(info, "mode");
+    run.started_at = doc.optional_string(info, "started_at");
+    run.cpu_cores = static_cast<int>(doc.optional_number(info, "cpu_cores"));
+    run.threads = static_cast<int>(doc.optional_number(info, "threads"));
+    run.concurrency = static_cast<int>(doc.optional_number(info, "concurrency"));
+    run.limit = static_cast<std::uint64_t>(doc.optional_number(info, "limit"));
+  } else if (doc.complete) {
+    throw doc.missing("run", "an object");
+  }
+
+  run.requests = static_cast<std::uint64_t>(doc.number(top, "requests", "requests"));
+  run.throughput_rps = doc.number(top, "throughput_rps", "throughput_rps");
+  simdjson::dom::object stages;
+  if (top["stages"].get(stages) == simdjson::SUCCESS) {
+    for (std::size_t i = 0; i < kStageCount; ++i)
+      run.has_stage[i] = read_stage(doc, stages, kStageNames[i], fmt::format("stages.{}", kStageNames[i]), run.stages[i]);
+  } else if (doc.complete) {
+    throw doc.missing("stages", "an object");
+  }
+  run.has_stage[kStageCount] = read_stage(doc, top, "total", "total", run.stages[kStageCount]);
+
+  simdjson::dom::array caches;
+  if (top["caches"].get(caches) == simdjson::SUCCESS)
+    for (simdjson::dom::element c : caches) {
+      SavedRun::Tier t;
+      std::string_view tier;
+      if (c["tier"].get(tier) != simdjson::SUCCESS) continue;
+      t.tier = std::string(tier);
+      simdjson::dom::element ratio;
+      if (c["hit_ratio"].get(ratio) == simdjson::SUCCESS) t.hit_ratio = doc.number(ratio, "caches[].hit_ratio");
+      simdjson::dom::object o;
+      if (c.get(o) == simdjson::SUCCESS) {
+        t.entries = doc.optional_number(o, "entries");
+        t.bytes = doc.optional_number(o, "bytes");
+      }
+      run.caches.push_back(std::move(t));
+    }
+
+  simdjson::dom::array by;
+  if (top["served_by"].get(by) == simdjson::SUCCESS)
+    for (simdjson::dom::element e : by) {
+      simdjson::dom::object o;
+      std::string_view name;
+      if (e.get(o) != simdjson::SUCCESS || o["outcome"].get(name) != simdjson::SUCCESS) continue;
+      SavedRun::Outcome out;
+      out.outcome = std::string(name);
+      out.requests = doc.optional_number(o, "requests");
+      simdjson::dom::element m;
+      if (o["mean_us"].get(m) == simdjson::SUCCESS) out.mean_us = Doc::number_of(m).value_or(-1);
+      run.served_by.push_back(std::move(out));
+    }
+
+  simdjson::dom::array updates;
+  if (top["updates"].get(updates) == simdjson::SUCCESS)
+    for (simdjson::dom::element e : updates) {
+      simdjson::dom::object o;
+      if (e.get(o) != simdjson::SUCCESS) continue;
+      SavedRun::Update u;
+      u.to_version = doc.optional_string(o, "to_version");
+      simdjson::dom::element live;
+      if (o["live_unix_ms"].get(live) == simdjson::SUCCESS) u.live_unix_ms = Doc::number_of(live).value_or(-1);
+      u.stale_served = static_cast<std::uint64_t>(doc.optional_number(o, "stale_served"));
+      u.stalled = static_cast<std::uint64_t>(doc.optional_number(o, "stalled"));
+      u.stall_ms = doc.optional_number(o, "stall_ms");
+      run.updates.push_back(std::move(u));
+    }
+  return run;
+}
+
+void read_requests_csv(const std::string& path, const std::vector<std::string>& required,
+                       const std::function<void(const RequestRow&)>& row) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+  CsvReader csv(in, path);
+  std::vector<std::string> fields;
+  if (!csv.next(fields)) throw bad_input(at_line(path, 1, "empty file; expected a header row"));
+  auto need = [&](const std::string& name) {
+    const int i = CsvReader::column(fields, name);
+    if (i < 0)
+      throw bad_input(
+          at_line(path, 1, fmt::format("no '{}' column in the header (is this an inferprof requests.csv?)", name)));
+    return static_cast<std::size_t>(i);
+  };
+  for (const std::string& name : required) need(name);
+  std::array<int, kStageCount + 1> cols{};
+  for (std::size_t i = 0; i < kStageCount; ++i) cols[i] = CsvReader::column(fields, fmt::format("{}_us", kStageNames[i]));
+  cols[kStageCount] = static_cast<int>(need("total_us"));
+  const std::size_t ok_col = need("ok");
+  const int cache_col = CsvReader::column(fields, "cache");
+  const std::size_t width = fields.size();
+
+  RequestRow r;
+  while (csv.next(fields)) {
+    if (CsvReader::blank(fields)) continue;
+    r.line = csv.line();
+    if (fields.size() != width)
+      throw bad_input(at_line(path, r.line, fmt::format("{} fields, expected {} as in the header", fields.size(), width)));
+    r.ok = fields[ok_col] == "true";
+    r.cache = cache_col >= 0 ? fields[static_cast<std::size_t>(cache_col)] : "none";
+    for (std::size_t i = 0; i <= kStageCount; ++i) {
+      r.us[i] = 0;
+      if (cols[i] < 0) continue;
+      const std::string& f = fields[static_cast<std::size_t>(cols[i])];
+      if (f.empty()) continue;  // n/a (h2d/d2h on CPU)
+      char* end = nullptr;
+      const double v = std::strtod(f.c_str(), &end);
+      if (end != f.c_str() + f.size() || !std::isfinite(v))
+        throw bad_input(at_line(path, r.line,
+                                fmt::format("'{}' is not a number of µs in column '{}'", f,
+                                            i < kStageCount ? fmt::format("{}_us", kStageNames[i]) : "total_us")));
+      r.us[i] = v;
+    }
+    row(r);
+  }
+}
+
+}  // namespace inferprof::report

@@ -1,0 +1,105 @@
+// End-to-end: libtorch only for commands that run a model. The executable
+// loads libinferprof_pipeline.so on first use; a copy of the binary with no
+// plugin beside it still runs every other command, and a model command fails
+// with one line naming where the plugin was looked for.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "cli_harness.hpp"
+
+using namespace inferprof::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs `binary` (not the built one) with `args`.
+CliResult run_binary(const std::string& binary, const std::vector<std::string>& args, const std::string& env = "") {
+  static TempDir io;
+  static int counter = 0;
+  const std::string out = io.file(fmt::format("o{}", counter)), err = io.file(fmt::format("e{}", counter));
+  ++counter;
+  std::string cmd = env + " " + shell_quote(binary);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+}  // namespace
+
+TEST_SUITE("plugin") {
+  TEST_CASE("plugin: commands that run no model never load libtorch (nor libcurl), gen-model loads it") {
+    TempDir dir;
+    const std::string trace = dir.file("t.jsonl");
+    REQUIRE(run_cli({"gen-trace", "--requests", "200", "--keys", "20", "-o", trace}).code == 0);
+    // The loader's own trace of what it maps (glibc): no pipeline, no libtorch.
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--version"}, {"--help"}, {"simulate", "--trace", trace, "--tier", "l1=lru:10"},
+          {"convert", trace, "--to", dir.file("t.iptrace")}}) {
+      auto r = run_cli(args, "LD_DEBUG=files");
+      CAPTURE(args[0]);
+      CHECK(r.code == 0);
+      CHECK(r.err.find("file=") != std::string::npos);  // LD_DEBUG works here: the check below can fail
+      CHECK(r.err.find("libinferprof_pipeline") == std::string::npos);
+      CHECK(r.err.find("libtorch") == std::string::npos);
+      CHECK(r.err.find("libcurl") == std::string::npos);  // loaded only for an http(s) model store
+    }
+    // gen-model needs the model pipeline: it is loaded.
+    auto g = run_cli({"gen-model", "--arch", "mlp", "-o", dir.file("m.pt")}, "LD_DEBUG=files");
+    CHECK(g.code == 0);
+    CHECK(g.err.find("libinferprof_pipeline") != std::string::npos);
+    CHECK(g.err.find("libtorch") != std::string::npos);
+  }
+
+  TEST_CASE("plugin: missing, the other commands work and model commands fail with one line naming it") {
+    TempDir dir;
+    // The executable finds itself through /proc/self/exe: a resolved path.
+    const fs::path root = fs::canonical(dir.path());
+    const std::string bin = (root / "bin").string();
+    const std::string installed = (root / "bin" / INFERPROF_PLUGIN_RELATIVE_DIR).lexically_normal().string();
+    fs::create_directories(bin);
+    const std::string copy = bin + "/inferprof";
+    fs::copy_file(INFERPROF_BINARY, copy);
+    const std::string trace = dir.file("t.jsonl");
+    const std::string model = dir.file("m.pt");
+    make_model_and_trace(model, trace, {"--requests", "50", "--keys", "10"});
+
+    CHECK(run_binary(copy, {"--version"}).code == 0);
+    CHECK(run_binary(copy, {"gen-trace", "--requests", "10", "-o", dir.file("u.jsonl")}).code == 0);
+    CHECK(run_binary(copy, {"convert", trace, "--to", dir.file("t.iptrace")}).code == 0);
+    CHECK(run_binary(copy, {"simulate", "--trace", dir.file("t.iptrace"), "--tier", "l1=lru:10"}).code == 0);
+
+    const std::string expected = "inferprof: error: the model pipeline '" + bin + "/libinferprof_pipeline.so" +
+                                 "' is missing (nor is it in '" + installed +
+                                 "'); it is built and installed with inferprof, which needs it to run a model\n";
+    auto r = run_binary(copy, {"run", model, "--trace", trace, "--out", dir.file("out")});
+    CHECK(r.code == 3);
+    CHECK(r.err == expected);
+    CHECK(dir_is_empty_or_missing(dir.file("out")));
+    auto g = run_binary(copy, {"gen-model", "-o", dir.file("m2.pt")});
+    CHECK(g.code == 3);
+    CHECK(g.err == expected);
+    CHECK_FALSE(fs::exists(dir.file("m2.pt")));
+
+    // Where `install` puts it (relative to bin/), it is found.
+    fs::create_directories(installed);
+    fs::create_symlink(INFERPROF_PLUGIN, installed + "/libinferprof_pipeline.so");
+    auto ok = run_binary(copy, {"gen-model", "-o", dir.file("m3.pt")});
+    CHECK(ok.code == 0);
+    CHECK(fs::exists(dir.file("m3.pt")));
+
+    // A file that is not a loadable library: named, with the loader's reason.
+    fs::remove(installed + "/libinferprof_pipeline.so");
+    { std::ofstream(bin + "/libinferprof_pipeline.so") << "not a library"; }
+    auto bad = run_binary(copy, {"gen-model", "-o", dir.file("m4.pt")});
+    CHECK(bad.code == 3);
+    CHECK(bad.err.rfind("inferprof: error: cannot load the model pipeline '" + bin + "/libinferprof_pipeline.so': ", 0) ==
+          0);
+    CHECK(count_lines(bad.err) == 1);
+  }
+}
