@@ -84,7 +84,7 @@ bool read_at(int fd, char* out, std::uint64_t size, std::uint64_t offset) {
 at::Tensor read_image_file(const TraceRequest& request, const std::string& trace_path) {
   const std::string& path = request.input.file;
   auto fail = [&](std::string_view why) {
-    throw bad_input(fmt::format("{}: image '{}': {}", request_where(trace_path, request), path, why));
+    throw bad_input(fmt::format("{}: image '{}': {}", request_where(trace_path, request), printable(path), why));
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(fmt::format("cannot open ({})", std::strerror(errno)));

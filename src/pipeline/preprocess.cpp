@@ -4,6 +4,7 @@
 
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 #include "pipeline/torch_detail.hpp"
 
 namespace inferprof::detail {
@@ -45,7 +46,7 @@ at::Tensor decode(const at::Tensor& bytes, const PreprocessOp& op, const TraceRe
                       });
   } catch (const image::DecodeError& e) {
     const std::string what = request.input.kind == InputSpec::Kind::image
-                                 ? fmt::format("image '{}'", request.input.file)
+                                 ? fmt::format("image '{}'", printable(request.input.file))
                                  : std::string("input.image_base64");
     throw bad_input(fmt::format("{}: {}: {}", request_where(trace_path, request), what, e.what));
   }
