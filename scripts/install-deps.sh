@@ -8,6 +8,7 @@ PACKAGES=(
   libtorch-dev
   libcli11-dev libfmt-dev libsimdjson-dev libtomlplusplus-dev
   libhiredis-dev liblmdb-dev libxxhash-dev libcurl4-openssl-dev libssl-dev libzstd-dev
+  libjpeg62-turbo-dev libpng-dev
   doctest-dev libbenchmark-dev
   redis-server
 )

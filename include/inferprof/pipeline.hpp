@@ -71,6 +71,7 @@ struct PipelineOptions {
   bool record_ops = false;  // aten operators as children of `compute`
   bool pinned = false;      // cuda: stage inputs in page-locked memory before h2d
   bool gpu_trace = true;    // cuda: CUPTI + NVTX (off: host times only, to measure their cost)
+  std::string trace_path;   // names the trace line in errors about a request's input (empty: "request ID")
 };
 
 class Pipeline {

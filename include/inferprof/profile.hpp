@@ -15,11 +15,13 @@ namespace inferprof {
 
 // One preprocessing op with its parameters (only those its kind uses are set).
 struct PreprocessOp {
-  std::string op;                    // to_float, to_half, scale, normalize, resize, center_crop, layout
+  std::string op;                    // decode, to_tensor, to_float, to_half, scale, normalize, resize, center_crop, layout
   double factor = 1.0;               // scale
   std::vector<double> mean, std;     // normalize (per channel, dim 1)
-  std::vector<std::int64_t> size;    // resize / center_crop: [height, width]
-  std::string mode = "bilinear";     // resize: bilinear | nearest
+  std::vector<std::int64_t> size;    // resize: [height, width] or [shorter side]; center_crop: [height, width]
+  std::string mode = "bilinear";     // resize: bilinear | bicubic | nearest
+  bool antialias = false;            // resize: low-pass filter when shrinking, as PIL and torchvision do
+  std::uint64_t max_pixels = 0;      // decode: refuse larger images (0: the built-in limit)
   std::string from, to;              // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
   std::size_t line = 0;              // where it is defined, for errors
 };

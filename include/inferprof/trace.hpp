@@ -19,12 +19,14 @@ std::size_t dtype_size(DType d);                          // bytes per element
 std::string format_shape(const std::vector<std::int64_t>& shape);
 
 struct InputSpec {
-  enum class Kind : std::uint8_t { none, seed, file, data };
+  // image: an encoded JPEG/PNG file (path in `file`); image_base64: its bytes inline.
+  enum class Kind : std::uint8_t { none, seed, file, data, image, image_base64 };
   Kind kind = Kind::none;
   std::vector<std::int64_t> shape;  // empty: the profile's or the model's default
   std::optional<DType> dtype;       // unset: the profile's or the model's default
   std::uint64_t seed = 0;           // kind == seed: deterministic synthetic tensor
-  std::string file;                 // kind == file: .npy path, resolved against the trace's folder
+  std::string file;                 // kind == file / image: path, resolved against the trace's folder
+  std::string base64;               // kind == image_base64: the encoded image, base64 (RFC 4648, padded)
   std::vector<double> data;         // kind == data: inline numbers, row-major
 };
 
@@ -34,6 +36,7 @@ struct TraceRequest {
   std::string key;               // "key", or a hash of the input spec ("h:" + 16 hex digits)
   bool key_given = false;
   std::string model;             // optional "name@version" or "name"
+  std::uint64_t line = 0;        // the trace line it came from (0: not from a trace), for errors
   InputSpec input;
 };
 

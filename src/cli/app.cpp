@@ -35,6 +35,7 @@ int run_cli(int argc, char** argv) {
   add(add_compare_command);
   add(add_gen_model_command);
   add(add_gen_trace_command);
+  add(add_gen_images_command);
   add(add_store_command);
   add(add_diff_command);
   add(add_simulate_command);

@@ -19,6 +19,7 @@ Runner add_run_command(CLI::App& app);
 Runner add_compare_command(CLI::App& app);
 Runner add_gen_model_command(CLI::App& app);
 Runner add_gen_trace_command(CLI::App& app);
+Runner add_gen_images_command(CLI::App& app);
 Runner add_store_command(CLI::App& app);
 Runner add_diff_command(CLI::App& app);
 Runner add_simulate_command(CLI::App& app);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "image/image.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/npy.hpp"
 #include "inferprof/printable.hpp"
@@ -79,7 +80,41 @@ bool read_at(int fd, char* out, std::uint64_t size, std::uint64_t offset) {
   return true;
 }
 
+// An image file's bytes, as they would arrive over the network.
+at::Tensor read_image_file(const TraceRequest& request, const std::string& trace_path) {
+  const std::string& path = request.input.file;
+  auto fail = [&](std::string_view why) {
+    throw bad_input(fmt::format("{}: image '{}': {}", request_where(trace_path, request), printable(path), why));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(fmt::format("cannot open ({})", std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(fmt::format("cannot read ({})", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) fail("not a regular file");
+  at::Tensor bytes = at::empty({static_cast<std::int64_t>(st.st_size)}, at::kByte);
+  auto* out = static_cast<char*>(bytes.data_ptr());
+  std::size_t done = 0;
+  const auto size = static_cast<std::size_t>(st.st_size);
+  while (done < size) {
+    const ssize_t got = ::read(fd, out + done, size - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(fmt::format("cannot read ({})", std::strerror(errno)));
+    if (got == 0) fail("the file shrank while it was read");
+    done += static_cast<std::size_t>(got);
+  }
+  return bytes;
+}
+
 }  // namespace
+
+std::string request_where(const std::string& trace_path, const TraceRequest& request) {
+  if (trace_path.empty() || request.line == 0) return fmt::format("request {}", request.id);
+  return fmt::format("{}:{}", trace_path, request.line);
+}
 
 at::Tensor read_npy(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -110,7 +145,7 @@ at::Tensor read_npy(const std::string& path) {
 }
 
 at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape,
-                      DType default_dtype) {
+                      DType default_dtype, const std::string& trace_path) {
   const InputSpec& spec = request.input;
   DType dtype = spec.dtype.value_or(default_dtype);
   auto options = at::TensorOptions().dtype(to_scalar_type(dtype));
@@ -146,6 +181,18 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
     case InputSpec::Kind::data: {
       at::Tensor t = at::tensor(spec.data, at::TensorOptions().dtype(at::kDouble)).to(options.dtype());
       return spec.shape.empty() ? t : t.reshape(spec.shape);
+    }
+    case InputSpec::Kind::image: return read_image_file(request, trace_path);
+    case InputSpec::Kind::image_base64: {
+      std::string bytes;
+      try {
+        bytes = image::decode_base64(spec.base64);
+      } catch (const image::DecodeError& e) {
+        throw bad_input(fmt::format("{}: input.image_base64: {}", request_where(trace_path, request), e.what));
+      }
+      at::Tensor t = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
+      if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+      return t;
     }
     case InputSpec::Kind::none: break;
   }

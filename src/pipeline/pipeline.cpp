@@ -188,7 +188,8 @@ struct Pipeline::Impl {
   void set_up_cuda();
   ModelHandle pick(const ModelHandle& model) const { return model ? model : std::atomic_load(&active); }
 
-  Impl(const std::vector<PreprocessOp>& ops, PipelineOptions opts) : preprocess(ops), options(std::move(opts)) {}
+  Impl(const std::vector<PreprocessOp>& ops, PipelineOptions opts)
+      : preprocess(ops, opts.trace_path), options(std::move(opts)) {}
 };
 
 Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const PipelineOptions& options)
@@ -275,7 +276,7 @@ at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& r
   {
     ScopedSpan span(record, Stage::input);
     try {
-      x = detail::make_input(request, default_shape, default_dtype);
+      x = detail::make_input(request, default_shape, default_dtype, options.trace_path);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {

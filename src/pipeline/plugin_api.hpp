@@ -14,7 +14,7 @@ namespace inferprof::plugin {
 
 // Bumped whenever this table or a type passed through it changes shape; the
 // loader refuses a plugin of another build.
-inline constexpr std::uint32_t kAbi = 1;
+inline constexpr std::uint32_t kAbi = 2;
 inline constexpr const char* kFileName = "libinferprof_pipeline.so";
 // The sizes of what crosses the boundary, as each side was compiled: a plugin
 // built from other headers (a stale build) is refused rather than trusted.

@@ -21,15 +21,20 @@ std::string torch_error_line(const std::exception& e);
 
 // The request's raw input tensor: synthesised from its seed, read from its
 // .npy file, or built from inline data. Throws Error(bad_input).
+// An image input becomes its encoded bytes (a 1-D uint8 tensor): reading or
+// receiving them is the `input` stage; the profile's `decode` op decodes them.
 at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape,
-                      DType default_dtype);
+                      DType default_dtype, const std::string& trace_path);
+// Where a request's input errors point: "TRACE:LINE" when the request came
+// from a trace, else "request ID".
+std::string request_where(const std::string& trace_path, const TraceRequest& request);
 // Reads a NumPy .npy file (C order, little-endian). Throws Error(bad_input) naming the file.
 at::Tensor read_npy(const std::string& path);
 
 // The profile's preprocessing ops, with their constants prepared once.
 class Preprocessor {
  public:
-  explicit Preprocessor(const std::vector<PreprocessOp>& ops);
+  explicit Preprocessor(const std::vector<PreprocessOp>& ops, std::string trace_path = {});
   // Runs every op as its own child span of `parent`. Throws Error naming the
   // request and op when an op cannot apply to the tensor's shape.
   at::Tensor run(at::Tensor x, const TraceRequest& request, RequestRecord& record, std::int32_t parent) const;
@@ -42,6 +47,7 @@ class Preprocessor {
     std::vector<std::int64_t> permutation;  // layout
   };
   std::vector<Step> steps_;
+  std::string trace_path_;  // for decode errors
 };
 
 // Attributes the time inside the forward pass to aten operators, through

@@ -124,14 +124,38 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
       ctx.fail(&node, fmt::format("normalize has {} means but {} stds", op.mean.size(), op.std.size()));
     for (double s : op.std)
       if (s == 0) ctx.fail(t->get("std"), "'std' of normalize must not contain 0");
-  } else if (op.op == "resize" || op.op == "center_crop") {
-    reject_unknown_keys(ctx, *t, where, op.op == "resize" ? std::initializer_list<std::string_view>{"op", "size", "mode"}
-                                                          : std::initializer_list<std::string_view>{"op", "size"});
-    op.size = get_dims(ctx, t->get("size") ? t->get("size") : &node, fmt::format("'size' of {}", op.op));
-    if (op.size.size() != 2) ctx.fail(t->get("size"), fmt::format("'size' of {} must be [height, width]", op.op));
+  } else if (op.op == "resize") {
+    reject_unknown_keys(ctx, *t, where, {"op", "size", "mode", "antialias"});
+    const toml::node* size = t->get("size") ? t->get("size") : &node;
+    // An integer: the shorter side, aspect ratio kept (torchvision's Resize(256)).
+    if (size->is_integer()) {
+      auto v = *size->value<std::int64_t>();
+      if (v <= 0) ctx.fail(size, "'size' of resize must be > 0");
+      op.size = {v};
+    } else {
+      op.size = get_dims(ctx, size, "'size' of resize");
+      if (op.size.size() != 2)
+        ctx.fail(size, "'size' of resize must be [height, width], or one integer: the shorter side");
+    }
     op.mode = get_string(ctx, *t, "mode", where, "bilinear");
-    if (op.mode != "bilinear" && op.mode != "nearest")
-      ctx.fail(t->get("mode"), "'mode' of resize must be \"bilinear\" or \"nearest\"");
+    if (op.mode != "bilinear" && op.mode != "bicubic" && op.mode != "nearest")
+      ctx.fail(t->get("mode"), "'mode' of resize must be \"bilinear\", \"bicubic\" or \"nearest\"");
+    if (const toml::node* aa = t->get("antialias")) {
+      if (!aa->is_boolean()) ctx.fail(aa, "'antialias' of resize must be true or false");
+      op.antialias = *aa->value<bool>();
+      if (op.antialias && op.mode == "nearest")
+        ctx.fail(aa, "'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
+    }
+  } else if (op.op == "center_crop") {
+    reject_unknown_keys(ctx, *t, where, {"op", "size"});
+    op.size = get_dims(ctx, t->get("size") ? t->get("size") : &node, "'size' of center_crop");
+    if (op.size.size() != 2) ctx.fail(t->get("size"), "'size' of center_crop must be [height, width]");
+  } else if (op.op == "decode") {
+    reject_unknown_keys(ctx, *t, where, {"op", "max_pixels"});
+    op.max_pixels = static_cast<std::uint64_t>(get_int(ctx, *t, "max_pixels", where, 0, 1));
+    if (index != 0) ctx.fail(&node, "'decode' must be the first preprocessing op (it turns the encoded image into pixels)");
+  } else if (op.op == "to_tensor") {
+    reject_unknown_keys(ctx, *t, where, {"op"});
   } else if (op.op == "layout") {
     reject_unknown_keys(ctx, *t, where, {"op", "from", "to"});
     op.from = get_string(ctx, *t, "from", where, "");
@@ -209,17 +233,20 @@ std::vector<fs::path> search_dirs() {
 }  // namespace
 
 const std::vector<std::string_view>& preprocess_op_names() {
-  static const std::vector<std::string_view> names = {"to_float", "to_half", "scale",      "normalize",
-                                                       "resize",   "center_crop", "layout"};
+  static const std::vector<std::string_view> names = {"decode", "to_tensor", "to_float",    "to_half", "scale",
+                                                       "normalize", "resize", "center_crop", "layout"};
   return names;
 }
 
 std::string Profile::preprocess_fingerprint() const {
   std::string out;
   for (const auto& op : preprocess) {
-    out += fmt::format("{}(factor={};mean={};std={};size={};mode={};from={};to={})|", op.op, op.factor,
+    out += fmt::format("{}(factor={};mean={};std={};size={};mode={};from={};to={})", op.op, op.factor,
                        fmt::join(op.mean, ","), fmt::join(op.std, ","), fmt::join(op.size, ","), op.mode, op.from,
                        op.to);
+    // Only where it is set, so that existing profiles keep their L3 keys.
+    if (op.antialias) out += "(antialias)";
+    out += "|";
   }
   out += fmt::format("input(shape={};dtype={})", fmt::join(input.shape, ","),
                      input.dtype ? dtype_name(*input.dtype) : "model");

@@ -373,7 +373,7 @@ RunOutcome run_replay(const RunConfig& config) {
                                   sha, config.model_sha256));
   }
   Pipeline pipeline(first_bytes, profile,
-                    PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace});
+                    PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
   const ModelInfo& model = pipeline.model();
   std::optional<ModelUpdates> updates;
   if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);

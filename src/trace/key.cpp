@@ -23,7 +23,7 @@ std::string input_spec_key(const InputSpec& spec) {
   // can encode to the same bytes. Only the fields that belong to the spec's
   // kind take part: a stale `data` on a seed spec must not change its key.
   std::string enc;
-  enc.reserve(64 + spec.shape.size() * 8 + spec.file.size() + spec.data.size() * 8);
+  enc.reserve(64 + spec.shape.size() * 8 + spec.file.size() + spec.base64.size() + spec.data.size() * 8);
   enc.push_back('I');  // encoding version, bumped if the layout changes
   enc.push_back(static_cast<char>(spec.kind));
   put_u64(enc, spec.shape.size());
@@ -36,6 +36,7 @@ std::string input_spec_key(const InputSpec& spec) {
       put_u64(enc, spec.seed);
       break;
     case InputSpec::Kind::file:
+    case InputSpec::Kind::image:
       put_u64(enc, spec.file.size());
       enc.append(spec.file);
       break;
@@ -47,6 +48,10 @@ std::string input_spec_key(const InputSpec& spec) {
         std::memcpy(&bits, &v, sizeof bits);
         put_u64(enc, bits);
       }
+      break;
+    case InputSpec::Kind::image_base64:
+      put_u64(enc, spec.base64.size());
+      enc.append(spec.base64);
       break;
   }
   return fmt::format("h:{:016x}", XXH3_64bits(enc.data(), enc.size()));

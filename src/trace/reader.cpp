@@ -170,12 +170,14 @@ void reset(TraceRecord& out) {
   r.key.clear();
   r.key_given = false;
   r.model.clear();
+  r.line = 0;
   InputSpec& in = r.input;
   in.kind = InputSpec::Kind::none;
   in.shape.clear();
   in.dtype.reset();
   in.seed = 0;
   in.file.clear();
+  in.base64.clear();
   in.data.clear();
   TraceEvent& e = out.event;
   e.type.clear();
@@ -226,6 +228,8 @@ class LineParser {
     bool seed = false;
     bool file = false;
     bool data = false;
+    bool image = false;
+    bool image_base64 = false;
   };
 
   void fail(std::string_view what) {
@@ -377,6 +381,19 @@ class LineParser {
       bool ok = false;
       SIMDJSON_TRY(read_string(v, in.file, ok, 2));
       if (!ok) fail("field 'input.file' must be a string");
+    } else if (name == "image") {
+      seen_.image = true;
+      in.kind = InputSpec::Kind::image;
+      bool ok = false;
+      SIMDJSON_TRY(read_string(v, in.file, ok, 2));
+      if (!ok || in.file.empty()) fail("field 'input.image' must be a path to a JPEG or PNG file");
+    } else if (name == "image_base64") {
+      seen_.image_base64 = true;
+      in.kind = InputSpec::Kind::image_base64;
+      bool ok = false;
+      // Decoded in the request's `input` stage (receiving the payload is part of serving it).
+      SIMDJSON_TRY(read_string(v, in.base64, ok, 2));
+      if (!ok || in.base64.empty()) fail("field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
     } else if (name == "data") {
       seen_.data = true;
       in.kind = InputSpec::Kind::data;
@@ -429,10 +446,14 @@ class LineParser {
     InputSpec& in = r.input;
     if (!in.shape.empty() && !checked_element_count(in.shape))
       return fail(fmt::format("'input.shape' {} has more elements than fit in 64 bits", format_shape(in.shape)));
-    const int kinds = int{seen_.seed} + int{seen_.file} + int{seen_.data};
+    const int kinds = int{seen_.seed} + int{seen_.file} + int{seen_.data} + int{seen_.image} + int{seen_.image_base64};
     if (kinds != 1) {
       std::string found;
-      const std::pair<bool, std::string_view> parts[] = {{seen_.seed, "seed"}, {seen_.file, "file"}, {seen_.data, "data"}};
+      const std::pair<bool, std::string_view> parts[] = {{seen_.seed, "seed"},
+                                                         {seen_.file, "file"},
+                                                         {seen_.data, "data"},
+                                                         {seen_.image, "image"},
+                                                         {seen_.image_base64, "image_base64"}};
       int listed = 0;
       for (const auto& [present, label] : parts) {
         if (!present) continue;
@@ -440,9 +461,13 @@ class LineParser {
         if (listed > 1) found += listed == kinds ? " and " : ", ";
         found += label;
       }
-      return fail(fmt::format("'input' needs exactly one of seed, file or data (found {})",
+      return fail(fmt::format("'input' needs exactly one of seed, file, data, image or image_base64 (found {})",
                               kinds == 0 ? std::string("none") : found));
     }
+    const bool is_image = in.kind == InputSpec::Kind::image || in.kind == InputSpec::Kind::image_base64;
+    // An image's shape and element type are its own (H x W x channels, uint8).
+    if (is_image && (!in.shape.empty() || in.dtype))
+      return fail("'input.shape' and 'input.dtype' do not apply to an image (its size and uint8 pixels are its own)");
     if (in.kind == InputSpec::Kind::data && !in.shape.empty()) {
       const std::uint64_t needed = element_count(in.shape);
       if (needed != in.data.size()) {
@@ -450,10 +475,11 @@ class LineParser {
                                 format_shape(in.shape), needed));
       }
     }
-    if (in.kind == InputSpec::Kind::file && !folder_.empty()) {
+    if ((in.kind == InputSpec::Kind::file || in.kind == InputSpec::Kind::image) && !folder_.empty()) {
       const std::filesystem::path file(in.file);
       if (file.is_relative()) in.file = (folder_ / file).string();
     }
+    r.line = out.line;
     if (!seen_.id) r.id = out.line;
     if (!r.key_given) r.key = input_spec_key(in);
   }

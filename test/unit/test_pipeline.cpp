@@ -147,10 +147,10 @@ TEST_SUITE("pipeline") {
                       ("input file '" + dir.file("bad.npy") + "': not a .npy file (bad magic)").c_str());
 
     // Same seed, same tensor: equal keys mean equal inputs.
-    auto a = inferprof::detail::make_input(seed_request(9, {2, 3}), {}, DType::float32);
-    auto b = inferprof::detail::make_input(seed_request(9, {2, 3}), {}, DType::float32);
+    auto a = inferprof::detail::make_input(seed_request(9, {2, 3}), {}, DType::float32, "");
+    auto b = inferprof::detail::make_input(seed_request(9, {2, 3}), {}, DType::float32, "");
     CHECK(a.equal(b));
-    auto u = inferprof::detail::make_input(seed_request(9, {1, 3, 4, 4}), {}, DType::uint8);
+    auto u = inferprof::detail::make_input(seed_request(9, {1, 3, 4, 4}), {}, DType::uint8, "");
     CHECK((u.scalar_type() == at::kByte));
   }
 

@@ -56,10 +56,53 @@ op = "to_half"
     CHECK(p.preprocess[2].line == 11);  // the [[preprocess]] header of center_crop
   }
 
+  TEST_CASE("image ops: decode first, resize by the shorter side with antialias, to_tensor") {
+    Profile p = parse_profile(R"([[preprocess]]
+op = "decode"
+max_pixels = 1000
+[[preprocess]]
+op = "resize"
+size = 256
+mode = "bicubic"
+antialias = true
+[[preprocess]]
+op = "to_tensor"
+)", "img.toml");
+    REQUIRE(p.preprocess.size() == 3);
+    CHECK(p.preprocess[0].max_pixels == 1000);
+    CHECK(p.preprocess[1].size == std::vector<std::int64_t>{256});
+    CHECK(p.preprocess[1].mode == "bicubic");
+    CHECK(p.preprocess[1].antialias);
+    // antialias changes the tensor, so it changes the L3 key.
+    Profile q = parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 256\nmode = \"bicubic\"\n", "q.toml");
+    Profile q_aa = parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 256\nmode = \"bicubic\"\nantialias = true\n", "q.toml");
+    CHECK(q.preprocess_fingerprint() != q_aa.preprocess_fingerprint());
+
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"to_float\"\n[[preprocess]]\nop = \"decode\"\n", "p.toml"),
+                      "p.toml:3: 'decode' must be the first preprocessing op (it turns the encoded image into pixels)");
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 0\n", "p.toml"),
+                      "p.toml:3: 'size' of resize must be > 0");
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"resize\"\nsize = [1, 2, 3]\n", "p.toml"),
+                      "p.toml:3: 'size' of resize must be [height, width], or one integer: the shorter side");
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 8\nmode = \"nearest\"\nantialias = true\n",
+                                    "p.toml"),
+                      "p.toml:5: 'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 8\nantialias = 1\n", "p.toml"),
+                      "p.toml:4: 'antialias' of resize must be true or false");
+    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"decode\"\nmax_pixels = 0\n", "p.toml"),
+                      "p.toml:3: 'max_pixels' in preprocess op 'decode' must be >= 1");
+
+    Profile shipped = load_profile(std::string(INFERPROF_TEST_PROFILES_DIR) + "/image-classification-jpeg.toml");
+    std::vector<std::string> ops;
+    for (const auto& op : shipped.preprocess) ops.push_back(op.op);
+    CHECK((ops == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"}));
+    CHECK(shipped.preprocess[1].antialias);
+  }
+
   TEST_CASE("bad profiles name the file, the line and what was expected") {
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"blur\"\n", "p.toml"),
-                      "p.toml:2: unknown preprocessing op 'blur' (expected one of: to_float, to_half, scale, "
-                      "normalize, resize, center_crop, layout)");
+                      "p.toml:2: unknown preprocessing op 'blur' (expected one of: decode, to_tensor, to_float, "
+                      "to_half, scale, normalize, resize, center_crop, layout)");
     CHECK_THROWS_WITH(parse_profile("[model]\nthreads = \"two\"\n", "p.toml"),
                       "p.toml:2: 'threads' in [model] must be an integer");
     CHECK_THROWS_WITH(parse_profile("[model]\nthread = 2\n", "p.toml"),
@@ -100,7 +143,7 @@ op = "to_half"
     Profile a = load_profile("");
     Profile b = a;
     CHECK(a.preprocess_fingerprint() == b.preprocess_fingerprint());
-    b.preprocess.push_back(PreprocessOp{"scale", 0.5, {}, {}, {}, "bilinear", "", "", 0});
+    b.preprocess.push_back(PreprocessOp{"scale", 0.5, {}, {}, {}, "bilinear", false, 0, "", "", 0});
     Profile c = b;
     c.preprocess.back().factor = 0.25;
     CHECK(a.preprocess_fingerprint() != b.preprocess_fingerprint());

@@ -379,14 +379,28 @@ TEST_SUITE("trace") {
     }
     SUBCASE("input spec") {
       check(R"({"id":1})", "request has no 'input'");
-      check(R"({"input":{}})", "'input' needs exactly one of seed, file or data (found none)");
-      check(R"({"input":{"shape":[1,2]}})", "'input' needs exactly one of seed, file or data (found none)");
-      check(R"({"input":{"seed":1,"data":[1]}})", "'input' needs exactly one of seed, file or data (found seed and data)");
+      check(R"({"input":{}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found none)");
+      check(R"({"input":{"shape":[1,2]}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found none)");
+      check(R"({"input":{"seed":1,"data":[1]}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and data)");
       check(R"({"input":{"file":"a.npy","seed":1}})",
-            "'input' needs exactly one of seed, file or data (found seed and file)");
+            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and file)");
       check(R"({"input":{"data":[1],"file":"a.npy","seed":1}})",
-            "'input' needs exactly one of seed, file or data (found seed, file and data)");
+            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed, file and data)");
       check(R"({"input":{"shape":[1,16],"data":[1,2,3,4,5]}})", "'input.data' has 5 numbers but shape [1, 16] needs 16");
+    }
+    SUBCASE("image inputs") {
+      check(R"({"input":{"image":3}})", "field 'input.image' must be a path to a JPEG or PNG file");
+      check(R"({"input":{"image":""}})", "field 'input.image' must be a path to a JPEG or PNG file");
+      check(R"({"input":{"image_base64":[1]}})",
+            "field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
+      check(R"({"input":{"image":"a.jpg","seed":1}})",
+            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and image)");
+      check(R"({"input":{"image":"a.jpg","image_base64":"AAAA"}})",
+            "'input' needs exactly one of seed, file, data, image or image_base64 (found image and image_base64)");
+      check(R"({"input":{"image":"a.jpg","shape":[1,3,4,4]}})",
+            "'input.shape' and 'input.dtype' do not apply to an image (its size and uint8 pixels are its own)");
+      check(R"({"input":{"image_base64":"AAAA","dtype":"uint8"}})",
+            "'input.shape' and 'input.dtype' do not apply to an image (its size and uint8 pixels are its own)");
     }
     SUBCASE("events") {
       check(R"({"event":"model_update","version":"v2"})", "model_update needs a string 'model'");
@@ -485,6 +499,28 @@ TEST_SUITE("trace") {
     fs::current_path(cwd);
     REQUIRE(here.size() == 2);
     CHECK(here[0].request.input.file == "inputs/a.npy");
+  }
+
+  TEST_CASE("reader: image inputs resolve like files, carry their line, and key apart from .npy files") {
+    TempDir dir;
+    const std::string path = dir.write("sub/t.jsonl",
+                                       "{\"input\":{\"image\":\"imgs/a.jpg\"}}\n"
+                                       "\n"
+                                       "{\"input\":{\"image_base64\":\"QUJD\"}}\n"
+                                       "{\"input\":{\"file\":\"imgs/a.jpg\"}}\n");
+    const auto records = read_all(path);
+    REQUIRE(records.size() == 3);
+    CHECK(records[0].request.input.kind == InputSpec::Kind::image);
+    CHECK(records[0].request.input.file == (dir.path() / "sub" / "imgs" / "a.jpg").string());
+    CHECK(records[0].request.line == 1);
+    CHECK(records[1].request.input.kind == InputSpec::Kind::image_base64);
+    CHECK(records[1].request.input.base64 == "QUJD");
+    CHECK(records[1].request.line == 3);
+    // The same path as an image and as a .npy file are different inputs.
+    CHECK(records[0].request.key != records[2].request.key);
+    InputSpec a = records[1].request.input, b = a;
+    b.base64 = "QUJE";
+    CHECK(input_spec_key(a) != input_spec_key(b));
   }
 
   TEST_CASE("reader: unreadable traces") {

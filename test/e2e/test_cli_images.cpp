@@ -1,0 +1,164 @@
+// End-to-end: image requests (JPEG and PNG files, base64 bytes) through
+// `inferprof run --profile image-classification-jpeg`, and the bad inputs:
+// one line naming the trace line, exit 2, no reports.
+#include <doctest/doctest.h>
+
+#include "cli_harness.hpp"
+
+using namespace inferprof::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ImageFixture {
+  TempDir dir;
+  std::string model = dir.file("resnet18.pt");
+  std::string imgs = dir.file("imgs");
+  ImageFixture() {
+    auto g = run_cli({"gen-images", "--out", imgs, "--sizes", "300x200,64x48,1x1", "--formats", "jpeg,png"});
+    if (g.code != 0) throw std::runtime_error("gen-images failed: " + g.err);
+    auto m = run_cli({"gen-model", "--arch", "resnet18", "-o", model});
+    if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
+  }
+  std::string bytes(const std::string& name) const { return slurp(fs::path(imgs) / name); }
+};
+ImageFixture& images() {
+  static ImageFixture f;
+  return f;
+}
+
+std::string base64_of(const std::string& path) {
+  TempDir tmp;
+  const std::string out = tmp.file("b64");
+  const std::string cmd = "base64 -w0 " + shell_quote(path) + " > " + shell_quote(out);
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("base64 failed");
+  return slurp(out);
+}
+
+CliResult run_images(const std::string& trace, const std::string& out_dir) {
+  return run_cli({"run", images().model, "--trace", trace, "--profile", "image-classification-jpeg", "--warmup", "1",
+                  "--out", out_dir, "--no-progress"},
+                 std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+}
+
+}  // namespace
+
+TEST_SUITE("e2e images") {
+  TEST_CASE("gen-images writes JPEG and PNG pictures at the sizes asked") {
+    auto& f = images();
+    for (const char* name : {"300x200-0.jpg", "300x200-0.png", "64x48-0.jpg", "64x48-0.png", "1x1-0.jpg", "1x1-0.png"})
+      CHECK_MESSAGE(fs::file_size(fs::path(f.imgs) / name) > 0, name);
+    CHECK(f.bytes("300x200-0.jpg").substr(0, 3) == "\xFF\xD8\xFF");
+    CHECK(f.bytes("300x200-0.png").substr(1, 3) == "PNG");
+    auto bad = run_cli({"gen-images", "--out", f.dir.file("x"), "--sizes", "10x"});
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("--sizes: '10x': expected WIDTHxHEIGHT") != std::string::npos);
+  }
+
+  TEST_CASE("JPEG, PNG, 1x1 and base64 requests run through the image profile, each op its own span") {
+    auto& f = images();
+    TempDir dir;
+    const std::string trace =
+        dir.write("t.jsonl", fmt::format("{{\"id\": 1, \"input\": {{\"image\": \"{0}/300x200-0.jpg\"}}}}\n"
+                                         "{{\"id\": 2, \"input\": {{\"image\": \"{0}/64x48-0.png\"}}}}\n"
+                                         "{{\"id\": 3, \"input\": {{\"image\": \"{0}/1x1-0.jpg\"}}}}\n"
+                                         "{{\"id\": 4, \"input\": {{\"image_base64\": \"{1}\"}}}}\n"
+                                         "{{\"id\": 5, \"input\": {{\"image\": \"{0}/1x1-0.png\"}}}}\n",
+                                         f.imgs, base64_of(fs::path(f.imgs) / "64x48-0.png")));
+    auto r = run_images(trace, dir.file("r"));
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string folded = slurp(fs::path(dir.file("r")) / "stacks.folded");
+    for (const char* op : {"decode", "resize", "center_crop", "to_tensor", "normalize"})
+      CHECK_MESSAGE(folded.find(std::string("preprocess;") + op + " ") != std::string::npos, op << "\n" << folded);
+    simdjson::dom::parser parser;
+    simdjson::dom::element summary;
+    REQUIRE(parser.parse(slurp(fs::path(dir.file("r")) / "summary.json")).get(summary) == simdjson::SUCCESS);
+    CHECK(json_number(summary["requests"]) == 5);
+  }
+
+  TEST_CASE("a relative image path resolves against the trace's folder") {
+    auto& f = images();
+    TempDir dir;
+    dir.write("sub/pics/a.jpg", f.bytes("64x48-0.jpg"));
+    const std::string trace = dir.write("sub/t.jsonl", "{\"input\": {\"image\": \"pics/a.jpg\"}}\n");
+    auto r = run_images(trace, dir.file("r"));
+    CHECK_MESSAGE(r.code == 0, r.err);
+  }
+
+  TEST_CASE("bad images: one line naming the trace line, exit 2, no reports") {
+    auto& f = images();
+    TempDir dir;
+    const std::string jpg = f.bytes("300x200-0.jpg");
+    const std::string png = f.bytes("300x200-0.png");
+    std::string bad_crc = png;
+    const auto idat = bad_crc.find("IDAT");
+    REQUIRE(idat != std::string::npos);
+    // The chunk's stored CRC, after its data (the length precedes "IDAT", big-endian).
+    std::size_t len = 0;
+    for (int i = 4; i >= 1; --i) len = (len << 8) | static_cast<std::uint8_t>(bad_crc[idat - static_cast<std::size_t>(i)]);
+    bad_crc[idat + 4 + len] = static_cast<char>(bad_crc[idat + 4 + len] ^ 0x55);
+    // A JPEG whose frame header says 30000 x 30000: refused from the header.
+    std::string huge = f.bytes("64x48-0.jpg");
+    const auto sof = huge.find("\xFF\xC0");
+    REQUIRE(sof != std::string::npos);
+    for (int i : {5, 7}) {
+      huge[sof + i] = static_cast<char>(30000 >> 8);
+      huge[sof + i + 1] = static_cast<char>(30000 & 0xFF);
+    }
+    const std::string cut = dir.write("cut.jpg", jpg.substr(0, jpg.size() / 2));
+    const std::string crc = dir.write("crc.png", bad_crc);
+    const std::string big = dir.write("big.jpg", huge);
+    const std::string text = dir.write("text.jpg", "hello");
+    const std::string good = fmt::format("{{\"input\": {{\"image\": \"{}/64x48-0.jpg\"}}}}\n", f.imgs);
+    struct Case {
+      std::string second_line;  // the bad request, on line 2 (line 1 is good)
+      std::string message;      // after "TRACE:2: "
+    };
+    const std::vector<Case> cases = {
+        {"{\"input\": {\"image\": \"missing.jpg\"}}",
+         fmt::format("image '{}': cannot open (No such file or directory)", dir.file("missing.jpg"))},
+        {"{\"input\": {\"image\": \"cut.jpg\"}}",
+         fmt::format("image '{}': corrupt or truncated JPEG (libjpeg: Premature end of JPEG file)", cut)},
+        {"{\"input\": {\"image\": \"crc.png\"}}",
+         fmt::format("image '{}': corrupt or truncated PNG (libpng: IDAT: CRC error)", crc)},
+        {"{\"input\": {\"image\": \"big.jpg\"}}",
+         fmt::format("image '{}': 30000x30000 JPEG is 900000000 pixels, over the limit of 100000000 (checked before "
+                     "decoding)",
+                     big)},
+        {"{\"input\": {\"image\": \"text.jpg\"}}",
+         fmt::format("image '{}': not a JPEG or PNG (starts with bytes 68656c6c)", text)},
+        {"{\"input\": {\"image_base64\": \"QUJDR\"}}",
+         "input.image_base64: not base64: 5 characters, not a multiple of 4 (padded base64 expected)"},
+    };
+    int n = 0;
+    for (const Case& c : cases) {
+      CAPTURE(c.second_line);
+      const std::string trace = dir.write(fmt::format("t{}.jsonl", n), good + c.second_line + "\n");
+      const std::string out = dir.file(fmt::format("r{}", n++));
+      auto r = run_images(trace, out);
+      CHECK(r.code == 2);
+      CHECK(r.err == fmt::format("inferprof: error: {}:2: {}\n", trace, c.message));
+      CHECK_MESSAGE(dir_is_empty_or_missing(out), "report files were left in " << out);
+    }
+    // The first request fails during warm-up: the same message.
+    const std::string first = dir.write("first.jsonl", "{\"input\": {\"image\": \"cut.jpg\"}}\n" + good);
+    auto r = run_images(first, dir.file("rf"));
+    CHECK(r.code == 2);
+    CHECK(r.err == fmt::format("inferprof: error: {}:1: image '{}': corrupt or truncated JPEG (libjpeg: Premature "
+                               "end of JPEG file)\n",
+                               first, cut));
+    CHECK(dir_is_empty_or_missing(dir.file("rf")));
+  }
+
+  TEST_CASE("an image request under a profile without decode says what to use") {
+    auto& f = images();
+    TempDir dir;
+    const std::string trace =
+        dir.write("t.jsonl", fmt::format("{{\"input\": {{\"image\": \"{}/64x48-0.jpg\"}}}}\n", f.imgs));
+    auto r = run_cli({"run", f.model, "--trace", trace, "--warmup", "0", "--out", dir.file("r"), "--no-progress"});
+    CHECK(r.code == 3);
+    CHECK(r.err.find("an image input needs 'decode' as the profile's first op (e.g. --profile "
+                     "image-classification-jpeg)") != std::string::npos);
+    CHECK(count_lines(r.err) == 1);
+  }
+}
