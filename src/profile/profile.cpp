@@ -16,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 
 namespace inferprof {
 namespace embedded {
@@ -264,7 +265,7 @@ Profile parse_profile(std::string_view text, const std::string& source) {
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    throw bad_input(at_line(source, e.source().begin.line, fmt::format("invalid TOML: {}", e.description())));
+    throw bad_input(at_line(source, e.source().begin.line, fmt::format("invalid TOML: {}", printable(e.description()))));
   }
   Profile p;
   p.source = source;

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 #include "report/csv_io.hpp"
 
 namespace inferprof::report {
@@ -118,7 +119,7 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   if (root.get(top) != simdjson::SUCCESS) throw doc.missing("(top level)", "an object");
   std::string_view schema;
   if (top["schema"].get(schema) != simdjson::SUCCESS || schema != kSummarySchema)
-    throw bad_input(fmt::format("{}: not an inferprof summary (schema '{}', expected '{}')", run.summary_path, schema,
+    throw bad_input(fmt::format("{}: not an inferprof summary (schema '{}', expected '{}')", run.summary_path, printable(schema),
                                 kSummarySchema));
 
   simdjson::dom::object info;
@@ -240,7 +241,7 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
       const double v = std::strtod(f.c_str(), &end);
       if (end != f.c_str() + f.size() || !std::isfinite(v))
         throw bad_input(at_line(path, r.line,
-                                fmt::format("'{}' is not a number of µs in column '{}'", f,
+                                fmt::format("'{}' is not a number of µs in column '{}'", printable(f),
                                             i < kStageCount ? fmt::format("{}_us", kStageNames[i]) : "total_us")));
       r.us[i] = v;
     }

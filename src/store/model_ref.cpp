@@ -111,9 +111,10 @@ ModelMeta meta_from(simdjson::dom::element e, const std::string& where) {
     throw runtime_failure(fmt::format("{}: expected a non-negative integer \"size\" in the model metadata", where));
   if (!valid_part(m.name) || !valid_part(m.version))
     throw runtime_failure(
-        fmt::format("{}: bad name or version '{}@{}' in the model metadata", where, m.name, m.version));
+        fmt::format("{}: bad name or version '{}@{}' in the model metadata", where, printable(m.name),
+                    printable(m.version)));
   if (!is_sha256_hex(m.sha256))
-    throw runtime_failure(fmt::format("{}: \"sha256\" must be 64 lowercase hex digits, got '{}'", where, m.sha256));
+    throw runtime_failure(fmt::format("{}: \"sha256\" must be 64 lowercase hex digits, got '{}'", where, printable(m.sha256)));
   return m;
 }
 
