@@ -28,7 +28,9 @@ trap 'rm -rf "$logs"' EXIT
 run_one() {
   local t=$1 inputs=(fuzz/corpus/"$1")
   [[ -d fuzz/regressions/$t ]] && inputs+=(fuzz/regressions/"$t")
-  if "$BUILD_DIR/fuzz/fuzz_$t" --seconds "$SECONDS_EACH" --timeout 20 --findings "$findings" "${inputs[@]}" \
+  # FUZZ_SEED fixes the mutation sequence (CI: a run that can only fail on a change, not on chance).
+  if "$BUILD_DIR/fuzz/fuzz_$t" --seconds "$SECONDS_EACH" --timeout 20 --findings "$findings" \
+      ${FUZZ_SEED:+--seed "$FUZZ_SEED"} "${inputs[@]}" \
       >"$logs/$t.log" 2>&1; then
     tail -n 1 "$logs/$t.log"
   else
@@ -36,5 +38,5 @@ run_one() {
   fi
 }
 export -f run_one
-export BUILD_DIR SECONDS_EACH findings logs
+export BUILD_DIR SECONDS_EACH findings logs FUZZ_SEED
 printf '%s\n' "$@" | xargs -P "$(nproc)" -I{} bash -c 'run_one {}'

@@ -35,8 +35,9 @@ struct Ctx {
   const std::string& source;
   [[noreturn]] void fail(const toml::node* node, std::string_view what) const {
     std::size_t line = node ? node->source().begin.line : 0;
-    if (line == 0) throw bad_input(fmt::format("{}: {}", source, what));
-    throw bad_input(at_line(source, line, what));
+    if (line == 0) throw bad_input(fmt::format("{}: {}", source, printable(what)));
+    // Keys, op names and values are the file's text: one printable line whatever they hold.
+    throw bad_input(at_line(source, line, printable(what)));
   }
 };
 
