@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (unit + end-to-end) through ctest.
+# Installs what is missing, builds, runs every test (unit + end-to-end) through
+# ctest, then every fuzz target for INFERPROF_FUZZ_SECONDS (default 30; 0 skips)
+# with a fixed seed, so that a finding comes from a code change, never chance.
+# Arguments go to ctest; given any, the fuzz run is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j"$(nproc)" "$@"
+BUILD_DIR=${BUILD_DIR:-build}
+(cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)" "$@")
+if (($# == 0)) && [[ ${INFERPROF_FUZZ_SECONDS:-30} != 0 ]]; then
+  FUZZ_SEED=${INFERPROF_FUZZ_SEED:-1} BUILD_DIR=$BUILD_DIR bash scripts/fuzz.sh "${INFERPROF_FUZZ_SECONDS:-30}"
+fi
