@@ -33,13 +33,16 @@ std::uint64_t splitmix(std::uint64_t x) {
 }
 
 // A key no other benchmark step uses: a fresh insert.
-CacheKey fresh_key(std::uint64_t i) { return CacheKey{splitmix(i ^ 0xABCDEFull), splitmix(i)}; }
+CacheKey fresh_key(std::uint64_t i) {
+  return CacheKey{splitmix(i ^ 0xABCDEFull), splitmix(i)};
+}
 
 // Zipf(1.0) ranks over kEntries, drawn with a fixed seed.
 std::vector<std::uint32_t> zipf_pattern(std::uint64_t seed) {
   std::vector<double> cdf(kEntries);
   double total = 0;
-  for (std::size_t r = 0; r < kEntries; ++r) cdf[r] = total += 1.0 / static_cast<double>(r + 1);
+  for (std::size_t r = 0; r < kEntries; ++r)
+    cdf[r] = total += 1.0 / static_cast<double>(r + 1);
   std::mt19937_64 rng(seed);
   std::vector<std::uint32_t> out(kPattern);
   for (auto& t : out) {
@@ -73,26 +76,33 @@ struct L1Fixture {
     }
     std::mt19937_64 rng(42);
     uniform.resize(kPattern);
-    for (auto& p : uniform) p = static_cast<std::uint32_t>(rng() % kEntries);
+    for (auto& p : uniform)
+      p = static_cast<std::uint32_t>(rng() % kEntries);
     // Popularity must not follow fill order (which is node order in memory):
     // give each rank a random key.
     std::vector<std::uint32_t> key_of_rank(kEntries);
-    for (std::size_t r = 0; r < kEntries; ++r) key_of_rank[r] = static_cast<std::uint32_t>(r);
+    for (std::size_t r = 0; r < kEntries; ++r)
+      key_of_rank[r] = static_cast<std::uint32_t>(r);
     std::shuffle(key_of_rank.begin(), key_of_rank.end(), rng);
     zipf = zipf_pattern(43);
-    for (auto& z : zipf) z = key_of_rank[z];
+    for (auto& z : zipf)
+      z = key_of_rank[z];
     // 1,000 of the million, always the same: what a get costs when its
     // entry is in the CPU caches.
     hot.resize(kPattern);
-    for (auto& h : hot) h = key_of_rank[rng() % 1000];
-    for (int i = 0; i < 1024; ++i) pool.push_back(std::make_shared<const std::string>(kValueBytes, 'p'));
+    for (auto& h : hot)
+      h = key_of_rank[rng() % 1000];
+    for (int i = 0; i < 1024; ++i)
+      pool.push_back(std::make_shared<const std::string>(kValueBytes, 'p'));
     // Touch every entry in random order, so recency order is not memory
     // order: otherwise the LRU victims of an insert sit next to each other
     // and eviction looks cheaper than it is.
     std::vector<std::uint32_t> order(kEntries);
-    for (std::size_t i = 0; i < kEntries; ++i) order[i] = static_cast<std::uint32_t>(i);
+    for (std::size_t i = 0; i < kEntries; ++i)
+      order[i] = static_cast<std::uint32_t>(i);
     std::shuffle(order.begin(), order.end(), rng);
-    for (std::uint32_t k : order) tier->get(keys[k], 0);
+    for (std::uint32_t k : order)
+      tier->get(keys[k], 0);
   }
   // Benchmark argument "pattern": 0 uniform, 1 zipf, 2 hot (1,000 keys).
   const std::vector<std::uint32_t>& pattern(benchmark::State& state) const {
@@ -112,7 +122,8 @@ void BM_L1GetHit(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   const auto s = f.tier->stats();
-  state.counters["hit_ratio"] = static_cast<double>(s.hits) / static_cast<double>(std::max<std::uint64_t>(1, s.lookups));
+  state.counters["hit_ratio"] =
+      static_cast<double>(s.hits) / static_cast<double>(std::max<std::uint64_t>(1, s.lookups));
 }
 
 // Per-call latency percentiles of the same get: each call timed on its own
@@ -182,7 +193,8 @@ struct SimTrace {
   SimTrace() {
     const std::vector<std::uint32_t> ranks = zipf_pattern(7);
     trace.reserve(ranks.size());
-    for (std::uint32_t r : ranks) trace.push_back(fresh_key(r));
+    for (std::uint32_t r : ranks)
+      trace.push_back(fresh_key(r));
   }
   static const SimTrace& get() {
     static SimTrace t;
@@ -205,7 +217,8 @@ void BM_PolicyCacheAccess(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   const auto& c = cache.counters();
-  state.counters["hit_ratio"] = static_cast<double>(c.hits) / static_cast<double>(std::max<std::uint64_t>(1, c.hits + c.misses));
+  state.counters["hit_ratio"] =
+      static_cast<double>(c.hits) / static_cast<double>(std::max<std::uint64_t>(1, c.hits + c.misses));
   state.SetLabel(std::string(inferprof::policy_name(policy)));
 }
 

@@ -15,12 +15,14 @@ namespace {
 using namespace inferprof;
 
 void BM_SteadyClockRead(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(now_ns());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(now_ns());
 }
 BENCHMARK(BM_SteadyClockRead);
 
 void BM_ThreadCpuClockRead(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(thread_cpu_ns());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(thread_cpu_ns());
 }
 BENCHMARK(BM_ThreadCpuClockRead);
 

@@ -43,8 +43,8 @@ double round_us(Pipeline& p, const std::vector<std::int64_t>& shape, int n, std:
     r.start = now_ns();
     p.serve(req, r);
     r.end = now_ns();
-    const Nanos host = r.stage[static_cast<std::size_t>(Stage::input)] +
-                       r.stage[static_cast<std::size_t>(Stage::preprocess)];
+    const Nanos host =
+        r.stage[static_cast<std::size_t>(Stage::input)] + r.stage[static_cast<std::size_t>(Stage::preprocess)];
     sum += static_cast<double>(r.end - r.start - host) / 1e3;
   }
   return sum / n;
@@ -62,11 +62,16 @@ int main(int argc, char** argv) try {
   bool pinned = false;
   for (int i = 2; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--pinned")) pinned = true;
-    else if (!std::strcmp(argv[i], "--batch") && has_value) batch = std::stoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--requests") && has_value) requests = std::stoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--rounds") && has_value) rounds = std::stoi(argv[++i]);
-    else throw bad_input(fmt::format("unknown argument '{}'", argv[i]));
+    if (!std::strcmp(argv[i], "--pinned"))
+      pinned = true;
+    else if (!std::strcmp(argv[i], "--batch") && has_value)
+      batch = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--requests") && has_value)
+      requests = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rounds") && has_value)
+      rounds = std::stoi(argv[++i]);
+    else
+      throw bad_input(fmt::format("unknown argument '{}'", argv[i]));
   }
   configure_threads(1);
   Profile profile = load_profile("");

@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
   std::string cmd = fmt::format("/usr/bin/python3 {} {}", INFERPROF_BENCH_PIL_SCRIPT, runs);
-  for (const auto& f : files) cmd += " " + f;
-  if (std::system(cmd.c_str()) != 0) std::printf("PIL: not measured (/usr/bin/python3 lacks PIL: apt-get install python3-pil)\n");
+  for (const auto& f : files)
+    cmd += " " + f;
+  if (std::system(cmd.c_str()) != 0)
+    std::printf("PIL: not measured (/usr/bin/python3 lacks PIL: apt-get install python3-pil)\n");
   return 0;
 }

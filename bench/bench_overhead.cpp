@@ -52,9 +52,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--no-reports")) reports = false;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--arch")) arch = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--requests")) n = std::stoull(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--arch"))
+      arch = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--requests"))
+      n = std::stoull(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::stoi(argv[i + 1]);
   }
   if (n == 0) n = arch == "mlp" ? 20000 : 400;
 
@@ -70,12 +73,14 @@ int main(int argc, char** argv) {
   {
     TraceReader reader(dir.file("requests.jsonl"));
     TraceRecord rec;
-    while (reader.next(rec)) requests.push_back(rec.request);
+    while (reader.next(rec))
+      requests.push_back(rec.request);
   }
   configure_threads(1);
   torch::jit::Module module = torch::jit::load(dir.file("model.pt"));
   module.eval();
-  for (int i = 0; i < 3; ++i) bare_loop_us(module, {requests.front()}, meta.input_shape);
+  for (int i = 0; i < 3; ++i)
+    bare_loop_us(module, {requests.front()}, meta.input_shape);
 
   RunConfig config;
   config.model_path = dir.file("model.pt");
@@ -99,7 +104,7 @@ int main(int argc, char** argv) {
     ratio.push_back((r - b) / b * 100);
     fmt::print("{:>5}  {:>12.2f}  {:>12.2f}  {:>10.2f}  {:>7.2f}%\n", round + 1, b, r, r - b, (r - b) / b * 100);
   }
-  fmt::print("{:>5}  {:>12.2f}  {:>12.2f}  {:>10.2f}  {:>7.2f}%\n", "median", median(bare), median(run),
-             median(added), median(ratio));
+  fmt::print("{:>5}  {:>12.2f}  {:>12.2f}  {:>10.2f}  {:>7.2f}%\n", "median", median(bare), median(run), median(added),
+             median(ratio));
   return 0;
 }

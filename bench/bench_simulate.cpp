@@ -53,8 +53,10 @@ class Zipf {
   Zipf(std::uint64_t keys, double a, std::uint64_t seed) : rng_(seed) {
     cdf_.resize(keys);
     double sum = 0;
-    for (std::uint64_t k = 0; k < keys; ++k) cdf_[k] = sum += 1.0 / std::pow(static_cast<double>(k + 1), a);
-    for (auto& c : cdf_) c /= sum;
+    for (std::uint64_t k = 0; k < keys; ++k)
+      cdf_[k] = sum += 1.0 / std::pow(static_cast<double>(k + 1), a);
+    for (auto& c : cdf_)
+      c /= sum;
   }
   std::uint64_t next() {
     const double u = std::uniform_real_distribution<double>(0, 1)(rng_);
@@ -80,10 +82,14 @@ int main(int argc, char** argv) {
   std::uint64_t requests = 10'000'000, keys = 1'000'000, jsonl_requests = 1'000'000;
   double zipf = 0.9;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--requests")) requests = std::stoull(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--keys")) keys = std::stoull(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--zipf")) zipf = std::stod(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--jsonl-requests")) jsonl_requests = std::stoull(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--requests"))
+      requests = std::stoull(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--keys"))
+      keys = std::stoull(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--zipf"))
+      zipf = std::stod(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--jsonl-requests"))
+      jsonl_requests = std::stoull(argv[i + 1]);
   }
   testing::TempDir dir;
   const std::string bin = dir.file("zipf.iptrace"), jsonl = dir.file("zipf.jsonl");
@@ -117,7 +123,8 @@ int main(int argc, char** argv) {
     for (std::uint64_t cap : {keys / 100, keys / 10, keys / 2}) {
       SimulateConfig c;
       c.trace_path = bin;
-      const std::string spec = std::string(policy) + ":" + std::to_string(cap) + (std::strcmp(policy, "ttl") ? "" : ":60s");
+      const std::string spec =
+          std::string(policy) + ":" + std::to_string(cap) + (std::strcmp(policy, "ttl") ? "" : ":60s");
       c.tiers = {parse_tier_spec("l1", spec, "bench")};
       const double cpu0 = cpu_seconds();
       SimulateResult r = run_simulate(c);
@@ -138,20 +145,23 @@ int main(int argc, char** argv) {
     const double cpu0 = cpu_seconds();
     SimulateResult r = run_simulate(c);
     const double cpu = cpu_seconds() - cpu0;
-    fmt::print("\nJSON lines, same keys, lru:{}: {} requests in {:.3f} s = {:.2f} M req/s ({:.2f} M req/CPU-s; "
-               "parse-bound)\n",
-               keys / 10, r.requests, r.seconds, static_cast<double>(r.requests) / r.seconds / 1e6,
-               static_cast<double>(r.requests) / cpu / 1e6);
+    fmt::print(
+        "\nJSON lines, same keys, lru:{}: {} requests in {:.3f} s = {:.2f} M req/s ({:.2f} M req/CPU-s; "
+        "parse-bound)\n",
+        keys / 10, r.requests, r.seconds, static_cast<double>(r.requests) / r.seconds / 1e6,
+        static_cast<double>(r.requests) / cpu / 1e6);
     std::fflush(stdout);
   }
 
   // The same keys again, in memory, for the curve comparison.
   std::vector<std::uint64_t> curve_keys(requests);
   Zipf z(keys, zipf, 42);
-  for (auto& k : curve_keys) k = key_hash(z.next());
+  for (auto& k : curve_keys)
+    k = key_hash(z.next());
   std::vector<std::uint64_t> caps;
   for (int i = 0; i < 30; ++i)
-    caps.push_back(static_cast<std::uint64_t>(std::llround(std::exp(std::log(100.0) + (std::log(static_cast<double>(keys)) - std::log(100.0)) * i / 29))));
+    caps.push_back(static_cast<std::uint64_t>(
+        std::llround(std::exp(std::log(100.0) + (std::log(static_cast<double>(keys)) - std::log(100.0)) * i / 29))));
   auto t0 = std::chrono::steady_clock::now();
   double c0 = cpu_seconds();
   auto one = lru_curve_one_pass(curve_keys, caps);
@@ -161,10 +171,11 @@ int main(int argc, char** argv) {
   auto per = curve_per_capacity(curve_keys, Policy::lru, 0, caps, 0);
   const double t_per = seconds(t0), c_per = cpu_seconds() - c0;
   bool equal = one == per;
-  fmt::print("\nLRU miss-ratio curve, 30 capacities 100..{}, {} requests:\n  one pass {:.2f} s wall ({:.2f} CPU-s); "
-             "one simulation per capacity ({} threads) {:.2f} s wall ({:.2f} CPU-s): {:.1f}x wall, {:.1f}x CPU; "
-             "curves equal: {}\n",
-             keys, curve_keys.size(), t_one, c_one, std::max(1u, std::thread::hardware_concurrency()), t_per, c_per,
-             t_per / t_one, c_per / c_one, equal ? "yes" : "NO");
+  fmt::print(
+      "\nLRU miss-ratio curve, 30 capacities 100..{}, {} requests:\n  one pass {:.2f} s wall ({:.2f} CPU-s); "
+      "one simulation per capacity ({} threads) {:.2f} s wall ({:.2f} CPU-s): {:.1f}x wall, {:.1f}x CPU; "
+      "curves equal: {}\n",
+      keys, curve_keys.size(), t_one, c_one, std::max(1u, std::thread::hardware_concurrency()), t_per, c_per,
+      t_per / t_one, c_per / c_one, equal ? "yes" : "NO");
   return equal ? 0 : 1;
 }

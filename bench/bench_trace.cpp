@@ -79,7 +79,8 @@ void BM_GenerateTrace(benchmark::State& state) {
   inferprof::GenTraceOptions options;
   options.requests = static_cast<std::uint64_t>(state.range(0));
   options.keys = static_cast<std::uint64_t>(state.range(1));
-  for (auto _ : state) inferprof::generate_trace(options, out);
+  for (auto _ : state)
+    inferprof::generate_trace(options, out);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * fs::file_size(out)));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * options.requests));
 }

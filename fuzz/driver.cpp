@@ -78,7 +78,9 @@ void write_all(int fd, const char* p, std::size_t n) {
     n -= static_cast<std::size_t>(w);
   }
 }
-void say(const char* s) { write_all(2, s, std::strlen(s)); }
+void say(const char* s) {
+  write_all(2, s, std::strlen(s));
+}
 
 // Async-signal-safe: open/write/close only.
 void dump_current(const char* path) {
@@ -129,13 +131,15 @@ void install_handlers() {
   // Under ASan its own handlers report SEGV and friends (with the stack) and
   // then call on_death; elsewhere we do.
   if (!kAsan)
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &sa, nullptr);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+      sigaction(sig, &sa, nullptr);
   if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(on_death);
 }
 
 std::string fnv_hex(const std::string& s) {
   std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 1099511628211ull;
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
@@ -152,7 +156,8 @@ class Mutator {
       while (i < s.size()) {
         if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
           std::size_t j = i;
-          while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.')) ++j;
+          while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.'))
+            ++j;
           if (j - i >= 2 && j - i <= 32) words.insert(s.substr(i, j - i));
           i = j;
         } else {
@@ -165,17 +170,56 @@ class Mutator {
       dict_.push_back(w);
       dict_.push_back("\"" + w + "\"");
     }
-    for (const char* t : {"\"", "\\", "\\u0000", "\\ud800", "\n", "\r\n", "\r", ",", ":", "=", "[", "]", "{", "}",
-                          "[]", "{}", "null", "true", "false", "\"\"", "\x1b[31m", "\t", "#", "'", "'''", "\"\"\"",
-                          "\xff\xfe", "\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", ".", "..", "/", "@", "-", "+",
-                          "e", "0x", "[[", "]]", "= [", "= {"})
+    for (const char* t : {"\"",
+                          "\\",
+                          "\\u0000",
+                          "\\ud800",
+                          "\n",
+                          "\r\n",
+                          "\r",
+                          ",",
+                          ":",
+                          "=",
+                          "[",
+                          "]",
+                          "{",
+                          "}",
+                          "[]",
+                          "{}",
+                          "null",
+                          "true",
+                          "false",
+                          "\"\"",
+                          "\x1b[31m",
+                          "\t",
+                          "#",
+                          "'",
+                          "'''",
+                          "\"\"\"",
+                          "\xff\xfe",
+                          "\xc0\x80",
+                          "\xed\xa0\x80",
+                          "\xf4\x90\x80\x80",
+                          ".",
+                          "..",
+                          "/",
+                          "@",
+                          "-",
+                          "+",
+                          "e",
+                          "0x",
+                          "[[",
+                          "]]",
+                          "= [",
+                          "= {"})
       dict_.emplace_back(t);
     dict_.emplace_back(std::string(1, '\0'));
   }
 
   std::string mutate(std::string s, const std::vector<std::string>& pool) {
     const int n = pick(8) == 0 ? 2 + static_cast<int>(pick(15)) : 1 + static_cast<int>(pick(3));
-    for (int k = 0; k < n; ++k) mutate_once(s, pool);
+    for (int k = 0; k < n; ++k)
+      mutate_once(s, pool);
     if (s.size() > max_len_) s.resize(max_len_);
     return s;
   }
@@ -189,12 +233,47 @@ class Mutator {
   }
 
   std::string number() {
-    static const char* nums[] = {"0", "-0", "1", "-1", "2", "255", "256", "65535", "65536", "2147483647",
-                                 "2147483648", "-2147483649", "4294967295", "4294967296", "9007199254740993",
-                                 "9223372036854775807", "9223372036854775808", "-9223372036854775809",
-                                 "18446744073709551615", "18446744073709551616", "1e308", "1e309", "-1e308",
-                                 "4.9e-324", "1e-400", "0.1", "1.5", "NaN", "nan", "inf", "-inf", "Infinity",
-                                 "1e", "1.", ".5", "00", "0x10", "+1", "99999999999", "100000", "123456789012345678901234567890"};
+    static const char* nums[] = {"0",
+                                 "-0",
+                                 "1",
+                                 "-1",
+                                 "2",
+                                 "255",
+                                 "256",
+                                 "65535",
+                                 "65536",
+                                 "2147483647",
+                                 "2147483648",
+                                 "-2147483649",
+                                 "4294967295",
+                                 "4294967296",
+                                 "9007199254740993",
+                                 "9223372036854775807",
+                                 "9223372036854775808",
+                                 "-9223372036854775809",
+                                 "18446744073709551615",
+                                 "18446744073709551616",
+                                 "1e308",
+                                 "1e309",
+                                 "-1e308",
+                                 "4.9e-324",
+                                 "1e-400",
+                                 "0.1",
+                                 "1.5",
+                                 "NaN",
+                                 "nan",
+                                 "inf",
+                                 "-inf",
+                                 "Infinity",
+                                 "1e",
+                                 "1.",
+                                 ".5",
+                                 "00",
+                                 "0x10",
+                                 "+1",
+                                 "99999999999",
+                                 "100000",
+                                 "123456789012345678901234567890"};
     if (pick(4) == 0) {
       std::string digits(1 + pick(400), '9');
       return pick(2) ? digits : "1e" + digits;
@@ -223,7 +302,8 @@ class Mutator {
         if (s.empty()) break;
         std::size_t a = pick(s.size()), len = 1 + pick(std::min<std::size_t>(s.size() - a, 64));
         std::string chunk = s.substr(a, len), rep;
-        for (std::size_t k = 1 + pick(pick(16) == 0 ? 1000 : 8); k > 0 && rep.size() < max_len_; --k) rep += chunk;
+        for (std::size_t k = 1 + pick(pick(16) == 0 ? 1000 : 8); k > 0 && rep.size() < max_len_; --k)
+          rep += chunk;
         s.insert(a, rep);
         break;
       }
@@ -247,35 +327,61 @@ class Mutator {
         static const std::size_t depths[] = {8, 64, 256, 1024, 4096};
         const std::size_t depth = pick(16) == 0 ? (pick(2) ? 20000 : 100000) : depths[pick(std::size(depths))];
         std::string nest;
-        for (std::size_t k = 0; k < depth && nest.size() < max_len_; ++k) nest += open[which];
+        for (std::size_t k = 0; k < depth && nest.size() < max_len_; ++k)
+          nest += open[which];
         if (pick(2))
-          for (std::size_t k = 0; k < depth && nest.size() < 2 * max_len_; ++k) nest += close[which];
+          for (std::size_t k = 0; k < depth && nest.size() < 2 * max_len_; ++k)
+            nest += close[which];
         s.insert(pos(s), nest);
         break;
       }
       case 7: {  // big and special numbers: replace a run of digits, or insert
         std::vector<std::size_t> starts;
         for (std::size_t i = 0; i < s.size(); ++i)
-          if (std::isdigit(static_cast<unsigned char>(s[i])) && (i == 0 || !std::isdigit(static_cast<unsigned char>(s[i - 1]))))
+          if (std::isdigit(static_cast<unsigned char>(s[i])) &&
+              (i == 0 || !std::isdigit(static_cast<unsigned char>(s[i - 1]))))
             starts.push_back(i);
         if (starts.empty() || pick(4) == 0) {
           s.insert(pos(s), number());
           break;
         }
         std::size_t a = starts[pick(starts.size())], b = a;
-        while (b < s.size() && (std::isdigit(static_cast<unsigned char>(s[b])) || s[b] == '.' || s[b] == 'e' || s[b] == '-')) ++b;
+        while (b < s.size() &&
+               (std::isdigit(static_cast<unsigned char>(s[b])) || s[b] == '.' || s[b] == 'e' || s[b] == '-'))
+          ++b;
         s.replace(a, b - a, number());
         break;
       }
       case 8: {  // a binary integer (for .iptrace): 1, 2, 4 or 8 bytes, little-endian
-        static const std::uint64_t vals[] = {0, 1, 2, 23, 24, 25, 31, 32, 33, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff,
-                                             0x7fffffff, 0x80000000, 0xffffffff, 0xfffffff0, 0x7fffffffffffffffull,
-                                             0x8000000000000000ull, 0xffffffffffffffffull, 1ull << 40};
+        static const std::uint64_t vals[] = {0,
+                                             1,
+                                             2,
+                                             23,
+                                             24,
+                                             25,
+                                             31,
+                                             32,
+                                             33,
+                                             0x7f,
+                                             0x80,
+                                             0xff,
+                                             0x7fff,
+                                             0x8000,
+                                             0xffff,
+                                             0x7fffffff,
+                                             0x80000000,
+                                             0xffffffff,
+                                             0xfffffff0,
+                                             0x7fffffffffffffffull,
+                                             0x8000000000000000ull,
+                                             0xffffffffffffffffull,
+                                             1ull << 40};
         std::uint64_t v = pick(6) == 0 ? static_cast<std::uint64_t>(rng_()) : vals[pick(std::size(vals))];
         const std::size_t width = std::size_t{1} << pick(4);
         if (s.size() < width) break;
         const std::size_t a = pick(s.size() - width + 1);
-        for (std::size_t k = 0; k < width; ++k) s[a + k] = static_cast<char>((v >> (8 * k)) & 0xff);
+        for (std::size_t k = 0; k < width; ++k)
+          s[a + k] = static_cast<char>((v >> (8 * k)) & 0xff);
         break;
       }
       case 9:  // a token: field names from the seeds, syntax, odd UTF-8
@@ -293,7 +399,8 @@ class Mutator {
         const std::size_t i = pick(lines.size()), j = pick(lines.size());
         switch (pick(3)) {
           case 0:
-            for (std::size_t k = pick(pick(16) == 0 ? 2000 : 3) + 1; k > 0; --k) lines.insert(lines.begin() + static_cast<long>(i), lines[i]);
+            for (std::size_t k = pick(pick(16) == 0 ? 2000 : 3) + 1; k > 0; --k)
+              lines.insert(lines.begin() + static_cast<long>(i), lines[i]);
             break;
           case 1:
             lines.erase(lines.begin() + static_cast<long>(i));
@@ -346,16 +453,26 @@ Options parse_args(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--runs") o.runs = std::stoull(value());
-      else if (a == "--seconds") o.seconds = std::stod(value());
-      else if (a == "--seed") o.seed = std::stoull(value()), o.seed_given = true;
-      else if (a == "--timeout") o.timeout_s = static_cast<unsigned>(std::stoul(value()));
-      else if (a == "--max-len") o.max_len = std::stoull(value());
-      else if (a == "--findings") o.findings = value();
-      else if (a == "--keep-going") o.keep_going = true;
-      else if (a == "-h" || a == "--help") usage(argv[0], nullptr);
-      else if (!a.empty() && a[0] == '-') usage(argv[0], ("unknown option " + a).c_str());
-      else o.corpus.push_back(a);
+      if (a == "--runs")
+        o.runs = std::stoull(value());
+      else if (a == "--seconds")
+        o.seconds = std::stod(value());
+      else if (a == "--seed")
+        o.seed = std::stoull(value()), o.seed_given = true;
+      else if (a == "--timeout")
+        o.timeout_s = static_cast<unsigned>(std::stoul(value()));
+      else if (a == "--max-len")
+        o.max_len = std::stoull(value());
+      else if (a == "--findings")
+        o.findings = value();
+      else if (a == "--keep-going")
+        o.keep_going = true;
+      else if (a == "-h" || a == "--help")
+        usage(argv[0], nullptr);
+      else if (!a.empty() && a[0] == '-')
+        usage(argv[0], ("unknown option " + a).c_str());
+      else
+        o.corpus.push_back(a);
     } catch (const std::logic_error&) {
       usage(argv[0], ("bad value for " + a).c_str());
     }
@@ -448,7 +565,8 @@ int main(int argc, char** argv) {
   };
 
   std::uint64_t seeds_accepted = 0;
-  for (const std::string& s : seeds) seeds_accepted += run_one(s) ? 1 : 0;
+  for (const std::string& s : seeds)
+    seeds_accepted += run_one(s) ? 1 : 0;
 
   Mutator mutator(seed, seeds, o.max_len);
   std::mt19937_64 choose(seed ^ 0x9e3779b97f4a7c15ull);
@@ -456,7 +574,8 @@ int main(int argc, char** argv) {
   for (;;) {
     if (o.runs ? mutated >= o.runs : o.seconds <= 0) break;
     if (o.seconds > 0 && mutated % 16 == 0 && elapsed() >= o.seconds) break;
-    const std::string& from = (!pool.empty() && choose() % 2) ? pool[choose() % pool.size()] : seeds[choose() % seeds.size()];
+    const std::string& from =
+        (!pool.empty() && choose() % 2) ? pool[choose() % pool.size()] : seeds[choose() % seeds.size()];
     input = mutator.mutate(from, pool);
     ++mutated;
     // Inputs a reader accepted get past its first checks: mutating them
@@ -464,8 +583,10 @@ int main(int argc, char** argv) {
     if (run_one(input)) {
       ++accepted;
       if (input.size() <= 65536) {
-        if (pool.size() < 256) pool.push_back(input);
-        else pool[choose() % pool.size()] = input;
+        if (pool.size() < 256)
+          pool.push_back(input);
+        else
+          pool[choose() % pool.size()] = input;
       }
     }
     if (o.seconds > 0 && mutated % 64 == 0 && elapsed() >= next_report) {
@@ -480,8 +601,8 @@ int main(int argc, char** argv) {
                "%s: %llu inputs (%zu seeds, %llu accepted by a reader; %llu mutated, %llu accepted) in %.1f s, "
                "seed %llu, %llu findings\n",
                o.name.c_str(), static_cast<unsigned long long>(executed), seeds.size(),
-               static_cast<unsigned long long>(seeds_accepted),
-               static_cast<unsigned long long>(mutated), static_cast<unsigned long long>(accepted), elapsed(),
-               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(findings));
+               static_cast<unsigned long long>(seeds_accepted), static_cast<unsigned long long>(mutated),
+               static_cast<unsigned long long>(accepted), elapsed(), static_cast<unsigned long long>(seed),
+               static_cast<unsigned long long>(findings));
   return findings ? 1 : 0;
 }

@@ -67,6 +67,8 @@ bool expect_error_or_success(F&& f) {
 
 // The target's return value: 0 when some reader accepted the input, -1 when
 // all answered with an Error (libFuzzer then keeps it out of the corpus).
-inline int verdict(bool accepted) { return accepted ? 0 : -1; }
+inline int verdict(bool accepted) {
+  return accepted ? 0 : -1;
+}
 
 }  // namespace inferprof::fuzz

@@ -26,8 +26,8 @@ constexpr std::string_view kSummary = R"({"schema": "inferprof.summary/1", "run"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace inferprof;
-  static const std::string summary = fuzz::write_input(
-      "summary.json", reinterpret_cast<const std::uint8_t*>(kSummary.data()), kSummary.size());
+  static const std::string summary =
+      fuzz::write_input("summary.json", reinterpret_cast<const std::uint8_t*>(kSummary.data()), kSummary.size());
   fuzz::write_input("requests.csv", data, size);
   bool ok = fuzz::expect_error_or_success([&] { (void)load_run(summary); });
   ok |= fuzz::expect_error_or_success([&] { (void)load_sim_costs(summary); });

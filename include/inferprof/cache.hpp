@@ -23,7 +23,9 @@ struct CacheKey {
   bool operator!=(const CacheKey& o) const noexcept { return !(*this == o); }
 };
 struct CacheKeyHash {
-  std::size_t operator()(const CacheKey& k) const noexcept { return static_cast<std::size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull)); }
+  std::size_t operator()(const CacheKey& k) const noexcept {
+    return static_cast<std::size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull));
+  }
 };
 // L1/L2: model version + input key. A new version changes every key. The top
 // 32 bits of `hi` are version_tag(model_version), so a tier can drop one
@@ -41,13 +43,13 @@ std::optional<Policy> parse_policy(std::string_view name);
 
 // One tier's configuration, from the profile's [cache.l1] ... or the command line.
 struct TierSpec {
-  std::string tier = "l1";          // l1 | l2 | l3
+  std::string tier = "l1";  // l1 | l2 | l3
   Policy policy = Policy::lru;
-  std::uint64_t max_entries = 0;    // 0: no count limit
-  std::uint64_t max_bytes = 0;      // 0: no byte limit
-  double ttl_s = 0;                 // > 0: entries expire (policy ttl needs it; others may use it too)
-  std::string backend = "memory";   // memory | redis | lmdb
-  std::string location;             // redis URL, or LMDB folder
+  std::uint64_t max_entries = 0;   // 0: no count limit
+  std::uint64_t max_bytes = 0;     // 0: no byte limit
+  double ttl_s = 0;                // > 0: entries expire (policy ttl needs it; others may use it too)
+  std::string backend = "memory";  // memory | redis | lmdb
+  std::string location;            // redis URL, or LMDB folder
 };
 // Tier spec grammar (the text after "--tier l1=", or a profile's policy string):
 //
@@ -82,10 +84,10 @@ void validate_tier_spec(const TierSpec& spec, std::string_view what);
 // Counters of one tier. Hits + misses == lookups, always.
 struct TierStats {
   std::uint64_t lookups = 0, hits = 0, misses = 0, inserts = 0, evictions = 0, expirations = 0;
-  std::uint64_t errors = 0;        // backend failures (each also counted as a miss or a skipped insert)
-  std::uint64_t corrupt = 0;       // values that failed their checksum (counted as misses)
+  std::uint64_t errors = 0;              // backend failures (each also counted as a miss or a skipped insert)
+  std::uint64_t corrupt = 0;             // values that failed their checksum (counted as misses)
   std::uint64_t entries = 0, bytes = 0;  // held at the end
-  bool degraded = false;           // the backend failed during the run
+  bool degraded = false;                 // the backend failed during the run
 };
 
 // ---- Tensor values -------------------------------------------------------
@@ -122,12 +124,12 @@ struct BackendError : std::runtime_error {
 class BlobBackend {
  public:
   virtual ~BlobBackend() = default;
-  virtual std::string describe() const = 0;  // for reports; never contains a password
-  virtual std::optional<std::string> get(const CacheKey& key) = 0;          // throws BackendError
+  virtual std::string describe() const = 0;                         // for reports; never contains a password
+  virtual std::optional<std::string> get(const CacheKey& key) = 0;  // throws BackendError
   virtual void put(const CacheKey& key, std::string_view value, double ttl_s) = 0;  // throws BackendError
-  virtual void clear() = 0;                  // remove everything this run's namespace holds
-  virtual std::uint64_t entries() = 0;       // held now, in this namespace
-  virtual std::uint64_t bytes() = 0;         // value bytes held now, in this namespace
+  virtual void clear() = 0;             // remove everything this run's namespace holds
+  virtual std::uint64_t entries() = 0;  // held now, in this namespace
+  virtual std::uint64_t bytes() = 0;    // value bytes held now, in this namespace
   // Removes the result keys of one model version (result_key's tag); returns
   // how many. Backends that hold no results (LMDB: L3 only) remove nothing.
   virtual std::uint64_t erase_version(std::uint32_t /*tag*/) { return 0; }
@@ -136,7 +138,8 @@ class BlobBackend {
   virtual std::vector<std::optional<std::string>> get_many(const std::vector<CacheKey>& keys) {
     std::vector<std::optional<std::string>> out;
     out.reserve(keys.size());
-    for (const CacheKey& k : keys) out.push_back(get(k));
+    for (const CacheKey& k : keys)
+      out.push_back(get(k));
     return out;
   }
 };

@@ -20,8 +20,8 @@ struct CompareConfig {
   std::vector<TierSpec> overrides;          // --tier
   std::string redis_url;                    // --redis
   int repeat = 1;
-  std::string out_dir;                      // compare.csv, compare.json, one folder per configuration
-  bool flamegraph_diff = false;             // diff-<config>.svg against the baseline
+  std::string out_dir;           // compare.csv, compare.json, one folder per configuration
+  bool flamegraph_diff = false;  // diff-<config>.svg against the baseline
 };
 
 // A speedup (baseline / this) with its bootstrap 95% confidence interval.
@@ -31,21 +31,21 @@ struct Speedup {
 };
 
 struct CompareRow {
-  std::string name;                // the configuration, e.g. "l1,l2"
+  std::string name;  // the configuration, e.g. "l1,l2"
   std::vector<TierSpec> tiers;
-  RunSummary last;                 // the last repeat's full summary (its reports are written)
-  std::vector<double> means_us;    // mean latency of each repeat completed (fewer than asked when interrupted)
-  std::vector<double> walls_s;     // replay time of each repeat
+  RunSummary last;               // the last repeat's full summary (its reports are written)
+  std::vector<double> means_us;  // mean latency of each repeat completed (fewer than asked when interrupted)
+  std::vector<double> walls_s;   // replay time of each repeat
   double mean_us = 0, p50_us = 0, p99_us = 0, rps = 0, wall_s = 0;  // over repeats (p50/p99: of the last)
-  Speedup mean_speedup;            // baseline mean latency / this one's
-  Speedup wall_speedup;            // baseline replay time / this one's
+  Speedup mean_speedup;                                             // baseline mean latency / this one's
+  Speedup wall_speedup;                                             // baseline replay time / this one's
   bool outliers_dominate = false;  // the slowest 1% of requests hold over half the time
 };
 
 struct CompareResult {
-  std::vector<CompareRow> rows;    // the configurations with at least one completed replay
+  std::vector<CompareRow> rows;  // the configurations with at least one completed replay
   int repeat = 1;
-  std::string interrupted_by;      // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
+  std::string interrupted_by;        // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
   std::vector<std::string> not_run;  // configurations an interrupt left without a completed replay
   std::vector<std::string> warnings;
   std::vector<std::string> files;

@@ -19,12 +19,12 @@ namespace inferprof {
 // "compute.p99=5%" (one stage), "total.mean=5%+0.05ms" (with an absolute
 // allowance), "throughput=10%" (a drop in requests/s).
 struct GateSpec {
-  std::string stage;   // a stage name, "total", or "*" (every stage and the total); "" for throughput
-  std::string metric;  // mean, p50, p90, p99, max or throughput
-  double pct = 0;      // allowed change, in percent of the base value
+  std::string stage;                  // a stage name, "total", or "*" (every stage and the total); "" for throughput
+  std::string metric;                 // mean, p50, p90, p99, max or throughput
+  double pct = 0;                     // allowed change, in percent of the base value
   double floor_us = kDefaultFloorUs;  // plus this much, in µs (latency metrics only)
   bool floor_given = false;
-  std::string text;    // as the user wrote it
+  std::string text;  // as the user wrote it
   static constexpr double kDefaultFloorUs = 10;
 };
 
@@ -94,7 +94,7 @@ struct DiffRow {
   std::string gate;         // the gate applied, as written ("" if none)
   double limit = 0;         // allowed change (in the unit), when gated
   Verdict verdict = Verdict::none;
-  std::string note;         // "no interval: ..." and the like
+  std::string note;  // "no interval: ..." and the like
 };
 
 struct DiffConfig {
@@ -111,8 +111,8 @@ struct DiffResult {
   std::vector<GateSpec> gates;
   double confidence = 0.95;
   int resamples = 0;
-  bool intervals = false;           // both runs had requests.csv
-  std::string intervals_note;       // why not, or how they were computed
+  bool intervals = false;               // both runs had requests.csv
+  std::string intervals_note;           // why not, or how they were computed
   std::vector<std::string> mismatches;  // identity differences overridden by --force
   std::vector<std::string> notes;       // configuration differences (profile, concurrency, ...)
   std::vector<std::string> hidden;      // stages zero or n/a in both runs, not shown
@@ -131,6 +131,6 @@ DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config);
 std::string render_diff_table(const DiffResult& r);
 std::string render_diff_markdown(const DiffResult& r);  // a verdict line first, then the table
 std::string render_diff_json(const DiffResult& r);
-std::string render_diff_junit(const DiffResult& r);     // one <testcase> per gated row
+std::string render_diff_junit(const DiffResult& r);  // one <testcase> per gated row
 
 }  // namespace inferprof

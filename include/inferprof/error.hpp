@@ -26,8 +26,12 @@ class Error : public std::runtime_error {
   ExitCode code_;
 };
 
-inline Error bad_input(const std::string& message) { return Error(ExitCode::bad_input, message); }
-inline Error runtime_failure(const std::string& message) { return Error(ExitCode::runtime, message); }
+inline Error bad_input(const std::string& message) {
+  return Error(ExitCode::bad_input, message);
+}
+inline Error runtime_failure(const std::string& message) {
+  return Error(ExitCode::runtime, message);
+}
 
 // "FILE:LINE: what" -- the prefix every trace and profile error carries.
 std::string at_line(std::string_view file, std::size_t line, std::string_view what);

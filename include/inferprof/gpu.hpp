@@ -33,10 +33,10 @@ struct Activity {
   enum class Kind : std::uint8_t { kernel, memcpy_h2d, memcpy_d2h, memcpy_d2d, memcpy_other, memset, sync };
   Kind kind = Kind::kernel;
   Nanos start = 0, end = 0;
-  std::uint64_t bytes = 0;      // memcpy, memset
-  bool pinned = false;          // memcpy: the host side is page-locked
-  std::uint32_t name = 0;       // kernel: NameTable id of its (demangled) name
-  std::uint64_t external = 0;   // external correlation id; 0: none (outside any request)
+  std::uint64_t bytes = 0;     // memcpy, memset
+  bool pinned = false;         // memcpy: the host side is page-locked
+  std::uint32_t name = 0;      // kernel: NameTable id of its (demangled) name
+  std::uint64_t external = 0;  // external correlation id; 0: none (outside any request)
 };
 
 // External correlation ids: the request's token in the high bits, the stage
@@ -45,7 +45,9 @@ inline constexpr std::uint32_t kNoStage = 15;
 inline constexpr std::uint64_t external_id(std::uint64_t token, std::uint32_t stage) {
   return (token << 4) | (stage & 15u);
 }
-inline constexpr std::uint64_t token_of(std::uint64_t external) { return external >> 4; }
+inline constexpr std::uint64_t token_of(std::uint64_t external) {
+  return external >> 4;
+}
 inline constexpr std::uint32_t stage_of(std::uint64_t external) {
   return static_cast<std::uint32_t>(external & 15u);
 }
@@ -56,7 +58,7 @@ Nanos union_length(std::vector<std::pair<Nanos, Nanos>> intervals);
 // What one request did on the GPU.
 struct RequestGpu {
   Nanos h2d = 0, compute = 0, d2h = 0;  // busy time (union of intervals) per stage
-  Nanos idle = 0;        // gaps between the request's first and last GPU activity
+  Nanos idle = 0;                       // gaps between the request's first and last GPU activity
   std::uint32_t kernels = 0;
   std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
   Nanos h2d_copy_ns = 0, d2h_copy_ns = 0;  // time of the copies alone (for GB/s)

@@ -18,10 +18,10 @@ namespace inferprof::lifecycle {
 
 void install();
 
-bool interrupted();           // a stop was requested
-int interrupt_signal();       // SIGINT or SIGTERM; 0 when none
+bool interrupted();            // a stop was requested
+int interrupt_signal();        // SIGINT or SIGTERM; 0 when none
 std::string interrupt_name();  // "SIGINT", "SIGTERM"; empty when none
-int interrupted_exit_code();  // 128 + the signal
+int interrupted_exit_code();   // 128 + the signal
 
 // Marks a command that handles a first interrupt itself (nests).
 class GracefulScope {

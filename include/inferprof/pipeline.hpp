@@ -26,14 +26,14 @@ struct ModelMetadata {
 };
 
 struct ModelInfo {
-  std::string path;             // the file, or "name@version" when it came from the model store
-  std::string name;             // the store's model name; the file path for a plain file
-  std::string version;          // the result caches' key prefix: the store's version, or "xxh3:<16 hex>" of a file
-  std::string hash;             // "xxh3:<16 hex>" of the bytes, wherever they came from
+  std::string path;     // the file, or "name@version" when it came from the model store
+  std::string name;     // the store's model name; the file path for a plain file
+  std::string version;  // the result caches' key prefix: the store's version, or "xxh3:<16 hex>" of a file
+  std::string hash;     // "xxh3:<16 hex>" of the bytes, wherever they came from
   ModelMetadata meta;
   std::int64_t file_bytes = 0;
-  std::int64_t parameters = 0;  // counted from the loaded module
-  double load_ms = 0;           // read + deserialise + move to device
+  std::int64_t parameters = 0;     // counted from the loaded module
+  double load_ms = 0;              // read + deserialise + move to device
   std::string served_by = "file";  // where the bytes came from: file, memory, redis, remote
 };
 
@@ -68,10 +68,10 @@ struct CacheSet {
 
 struct PipelineOptions {
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
-  bool record_ops = false;  // aten operators as children of `compute`
-  bool pinned = false;      // cuda: stage inputs in page-locked memory before h2d
-  bool gpu_trace = true;    // cuda: CUPTI + NVTX (off: host times only, to measure their cost)
-  std::string trace_path;   // names the trace line in errors about a request's input (empty: "request ID")
+  bool record_ops = false;     // aten operators as children of `compute`
+  bool pinned = false;         // cuda: stage inputs in page-locked memory before h2d
+  bool gpu_trace = true;       // cuda: CUPTI + NVTX (off: host times only, to measure their cost)
+  std::string trace_path;      // names the trace line in errors about a request's input (empty: "request ID")
 };
 
 class Pipeline {

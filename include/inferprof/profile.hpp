@@ -15,15 +15,15 @@ namespace inferprof {
 
 // One preprocessing op with its parameters (only those its kind uses are set).
 struct PreprocessOp {
-  std::string op;                    // decode, to_tensor, to_float, to_half, scale, normalize, resize, center_crop, layout
-  double factor = 1.0;               // scale
-  std::vector<double> mean, std;     // normalize (per channel, dim 1)
-  std::vector<std::int64_t> size;    // resize: [height, width] or [shorter side]; center_crop: [height, width]
-  std::string mode = "bilinear";     // resize: bilinear | bicubic | nearest
-  bool antialias = false;            // resize: low-pass filter when shrinking, as PIL and torchvision do
-  std::uint64_t max_pixels = 0;      // decode: refuse larger images (0: the built-in limit)
-  std::string from, to;              // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
-  std::size_t line = 0;              // where it is defined, for errors
+  std::string op;                 // decode, to_tensor, to_float, to_half, scale, normalize, resize, center_crop, layout
+  double factor = 1.0;            // scale
+  std::vector<double> mean, std;  // normalize (per channel, dim 1)
+  std::vector<std::int64_t> size;  // resize: [height, width] or [shorter side]; center_crop: [height, width]
+  std::string mode = "bilinear";   // resize: bilinear | bicubic | nearest
+  bool antialias = false;          // resize: low-pass filter when shrinking, as PIL and torchvision do
+  std::uint64_t max_pixels = 0;    // decode: refuse larger images (0: the built-in limit)
+  std::string from, to;            // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
+  std::size_t line = 0;            // where it is defined, for errors
 };
 
 // The names accepted for PreprocessOp::op, in the order error messages list them.
@@ -39,7 +39,7 @@ struct Profile {
   std::string description;
   struct Model {
     std::string device = "cpu";
-    int threads = 1;   // 0: one per core
+    int threads = 1;  // 0: one per core
     int warmup = 3;
     std::string update = "sync";  // how model_update events switch versions: sync | async | preload
   } model;

@@ -38,7 +38,7 @@ class ReplayObserver {
 // Validated settings of one replay. The CLI fills it; nothing below the CLI
 // sees CLI11. Negative numbers mean "take the profile's value".
 struct RunConfig {
-  std::string model_path;   // a TorchScript file, or with store_url "name[@version]" in the store
+  std::string model_path;  // a TorchScript file, or with store_url "name[@version]" in the store
   std::string trace_path;
   std::string model_sha256;  // lowercase hex; when set, the model's bytes must hash to it before loading
   Profile profile;
@@ -62,21 +62,21 @@ struct RunConfig {
   // The model store (file:// folder or http(s):// URL); empty: model_path is a
   // plain file, its own one-version store, and update events cannot apply.
   std::string store_url;
-  std::string store_redis_url;   // keep model bytes in Redis too (between memory and the remote)
-  bool store_zstd = false;       // compress them there
-  std::string update_mode;       // sync | async | preload (empty: the profile's): how model_update events switch versions
-  double preload_lead_ms = 1000; // preload, open loop: start fetching this long before the event
+  std::string store_redis_url;  // keep model bytes in Redis too (between memory and the remote)
+  bool store_zstd = false;      // compress them there
+  std::string update_mode;  // sync | async | preload (empty: the profile's): how model_update events switch versions
+  double preload_lead_ms = 1000;  // preload, open loop: start fetching this long before the event
   // One replica of `run --replicas N` (replicas.hpp): it replays its share of
   // the requests (every event), leaves the shared Redis namespace to the
   // parent, and with update_channel takes model updates from Redis pub/sub
   // (replica 0 publishes the trace's events).
-  int replica_index = -1;        // -1: not a replica
+  int replica_index = -1;  // -1: not a replica
   int replica_count = 0;
-  std::string split = "rr";      // rr: request n goes to replica n mod N; hash: by its key
-  std::string update_channel;    // Redis URL for update pub/sub; empty: the trace's own events
+  std::string split = "rr";        // rr: request n goes to replica n mod N; hash: by its key
+  std::string update_channel;      // Redis URL for update pub/sub; empty: the trace's own events
   std::function<void()> on_ready;  // called when warmed up, before the replay starts; may block
-  bool pinned = false;         // cuda: inputs staged in pinned memory (--pinned)
-  bool gpu_trace = true;       // cuda: CUPTI + NVTX (--gpu-trace off)
+  bool pinned = false;             // cuda: inputs staged in pinned memory (--pinned)
+  bool gpu_trace = true;           // cuda: CUPTI + NVTX (--gpu-trace off)
 };
 
 // The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the
@@ -90,7 +90,7 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
 
 struct RunOutcome {
   RunSummary summary;
-  std::vector<std::string> files;  // report files written
+  std::vector<std::string> files;                             // report files written
   std::vector<std::pair<std::string, std::uint64_t>> folded;  // the flame graph's stacks (µs)
 };
 

@@ -13,7 +13,7 @@ namespace inferprof {
 
 struct ReplicaLaunch {
   int replicas = 2;
-  std::string binary;                  // the inferprof executable
+  std::string binary;                   // the inferprof executable
   std::vector<std::string> child_args;  // `run` arguments each replica gets, before its own
   std::string split = "rr";             // rr (round-robin) | hash (of the request key)
   std::string out_dir;                  // DIR/replica-I/ per replica, DIR/replicas.json
@@ -42,8 +42,8 @@ struct ReplicaResult {
 
 struct ReplicaUpdate {
   std::string version;
-  int replicas_live = 0;         // replicas that went live on it
-  double skew_ms = 0;            // last minus first replica going live
+  int replicas_live = 0;  // replicas that went live on it
+  double skew_ms = 0;     // last minus first replica going live
   std::uint64_t stale_served = 0, stalled = 0;
   double stall_ms = 0;
 };
@@ -53,7 +53,7 @@ struct ReplicaSummary {
   std::vector<ReplicaResult> replicas;
   int failed = 0;
   std::uint64_t requests = 0;
-  double p50_spread_us = 0, p99_spread_us = 0;   // max - min across replicas that finished
+  double p50_spread_us = 0, p99_spread_us = 0;  // max - min across replicas that finished
   std::vector<ReplicaUpdate> updates;
   std::vector<std::string> files;
   std::string interrupted_by;  // "SIGINT"/"SIGTERM": the parent was interrupted and stopped the replicas

@@ -37,11 +37,11 @@ struct RunInfo {
   int cpu_cores = 0;       // hardware threads
   std::string started_at;  // ISO 8601, UTC
   std::string model_path;
-  std::string model_version;  // the store's version, or "xxh3:..." of the file
+  std::string model_version;             // the store's version, or "xxh3:..." of the file
   std::string model_served_by = "file";  // file, or the store tier: memory, redis, remote
-  std::string model_hash;  // "xxh3:<16 hex>" of the model file
+  std::string model_hash;                // "xxh3:<16 hex>" of the model file
   std::string model_sha256;  // of a plain model file's bytes (the store checks its own); what --model-sha256 compares
-  std::string model_arch;  // from the model's metadata, "unknown" if none
+  std::string model_arch;    // from the model's metadata, "unknown" if none
   std::int64_t model_parameters = 0;
   std::int64_t model_bytes = 0;  // file size
   std::string profile_name;
@@ -50,17 +50,17 @@ struct RunInfo {
   std::uint64_t trace_bytes = 0;
   std::string trace_hash;  // "xxh3:<16 hex>" of the trace file
   std::string device = "cpu";
-  bool copies_applicable = false;  // h2d/d2h mean something (GPU); on CPU they print n/a
-  int threads = 1;                 // intra-op threads, as set
-  int concurrency = 1;             // replay workers
-  std::string mode = "closed-loop";  // or "open-loop"
-  double speed = 1.0;                // open loop: trace time is divided by this
-  std::uint64_t limit = 0;           // 0: whole trace
-  bool ops = false;                  // --ops: aten operators recorded under compute
-  double load_ms = 0;                // model load: read + deserialise + to device
-  int warmup = 0;                    // warm-up iterations asked for
-  std::vector<double> warmup_us;     // latency of each warm-up iteration, in order
-  double wall_s = 0;                 // measured replay wall time (warm-up excluded)
+  bool copies_applicable = false;     // h2d/d2h mean something (GPU); on CPU they print n/a
+  int threads = 1;                    // intra-op threads, as set
+  int concurrency = 1;                // replay workers
+  std::string mode = "closed-loop";   // or "open-loop"
+  double speed = 1.0;                 // open loop: trace time is divided by this
+  std::uint64_t limit = 0;            // 0: whole trace
+  bool ops = false;                   // --ops: aten operators recorded under compute
+  double load_ms = 0;                 // model load: read + deserialise + to device
+  int warmup = 0;                     // warm-up iterations asked for
+  std::vector<double> warmup_us;      // latency of each warm-up iteration, in order
+  double wall_s = 0;                  // measured replay wall time (warm-up excluded)
   std::uint64_t skipped_invalid = 0;  // trace lines skipped by --skip-invalid
   std::vector<std::string> skipped_examples;
   double peak_rss_mb = 0;
@@ -78,8 +78,8 @@ struct StageStats {
   double total_us = 0;      // sum over all requests
   double mean_us = 0;       // total_us / number of requests (not / count), so means add up
   double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0, min_us = 0;
-  double share = 0;         // total_us / total of the request root
-  bool applicable = true;   // false: h2d/d2h on CPU (printed n/a)
+  double share = 0;        // total_us / total of the request root
+  bool applicable = true;  // false: h2d/d2h on CPU (printed n/a)
   // Thread CPU time of the same requests (docs/reports.md). cpu = false: not
   // measured (the queue stage, or a run without CPU clocks): printed as n/a.
   bool cpu = false;
@@ -94,10 +94,10 @@ struct StageStats {
 inline constexpr double kNoisyOffCpuShare = 0.20;
 
 struct OpStats {
-  std::string name;       // "aten::conv2d"
+  std::string name;  // "aten::conv2d"
   std::uint64_t calls = 0;
-  double self_us = 0;     // time in the op minus its child ops
-  double total_us = 0;    // inclusive time (nested calls of the same op counted once per call)
+  double self_us = 0;           // time in the op minus its child ops
+  double total_us = 0;          // inclusive time (nested calls of the same op counted once per call)
   double share_of_compute = 0;  // self_us / compute total
 };
 
@@ -135,20 +135,20 @@ struct LatencyStats {
 // and what it cost the requests around it.
 struct UpdateReport {
   std::string model, from_version, to_version;
-  std::string mode;             // sync | async | preload
-  double announced_ms = 0;      // since the replay started
-  double live_ms = -1;          // when the new version began serving; -1: not within the replay
-  double live_unix_ms = 0;      // the same on the wall clock (ms since 1970), to line up replicas
+  std::string mode;         // sync | async | preload
+  double announced_ms = 0;  // since the replay started
+  double live_ms = -1;      // when the new version began serving; -1: not within the replay
+  double live_unix_ms = 0;  // the same on the wall clock (ms since 1970), to line up replicas
   double fetch_ms = 0, deserialize_ms = 0;
-  std::string served_by;        // the store tier the new version came from
-  std::uint64_t stalled = 0;    // requests that waited for the new version to load
-  double stall_ms = 0;          // their summed waiting (part of their `load` stage)
+  std::string served_by;           // the store tier the new version came from
+  std::uint64_t stalled = 0;       // requests that waited for the new version to load
+  double stall_ms = 0;             // their summed waiting (part of their `load` stage)
   std::uint64_t stale_served = 0;  // requests after the announcement served by the old version
   std::uint64_t invalidated = 0;   // result-cache entries of the old version dropped
   // Requests that started before the announcement (after the previous update
   // was live), while it was pending, and after it was live (until the next one).
   LatencyStats before, during, after;
-  std::string error;            // the update failed (e.g. unknown version): the old version kept serving
+  std::string error;  // the update failed (e.g. unknown version): the old version kept serving
 };
 
 struct RunSummary {
@@ -156,16 +156,16 @@ struct RunSummary {
   std::uint64_t requests = 0;  // measured requests
   std::uint64_t failed = 0;
   std::array<StageStats, kStageCount> stages{};
-  StageStats total;            // the request root: arrival to end
-  double throughput_rps = 0;   // requests / info.wall_s
-  std::vector<OpStats> top_ops;  // by self time, at most 25
-  std::uint64_t spans = 0;       // events written (or that would be) to trace.json per request root + spans
-  std::uint64_t trace_json_requests = 0;  // requests trace.json holds (capped by size)
-  std::uint64_t trace_json_max_bytes = 0; // the cap on its events (0: none)
+  StageStats total;                        // the request root: arrival to end
+  double throughput_rps = 0;               // requests / info.wall_s
+  std::vector<OpStats> top_ops;            // by self time, at most 25
+  std::uint64_t spans = 0;                 // events written (or that would be) to trace.json per request root + spans
+  std::uint64_t trace_json_requests = 0;   // requests trace.json holds (capped by size)
+  std::uint64_t trace_json_max_bytes = 0;  // the cap on its events (0: none)
   std::uint64_t csv_rows = 0;
   std::vector<std::string> failed_examples;  // "id 17: why", the first few failed requests
-  std::vector<CacheTierReport> caches;  // empty: no cache tier configured
-  std::vector<OutcomeStats> outcomes;   // only with caches
+  std::vector<CacheTierReport> caches;       // empty: no cache tier configured
+  std::vector<OutcomeStats> outcomes;        // only with caches
   VerifyReport verify;
   std::vector<UpdateReport> updates;  // model updates applied during the replay
   // GPU sums over the measured requests (record.gpu); zero on CPU.
@@ -182,7 +182,7 @@ struct CollectorOptions {
   // so that a viewer can open it; the summary says how many it holds. 0 = no cap.
   std::uint64_t trace_json_max_bytes = 100'000'000;
   bool copies_applicable = false;
-  Nanos epoch = 0;      // now_ns() at replay start; trace.json timestamps are relative to it
+  Nanos epoch = 0;  // now_ns() at replay start; trace.json timestamps are relative to it
 };
 
 // Aggregates request records as they complete: histograms per stage,
@@ -218,7 +218,7 @@ class Collector {
 };
 
 // Renderers for stdout (--format) and for the report files.
-std::string render_table(const RunSummary& s);     // for people, with units
+std::string render_table(const RunSummary& s);  // for people, with units
 std::string render_summary_json(const RunSummary& s);
 std::string render_stages_csv(const RunSummary& s);
 std::string render_markdown(const RunSummary& s);

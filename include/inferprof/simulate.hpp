@@ -31,7 +31,7 @@ struct SimRecord {
 struct CsvColumns {
   std::string ts = "timestamp";  // empty: no timestamps
   std::string key = "key";
-  std::string size = "size";     // optional column: absent from the header means no sizes
+  std::string size = "size";  // optional column: absent from the header means no sizes
   // Set by parse_csv_columns for a ts or size column the user named: only the
   // defaults may be missing from the header.
   bool ts_named = false, size_named = false;
@@ -42,7 +42,7 @@ CsvColumns parse_csv_columns(std::string_view text);
 class SimSource {
  public:
   virtual ~SimSource() = default;
-  virtual bool next(SimRecord& out) = 0;  // false at end; throws Error(bad_input) "FILE:LINE: ..."
+  virtual bool next(SimRecord& out) = 0;   // false at end; throws Error(bad_input) "FILE:LINE: ..."
   virtual std::string format() const = 0;  // "jsonl", "iptrace", "csv"
 };
 // Picks the reader by content: the .iptrace magic, else by extension (.csv),
@@ -87,16 +87,16 @@ ConvertStats convert_trace(const std::string& in_path, const std::string& out_pa
 // What serving a request costs by what served it, from a run's summary.json
 // and, when next to it, its requests.csv (per-request distributions for p99).
 struct SimCosts {
-  std::string source;                  // the summary.json path
-  bool per_request = false;            // requests.csv was read
-  std::uint64_t rows = 0;              // requests.csv rows read
-  double miss_mean_us = 0;             // a request computed from scratch
-  double l3_hit_mean_us = 0;           // preprocessing skipped
+  std::string source;         // the summary.json path
+  bool per_request = false;   // requests.csv was read
+  std::uint64_t rows = 0;     // requests.csv rows read
+  double miss_mean_us = 0;    // a request computed from scratch
+  double l3_hit_mean_us = 0;  // preprocessing skipped
   double l1_hit_mean_us = 0, l2_hit_mean_us = 0;
   std::vector<double> miss_us, l3_hit_us, l1_hit_us, l2_hit_us;  // samples (bounded), when per_request
-  std::uint64_t result_bytes = 0;      // mean entry size of the run's L1/L2 (0: not known)
-  std::uint64_t preprocessed_bytes = 0;  // of its L3
-  std::vector<std::string> notes;      // assumptions made, said in the output
+  std::uint64_t result_bytes = 0;                                // mean entry size of the run's L1/L2 (0: not known)
+  std::uint64_t preprocessed_bytes = 0;                          // of its L3
+  std::vector<std::string> notes;                                // assumptions made, said in the output
 };
 // Throws Error(bad_input) naming the file (and line of requests.csv).
 SimCosts load_sim_costs(const std::string& summary_json_path);
@@ -116,16 +116,16 @@ MrcSpec parse_mrc_spec(std::string_view text, int points);
 struct SimulateConfig {
   std::string trace_path;
   CsvColumns csv;
-  std::vector<TierSpec> tiers;                     // l1/l2/l3, memory semantics
+  std::vector<TierSpec> tiers;  // l1/l2/l3, memory semantics
   // e.g. {{"l1"}, {"l1","l2"}}; empty: all tiers together. An empty entry
   // ({}, `--caches none`) is the no-cache baseline, which has no row of its own.
   std::vector<std::vector<std::string>> configurations;
-  std::string costs_path;                          // summary.json; empty: no prediction
-  std::uint64_t warmup = 0;                        // the first N requests only warm the caches
-  std::uint64_t value_bytes = 0;                   // entry size when the trace has none (0: unknown)
+  std::string costs_path;         // summary.json; empty: no prediction
+  std::uint64_t warmup = 0;       // the first N requests only warm the caches
+  std::uint64_t value_bytes = 0;  // entry size when the trace has none (0: unknown)
   std::vector<MrcSpec> mrc;
-  double sample_rate = 1.0;                        // SHARDS rate for the one-pass LRU curve (1: exact)
-  unsigned threads = 0;                            // for per-capacity curves; 0: hardware
+  double sample_rate = 1.0;  // SHARDS rate for the one-pass LRU curve (1: exact)
+  unsigned threads = 0;      // for per-capacity curves; 0: hardware
 };
 
 // ---- Results -------------------------------------------------------------------
@@ -154,7 +154,7 @@ struct MrcPoint {
 };
 struct MrcResult {
   MrcSpec spec;
-  std::string method;             // "one-pass stack distances" or "one simulation per capacity (N threads)"
+  std::string method;  // "one-pass stack distances" or "one simulation per capacity (N threads)"
   double sample_rate = 1.0;
   std::uint64_t sampled_requests = 0, sampled_keys = 0;  // with sampling
   std::optional<double> error_bound;  // with sampling: ~95% bound on |hit ratio error| (from 8 disjoint subsamples)
@@ -164,15 +164,15 @@ struct MrcResult {
 };
 struct SimulateResult {
   std::string trace_path, trace_format;
-  std::uint64_t requests = 0;      // all requests read (warm-up included)
-  std::uint64_t measured = 0;      // after warm-up
+  std::uint64_t requests = 0;  // all requests read (warm-up included)
+  std::uint64_t measured = 0;  // after warm-up
   std::uint64_t model_updates = 0;
   std::uint64_t warmup = 0;
-  bool timestamps = false;         // some request had ts_ms (TTL time)
-  std::string sizes;               // where entry sizes came from
-  double seconds = 0;              // the configurations' pass
+  bool timestamps = false;  // some request had ts_ms (TTL time)
+  std::string sizes;        // where entry sizes came from
+  double seconds = 0;       // the configurations' pass
   std::optional<SimCosts> costs;
-  SimPrediction baseline;          // no cache
+  SimPrediction baseline;  // no cache
   std::vector<SimConfigResult> configurations;
   std::vector<MrcResult> mrc;
   std::vector<std::string> warnings;

@@ -21,7 +21,7 @@ namespace inferprof {
 // (the current one). Names and versions: [A-Za-z0-9._-]+, not "." or "..".
 struct ModelRef {
   std::string name;
-  std::string version;  // empty: "whatever is current"
+  std::string version;      // empty: "whatever is current"
   std::string str() const;  // "name@version" or "name"
 };
 // Throws Error(bad_input) starting with `what`: "--model foo@: expected NAME@VERSION ...".
@@ -46,8 +46,8 @@ class RemoteStore {
   // Throws Error(bad_input) "URL: no model NAME@VERSION" when absent,
   // Error(runtime) for I/O or HTTP errors (with the status code).
   virtual ModelMeta meta(const ModelRef& ref) = 0;
-  virtual std::string fetch(const ModelRef& ref) = 0;  // the model bytes, not verified
-  virtual std::vector<ModelMeta> list() = 0;             // sorted by name, then created
+  virtual std::string fetch(const ModelRef& ref) = 0;                 // the model bytes, not verified
+  virtual std::vector<ModelMeta> list() = 0;                          // sorted by name, then created
   virtual void put(const ModelRef& ref, std::string_view bytes) = 0;  // writes model + meta atomically
   virtual bool remove(const ModelRef& ref) = 0;
 };
@@ -60,25 +60,25 @@ enum class StoreTier : std::uint8_t { memory, redis, remote };
 std::string_view store_tier_name(StoreTier t);
 
 struct StoreOptions {
-  std::string remote_url;            // required
+  std::string remote_url;  // required
   std::uint64_t memory_max_models = 4;
   std::uint64_t memory_max_bytes = 0;  // 0: no byte limit
-  std::string redis_url;             // empty: no Redis tier
+  std::string redis_url;               // empty: no Redis tier
   std::string redis_namespace = "inferprof:models";
   std::uint64_t redis_chunk_bytes = 4 << 20;
-  bool zstd = false;                 // compress chunks in Redis
+  bool zstd = false;  // compress chunks in Redis
   int zstd_level = 3;
 };
 
 struct StoreCounters {
   std::uint64_t memory_hits = 0, redis_hits = 0, remote_fetches = 0;
-  std::uint64_t redis_errors = 0;    // Redis down or erroring: fell back to the remote
-  std::uint64_t redis_corrupt = 0;   // a chunk missing or failing its checksum: fell back
-  std::uint64_t verify_failures = 0; // sha256 mismatches (each also threw)
+  std::uint64_t redis_errors = 0;     // Redis down or erroring: fell back to the remote
+  std::uint64_t redis_corrupt = 0;    // a chunk missing or failing its checksum: fell back
+  std::uint64_t verify_failures = 0;  // sha256 mismatches (each also threw)
 };
 
 struct FetchedModel {
-  ModelRef ref;                       // version resolved
+  ModelRef ref;  // version resolved
   std::shared_ptr<const std::string> bytes;
   ModelMeta meta;
   StoreTier tier = StoreTier::remote;

@@ -6,17 +6,17 @@
 // docs/reports.md; stages have children of their own (one per preprocessing op, one
 // per aten op, one per cache tier). Names are interned once so recording a
 // span is two clock reads and a push into a reused vector.
+#include <time.h>
+
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-#include <deque>
-
-#include <time.h>
 
 namespace inferprof {
 
@@ -24,8 +24,7 @@ using Nanos = std::int64_t;
 
 // Monotonic nanoseconds since an arbitrary epoch (steady_clock).
 inline Nanos now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -44,8 +43,12 @@ enum class Stage : std::uint8_t { queue, cache, load, input, preprocess, h2d, co
 inline constexpr std::size_t kStageCount = 9;
 inline constexpr std::array<std::string_view, kStageCount> kStageNames = {
     "queue", "cache", "load", "input", "preprocess", "h2d", "compute", "d2h", "overhead"};
-constexpr std::string_view stage_name(Stage s) { return kStageNames[static_cast<std::size_t>(s)]; }
-constexpr std::uint32_t name_id(Stage s) { return static_cast<std::uint32_t>(s); }
+constexpr std::string_view stage_name(Stage s) {
+  return kStageNames[static_cast<std::size_t>(s)];
+}
+constexpr std::uint32_t name_id(Stage s) {
+  return static_cast<std::uint32_t>(s);
+}
 // Name id of the request root ("request"), right after the stages.
 inline constexpr std::uint32_t kRequestNameId = kStageCount;
 
@@ -71,42 +74,42 @@ struct Span {
   std::int32_t parent = -1;  // index into RequestRecord::spans; -1 = child of the request root
   Nanos start = 0;           // absolute now_ns()
   Nanos dur = 0;
-  Nanos cpu = -1;            // thread CPU time during the span; -1: not measured (child or add()ed spans)
+  Nanos cpu = -1;  // thread CPU time during the span; -1: not measured (child or add()ed spans)
 };
 
 // What CUPTI saw of one request on the GPU (all zero on CPU).
 struct GpuRequestStats {
-  std::uint32_t kernels = 0;     // kernel launches that ran for the request
+  std::uint32_t kernels = 0;  // kernel launches that ran for the request
   std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
-  Nanos gpu_idle = 0;            // gaps between its GPU activities (a child of overhead)
+  Nanos gpu_idle = 0;  // gaps between its GPU activities (a child of overhead)
 };
 
 // Everything recorded about one request. Reused across requests by a worker
 // (reset() keeps the vectors' capacity) so steady-state recording allocates nothing.
 struct RequestRecord {
-  std::uint64_t seq = 0;     // 0-based position among measured requests
-  std::uint64_t id = 0;      // the trace's id (default: line number)
-  std::uint64_t line = 0;    // line in the trace file
-  std::string key;           // cache identity of the input
-  std::uint32_t worker = 0;  // which replay worker served it
-  Nanos arrival = 0;         // when it was due (open loop) or taken (closed loop)
-  Nanos start = 0;           // service start
-  Nanos end = 0;             // service end
+  std::uint64_t seq = 0;                   // 0-based position among measured requests
+  std::uint64_t id = 0;                    // the trace's id (default: line number)
+  std::uint64_t line = 0;                  // line in the trace file
+  std::string key;                         // cache identity of the input
+  std::uint32_t worker = 0;                // which replay worker served it
+  Nanos arrival = 0;                       // when it was due (open loop) or taken (closed loop)
+  Nanos start = 0;                         // service start
+  Nanos end = 0;                           // service end
   std::array<Nanos, kStageCount> stage{};  // summed top-level stage time; overhead set by finish()
   // Thread CPU time: at begin() and finish() (0: not measured), and per stage
   // (queue stays 0: waiting uses none; overhead is the rest, set by finish()).
   Nanos cpu_start = 0, cpu_end = 0;
   std::array<Nanos, kStageCount> stage_cpu{};
-  std::vector<Span> spans;                 // every span, parents before children
-  std::string cache_outcome = "none";      // "none" when no cache tier is configured
-  std::string model_version;               // the model version that served it
+  std::vector<Span> spans;             // every span, parents before children
+  std::string cache_outcome = "none";  // "none" when no cache tier is configured
+  std::string model_version;           // the model version that served it
   // Model updates (docs/model-store.md): the index of the
   // last update announced when the request started (-1: none yet), and
   // whether that update was still pending (announced, not yet live).
   std::int32_t update = -1;
   bool update_pending = false;
   bool ok = true;
-  std::string error;                       // when !ok: why the request failed
+  std::string error;  // when !ok: why the request failed
   GpuRequestStats gpu;
 
   void reset();

@@ -11,7 +11,7 @@
 namespace inferprof {
 
 enum class DType : std::uint8_t { uint8, int8, int16, int32, int64, float16, float32, float64, boolean };
-std::string_view dtype_name(DType d);                   // "uint8", "float32", ..., "bool"
+std::string_view dtype_name(DType d);                     // "uint8", "float32", ..., "bool"
 std::optional<DType> parse_dtype(std::string_view name);  // accepts the names above
 std::size_t dtype_size(DType d);                          // bytes per element
 
@@ -31,17 +31,17 @@ struct InputSpec {
 };
 
 struct TraceRequest {
-  std::uint64_t id = 0;          // "id", default: the line number
-  std::optional<double> ts_ms;   // arrival time since trace start
-  std::string key;               // "key", or a hash of the input spec ("h:" + 16 hex digits)
+  std::uint64_t id = 0;         // "id", default: the line number
+  std::optional<double> ts_ms;  // arrival time since trace start
+  std::string key;              // "key", or a hash of the input spec ("h:" + 16 hex digits)
   bool key_given = false;
-  std::string model;             // optional "name@version" or "name"
-  std::uint64_t line = 0;        // the trace line it came from (0: not from a trace), for errors
+  std::string model;       // optional "name@version" or "name"
+  std::uint64_t line = 0;  // the trace line it came from (0: not from a trace), for errors
   InputSpec input;
 };
 
 struct TraceEvent {
-  std::string type;              // "model_update"
+  std::string type;  // "model_update"
   std::string model;
   std::string version;
   std::optional<double> ts_ms;
@@ -72,16 +72,16 @@ class TraceReader {
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
-  TraceReader(TraceReader&&) noexcept;             // a moved-from reader may only be destroyed or assigned to
+  TraceReader(TraceReader&&) noexcept;  // a moved-from reader may only be destroyed or assigned to
   TraceReader& operator=(TraceReader&&) noexcept;
 
   // Fills `out` (reusing its allocations) with the next record; false at end of file.
   bool next(TraceRecord& out);
 
   const std::string& path() const noexcept;
-  std::uint64_t lines() const noexcept;       // lines consumed so far, blank ones included
-  std::uint64_t bytes() const noexcept;       // bytes consumed so far
-  std::uint64_t skipped() const noexcept;     // invalid lines skipped (skip_invalid)
+  std::uint64_t lines() const noexcept;    // lines consumed so far, blank ones included
+  std::uint64_t bytes() const noexcept;    // bytes consumed so far
+  std::uint64_t skipped() const noexcept;  // invalid lines skipped (skip_invalid)
   // The first few skipped lines' messages, for the report.
   const std::vector<std::string>& skipped_examples() const noexcept;
 
@@ -95,14 +95,14 @@ std::string input_spec_key(const InputSpec& spec);
 
 struct GenTraceOptions {
   std::uint64_t requests = 1000;
-  std::uint64_t keys = 100;                  // distinct inputs
-  double zipf = 1.0;                         // popularity skew; 0 = uniform
-  double rate = 100.0;                       // Poisson arrivals per second; 0 = no ts_ms (closed loop only)
+  std::uint64_t keys = 100;  // distinct inputs
+  double zipf = 1.0;         // popularity skew; 0 = uniform
+  double rate = 100.0;       // Poisson arrivals per second; 0 = no ts_ms (closed loop only)
   std::vector<std::int64_t> shape = {1, 16};
   DType dtype = DType::float32;
   std::uint64_t seed = 1;
-  double update_every_ms = 0;                // > 0: a model_update event every so many ms
-  std::string model = "model";               // name used by model_update events
+  double update_every_ms = 0;   // > 0: a model_update event every so many ms
+  std::string model = "model";  // name used by model_update events
 };
 
 // Writes a reproducible trace (same options, same bytes) to `out_path`

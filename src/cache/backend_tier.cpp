@@ -14,8 +14,7 @@ namespace {
 
 class BackendTier final : public CacheTier {
  public:
-  BackendTier(const TierSpec& spec, std::unique_ptr<BlobBackend> backend)
-      : spec_(spec), backend_(std::move(backend)) {}
+  BackendTier(const TierSpec& spec, std::unique_ptr<BlobBackend> backend) : spec_(spec), backend_(std::move(backend)) {}
 
   const TierSpec& spec() const override { return spec_; }
 

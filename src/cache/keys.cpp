@@ -24,7 +24,8 @@ constexpr char kResultDomain = 'R';
 constexpr char kPreprocessedDomain = 'P';
 
 void put_u64le(unsigned char* out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<unsigned char>(v >> (8 * i));
 }
 
 // XXH3-128 of: tag | u64 len(a) | a | u64 len(b) | b. The length prefixes make
@@ -71,8 +72,7 @@ std::uint32_t tag_of(std::string_view model_version) {
 
 constexpr std::array<std::string_view, 4> kPolicyNames = {"lru", "lfu", "fifo", "ttl"};
 
-constexpr std::string_view kGrammarHint =
-    "expected POLICY:CAPACITY[:TTL], e.g. lru:10000, lfu:64MB, ttl:10000:30s";
+constexpr std::string_view kGrammarHint = "expected POLICY:CAPACITY[:TTL], e.g. lru:10000, lfu:64MB, ttl:10000:30s";
 
 // Largest accepted TTL: keeps ttl * 1e9 well inside Nanos.
 constexpr std::uint64_t kMaxTtlSecondsInt = 1'000'000'000;
@@ -98,7 +98,9 @@ std::optional<std::uint64_t> parse_u64(std::string_view s) {
   return v;
 }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+char lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -112,7 +114,8 @@ bool iequals(std::string_view a, std::string_view b) {
 // digit (or '.', for TTLs).
 std::pair<std::string_view, std::string_view> split_number(std::string_view s, bool allow_dot) {
   std::size_t i = 0;
-  while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || (allow_dot && s[i] == '.'))) ++i;
+  while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || (allow_dot && s[i] == '.')))
+    ++i;
   return {s.substr(0, i), s.substr(i)};
 }
 
@@ -143,15 +146,21 @@ CacheKey result_key(std::string_view model_version, std::string_view input_key) 
   return k;
 }
 
-std::uint32_t version_tag(std::string_view model_version) { return tag_of(model_version); }
+std::uint32_t version_tag(std::string_view model_version) {
+  return tag_of(model_version);
+}
 
 CacheKey preprocessed_key(std::string_view preprocess_fingerprint, std::string_view input_key) {
   return hash_parts(kPreprocessedDomain, preprocess_fingerprint, input_key);
 }
 
-std::string to_hex(const CacheKey& key) { return fmt::format("{:016x}{:016x}", key.hi, key.lo); }
+std::string to_hex(const CacheKey& key) {
+  return fmt::format("{:016x}{:016x}", key.hi, key.lo);
+}
 
-std::string_view policy_name(Policy p) { return kPolicyNames.at(static_cast<std::size_t>(p)); }
+std::string_view policy_name(Policy p) {
+  return kPolicyNames.at(static_cast<std::size_t>(p));
+}
 
 std::optional<Policy> parse_policy(std::string_view name) {
   for (std::size_t i = 0; i < kPolicyNames.size(); ++i) {
@@ -162,8 +171,7 @@ std::optional<Policy> parse_policy(std::string_view name) {
 
 std::optional<double> parse_ttl_s(std::string_view text) {
   const auto [number, unit] = split_number(text, true);
-  if (number.empty() || number.front() == '.' || number.back() == '.' ||
-      number.find('.') != number.rfind('.')) {
+  if (number.empty() || number.front() == '.' || number.back() == '.' || number.find('.') != number.rfind('.')) {
     return std::nullopt;
   }
   double scale = 0;
@@ -196,8 +204,8 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
 
 void cache_detail::check_policy_limits(const TierSpec& spec, std::string_view what) {
   if (!std::isfinite(spec.ttl_s) || spec.ttl_s < 0 || spec.ttl_s > kMaxTtlSeconds) {
-    throw bad_input(fmt::format("{}: time to live must be between 0 and {} s, got {}", what,
-                                kMaxTtlSecondsInt, spec.ttl_s));
+    throw bad_input(
+        fmt::format("{}: time to live must be between 0 and {} s, got {}", what, kMaxTtlSecondsInt, spec.ttl_s));
   }
   if (spec.policy == Policy::ttl && spec.ttl_s <= 0) {
     throw bad_input(fmt::format("{}: policy ttl needs a time to live, e.g. ttl:10000:30s", what));
@@ -209,8 +217,7 @@ void validate_tier_spec(const TierSpec& spec, std::string_view what) {
     throw bad_input(fmt::format("{}: unknown tier '{}' (expected l1, l2 or l3)", what, spec.tier));
   }
   if (spec.backend != "memory" && spec.backend != "redis" && spec.backend != "lmdb") {
-    throw bad_input(
-        fmt::format("{}: unknown backend '{}' (expected memory, redis or lmdb)", what, spec.backend));
+    throw bad_input(fmt::format("{}: unknown backend '{}' (expected memory, redis or lmdb)", what, spec.backend));
   }
   cache_detail::check_policy_limits(spec, what);
 }
@@ -237,8 +244,7 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
 
   const auto policy = parse_policy(fields[0]);
   if (!policy) {
-    throw bad_input(fmt::format("{}: unknown policy '{}' (expected lru, lfu, fifo or ttl)", what,
-                                fields[0]));
+    throw bad_input(fmt::format("{}: unknown policy '{}' (expected lru, lfu, fifo or ttl)", what, fields[0]));
   }
   out.policy = *policy;
 
@@ -263,8 +269,8 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
       if (!n) throw bad_input(fmt::format("{}: capacity '{}' is too large", what, limit));
       if (*n == 0) throw bad_input(fmt::format("{}: capacity must be greater than 0", what));
       if (have_count) {
-        throw bad_input(fmt::format(
-            "{}: two entry counts; give at most one count and one size, e.g. lru:10000,64MB", what));
+        throw bad_input(
+            fmt::format("{}: two entry counts; give at most one count and one size, e.g. lru:10000,64MB", what));
       }
       have_count = true;
       out.max_entries = *n;
@@ -275,8 +281,8 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
       const auto bytes = parse_byte_size(limit);
       if (!bytes) throw bad_input(fmt::format("{}: capacity '{}' is too large", what, limit));
       if (have_bytes) {
-        throw bad_input(fmt::format(
-            "{}: two byte sizes; give at most one count and one size, e.g. lru:10000,64MB", what));
+        throw bad_input(
+            fmt::format("{}: two byte sizes; give at most one count and one size, e.g. lru:10000,64MB", what));
       }
       have_bytes = true;
       out.max_bytes = *bytes;
@@ -286,9 +292,8 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
   if (nfields == 3) {
     const auto ttl = parse_ttl_s(fields[2]);
     if (!ttl) {
-      throw bad_input(fmt::format(
-          "{}: bad time to live '{}': expected a number and a unit ms, s, m or h, e.g. 30s",
-          what, fields[2]));
+      throw bad_input(fmt::format("{}: bad time to live '{}': expected a number and a unit ms, s, m or h, e.g. 30s",
+                                  what, fields[2]));
     }
     out.ttl_s = *ttl;
   } else if (out.policy == Policy::ttl) {

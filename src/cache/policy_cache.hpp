@@ -89,8 +89,7 @@ class PolicyCache {
     }
     init_table(kMinBits);
   }
-  explicit PolicyCache(const TierSpec& spec)
-      : PolicyCache(spec.policy, spec.max_entries, spec.max_bytes, spec.ttl_s) {}
+  explicit PolicyCache(const TierSpec& spec) : PolicyCache(spec.policy, spec.max_entries, spec.max_bytes, spec.ttl_s) {}
 
   // nullptr on a miss. A hit counts as a use (recency, frequency).
   V* get(const CacheKey& key, Nanos now) {
@@ -191,7 +190,8 @@ class PolicyCache {
     std::vector<CacheKey> doomed;
     for (const Slot& s : table_)
       if (s.node != kNil && pred(nodes_[s.node].key)) doomed.push_back(nodes_[s.node].key);
-    for (const CacheKey& k : doomed) erase(k);
+    for (const CacheKey& k : doomed)
+      erase(k);
     return doomed.size();
   }
 
@@ -222,7 +222,8 @@ class PolicyCache {
   // Room for `entries` without growing (for benchmarks and known sizes).
   void reserve(std::size_t entries) {
     std::uint32_t bits = bits_;
-    while (grow_limit(bits) < entries) ++bits;
+    while (grow_limit(bits) < entries)
+      ++bits;
     if (bits != bits_) rehash(bits);
     nodes_.reserve(entries);
   }
@@ -248,12 +249,12 @@ class PolicyCache {
   // first, so a get touches one cache line of the node where alignment allows.
   struct Node : policy_cache_detail::ValueSlot<V> {
     CacheKey key;
-    Link order;                   // lru: recency; fifo: insertion; lfu: recency in its bucket
+    Link order;  // lru: recency; fifo: insertion; lfu: recency in its bucket
     Nanos expires = 0;
     std::uint32_t bucket = kNil;  // lfu: its frequency bucket
     std::uint32_t hash = 0;       // as in its slot, to find the slot again
     std::uint64_t bytes = 0;
-    Link expiry;                  // put order, when ttl > 0 (policy ttl's only order)
+    Link expiry;  // put order, when ttl > 0 (policy ttl's only order)
   };
   struct Bucket {
     std::uint64_t freq = 0;
@@ -322,7 +323,8 @@ class PolicyCache {
     for (const Slot& s : old) {
       if (s.node == kNil) continue;
       std::size_t i = home(s.hash);
-      while (table_[i].node != kNil) i = (i + 1) & mask_;
+      while (table_[i].node != kNil)
+        i = (i + 1) & mask_;
       table_[i] = s;
     }
   }
@@ -331,8 +333,7 @@ class PolicyCache {
     if (now > now_) now_ = now;
   }
   Nanos expiry_time() const noexcept {
-    return now_ > std::numeric_limits<Nanos>::max() - ttl_ns_ ? std::numeric_limits<Nanos>::max()
-                                                              : now_ + ttl_ns_;
+    return now_ > std::numeric_limits<Nanos>::max() - ttl_ns_ ? std::numeric_limits<Nanos>::max() : now_ + ttl_ns_;
   }
 
   // ---- intrusive lists -------------------------------------------------

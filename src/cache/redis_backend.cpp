@@ -41,16 +41,16 @@
 #include <utility>
 #include <vector>
 
-#include "inferprof/cache.hpp"
 #include "cache/redis_connect.hpp"
+#include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof {
 namespace {
 
 using redis_detail::Context;
-using redis_detail::Reply;
 using redis_detail::RedisUrl;
+using redis_detail::Reply;
 using redis_detail::SigpipeGuard;
 
 constexpr timeval kConnectTimeout{2, 0};

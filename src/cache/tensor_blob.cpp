@@ -22,13 +22,15 @@ constexpr std::uint8_t kDTypeCount = 9;
 
 void put_u64(std::string& out, std::uint64_t v) {
   char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    b[i] = static_cast<char>(v >> (8 * i));
   out.append(b, 8);
 }
 
 std::uint64_t get_u64(const char* p) {
   std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 
@@ -57,18 +59,15 @@ bool fail(std::string* why, std::string message) {
 
 }  // namespace
 
-std::string encode_tensor(DType dtype, const std::vector<std::int64_t>& shape, const void* data,
-                          std::size_t nbytes) {
+std::string encode_tensor(DType dtype, const std::vector<std::int64_t>& shape, const void* data, std::size_t nbytes) {
   if (shape.size() > kMaxTensorRank) {
-    throw runtime_failure(fmt::format("cannot cache a tensor of rank {} (at most {})", shape.size(),
-                                      kMaxTensorRank));
+    throw runtime_failure(fmt::format("cannot cache a tensor of rank {} (at most {})", shape.size(), kMaxTensorRank));
   }
   const auto expected = tensor_bytes(shape.data(), shape.size(), dtype_size(dtype));
   if (!expected || *expected != nbytes) {
     throw runtime_failure(fmt::format("cannot cache a {} tensor of shape {}: it needs {} bytes, got {}",
                                       dtype_name(dtype), format_shape(shape),
-                                      expected ? fmt::to_string(*expected) : "an invalid number of",
-                                      nbytes));
+                                      expected ? fmt::to_string(*expected) : "an invalid number of", nbytes));
   }
   std::string out;
   out.reserve(kHeader + 8 * shape.size() + 8 + nbytes + kChecksum);
@@ -77,7 +76,8 @@ std::string encode_tensor(DType dtype, const std::vector<std::int64_t>& shape, c
   out.push_back(static_cast<char>(dtype));
   out.push_back(static_cast<char>(shape.size()));
   out.push_back('\0');  // reserved
-  for (std::int64_t d : shape) put_u64(out, static_cast<std::uint64_t>(d));
+  for (std::int64_t d : shape)
+    put_u64(out, static_cast<std::uint64_t>(d));
   put_u64(out, nbytes);
   if (nbytes != 0) out.append(static_cast<const char*>(data), nbytes);
   put_u64(out, XXH3_64bits(out.data(), out.size()));
@@ -112,8 +112,8 @@ std::optional<TensorView> decode_tensor(std::string_view blob, std::string* why)
   }
   const std::size_t fixed = kHeader + 8 * std::size_t{rank} + 8;  // through the byte count
   if (blob.size() < fixed + kChecksum) {
-    fail(why, fmt::format("truncated: {} bytes, a rank-{} blob needs at least {}", blob.size(), rank,
-                          fixed + kChecksum));
+    fail(why,
+         fmt::format("truncated: {} bytes, a rank-{} blob needs at least {}", blob.size(), rank, fixed + kChecksum));
     return std::nullopt;
   }
   TensorView view;
@@ -125,9 +125,9 @@ std::optional<TensorView> decode_tensor(std::string_view blob, std::string* why)
   const std::uint64_t nbytes = get_u64(p + fixed - 8);
   const auto expected = tensor_bytes(view.shape.data(), rank, dtype_size(view.dtype));
   if (!expected || *expected != nbytes) {
-    fail(why, fmt::format("size mismatch: a {} tensor of shape {} needs {} bytes, the blob says {}",
-                          dtype_name(view.dtype), format_shape(view.shape),
-                          expected ? fmt::to_string(*expected) : "an invalid number of", nbytes));
+    fail(why,
+         fmt::format("size mismatch: a {} tensor of shape {} needs {} bytes, the blob says {}", dtype_name(view.dtype),
+                     format_shape(view.shape), expected ? fmt::to_string(*expected) : "an invalid number of", nbytes));
     return std::nullopt;
   }
   const std::size_t available = blob.size() - fixed - kChecksum;

@@ -1,5 +1,4 @@
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -18,7 +17,9 @@ std::vector<std::string>& saved_args() {
 }
 }  // namespace
 
-const std::vector<std::string>& command_line() { return saved_args(); }
+const std::vector<std::string>& command_line() {
+  return saved_args();
+}
 
 int run_cli(int argc, char** argv) {
   saved_args().assign(argv + 1, argv + argc);

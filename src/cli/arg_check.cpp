@@ -42,7 +42,9 @@ bool is_number(const std::string& s) {
 }
 
 // A token that names an option (not a value such as -1 or -).
-bool looks_like_option(const std::string& s) { return s.size() > 1 && s[0] == '-' && !is_number(s); }
+bool looks_like_option(const std::string& s) {
+  return s.size() > 1 && s[0] == '-' && !is_number(s);
+}
 
 // "--name=value" -> "--name"; "-ovalue" -> "-o" (CLI11 reads both).
 std::string option_name(const std::string& token) {
@@ -52,8 +54,10 @@ std::string option_name(const std::string& token) {
 
 std::vector<std::string> names_of(const CLI::Option* o) {
   std::vector<std::string> out;
-  for (const auto& l : o->get_lnames()) out.push_back("--" + l);
-  for (const auto& s : o->get_snames()) out.push_back("-" + s);
+  for (const auto& l : o->get_lnames())
+    out.push_back("--" + l);
+  for (const auto& s : o->get_snames())
+    out.push_back("-" + s);
   return out;
 }
 
@@ -63,7 +67,8 @@ std::vector<std::string> visible_names(const CLI::App& cmd) {
   std::vector<std::string> out;
   for (const CLI::Option* o : cmd.get_options())
     if (o->nonpositional() && !o->get_group().empty())
-      for (auto& n : names_of(o)) out.push_back(n);
+      for (auto& n : names_of(o))
+        out.push_back(n);
   return out;
 }
 
@@ -80,7 +85,8 @@ std::vector<const CLI::App*> commands_of(const CLI::App& app) {
 
 std::string list_commands(const std::vector<const CLI::App*>& cmds) {
   std::string out;
-  for (const CLI::App* c : cmds) out += (out.empty() ? "" : ", ") + c->get_name();
+  for (const CLI::App* c : cmds)
+    out += (out.empty() ? "" : ", ") + c->get_name();
   return out;
 }
 
@@ -93,8 +99,8 @@ std::string list_commands(const std::vector<const CLI::App*>& cmds) {
   for (const CLI::App* other : commands_of(app))
     if (other != &cmd && knows(*other, name)) owners.push_back(other->get_name());
   if (!owners.empty())
-    throw bad_input(fmt::format("unknown option {} for {}: it is an option of {}", name, path,
-                                fmt::join(owners, " and ")));
+    throw bad_input(
+        fmt::format("unknown option {} for {}: it is an option of {}", name, path, fmt::join(owners, " and ")));
   throw bad_input(fmt::format("unknown option {} for {} (see inferprof {} --help)", name, path, path));
 }
 
@@ -109,9 +115,7 @@ std::string value_after(const std::vector<std::string>& args, std::size_t i) {
 void check_renamed(const std::string& command, const std::vector<std::string>& args, std::size_t i) {
   const std::string name = option_name(args[i]);
   for (const Renamed& r : renamed_flags()) {
-    if (r.old_name != name ||
-        std::find(r.commands.begin(), r.commands.end(), command) == r.commands.end())
-      continue;
+    if (r.old_name != name || std::find(r.commands.begin(), r.commands.end(), command) == r.commands.end()) continue;
     const std::string value = value_after(args, i);
     const std::string use = value.empty() ? r.new_name : r.new_name + " " + value;
     if (!r.why.empty()) throw bad_input(fmt::format("{} was replaced ({}): use {}", name, r.why, r.new_name));
@@ -140,22 +144,26 @@ void check_repeats(const std::string& command, const CLI::App& cmd, const std::v
       const std::string& first = given[o][0];
       const std::string& second = given[o][1];
       if (command == "run" && name == "--caches")
-        throw bad_input(fmt::format("--caches given twice ({} and {}): run takes one configuration, e.g. --caches "
-                                    "l1,l2; use compare to measure several",
-                                    first, second));
+        throw bad_input(
+            fmt::format("--caches given twice ({} and {}): run takes one configuration, e.g. --caches "
+                        "l1,l2; use compare to measure several",
+                        first, second));
       if (first.empty() || second.empty()) throw bad_input(fmt::format("{} given twice: give it once", name));
       throw bad_input(fmt::format("{} given twice ({} and {}): give it once", name, first, second));
     }
   }
 }
 
-std::string describe(double v) { return fmt::format("{}", v); }
+std::string describe(double v) {
+  return fmt::format("{}", v);
+}
 
 }  // namespace
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diag = row[0];
     row[0] = i;
@@ -170,7 +178,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string closest_match(std::string_view typed, const std::vector<std::string>& candidates) {
   auto bare = [](std::string_view s) {
-    while (!s.empty() && s.front() == '-') s.remove_prefix(1);
+    while (!s.empty() && s.front() == '-')
+      s.remove_prefix(1);
     return s;
   };
   const std::string_view t = bare(typed);
@@ -214,7 +223,8 @@ void check_command_line(const CLI::App& app, const std::vector<std::string>& arg
   };
   auto command_names = [](const std::vector<const CLI::App*>& cmds) {
     std::vector<std::string> out;
-    for (const CLI::App* c : cmds) out.push_back(c->get_name());
+    for (const CLI::App* c : cmds)
+      out.push_back(c->get_name());
     return out;
   };
   cmd = find_in(commands, args[i]);
@@ -237,16 +247,15 @@ void check_command_line(const CLI::App& app, const std::vector<std::string>& arg
     }
     if (i == args.size()) {
       if (help) return;
-      throw bad_input(fmt::format("{} needs a command: {} (see inferprof {} --help)", path, list_commands(nested),
-                                  path));
+      throw bad_input(
+          fmt::format("{} needs a command: {} (see inferprof {} --help)", path, list_commands(nested), path));
     }
     const CLI::App* sub = find_in(nested, args[i]);
     if (!sub) {
       std::string hint = closest_match(args[i], command_names(nested));
-      throw bad_input(hint.empty() ? fmt::format("unknown command '{} {}' (commands: {})", path, args[i],
-                                                 list_commands(nested))
-                                   : fmt::format("unknown command '{} {}': did you mean {} {}?", path, args[i], path,
-                                                 hint));
+      throw bad_input(hint.empty()
+                          ? fmt::format("unknown command '{} {}' (commands: {})", path, args[i], list_commands(nested))
+                          : fmt::format("unknown command '{} {}': did you mean {} {}?", path, args[i], path, hint));
     }
     cmd = sub;
     path += " " + sub->get_name();
@@ -267,7 +276,8 @@ void check_command_line(const CLI::App& app, const std::vector<std::string>& arg
 std::string short_usage(const CLI::App& app) {
   std::string out = "usage: inferprof COMMAND [OPTIONS]\n\n";
   std::size_t width = 0;
-  for (const CLI::App* c : commands_of(app)) width = std::max(width, c->get_name().size());
+  for (const CLI::App* c : commands_of(app))
+    width = std::max(width, c->get_name().size());
   for (const CLI::App* c : commands_of(app)) {
     std::string d = c->get_description();
     // The first clause is enough for a one-line overview.

@@ -5,7 +5,6 @@
 // option given twice. CLI11 would report these after (and as) something else,
 // e.g. "--trace is required" for a misspelt --trace.
 #include <CLI/CLI.hpp>
-
 #include <cstddef>
 #include <string>
 #include <string_view>

@@ -1,6 +1,6 @@
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -16,8 +16,8 @@ Runner add_diff_command(CLI::App& app) {
   auto config = std::make_shared<DiffConfig>();
   auto format = std::make_shared<report::Format>(report::Format::table);
   auto junit = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "diff", "Compare two saved runs stage by stage; exit 1 when a gate fails (a CI latency gate)");
+  CLI::App* cmd =
+      app.add_subcommand("diff", "Compare two saved runs stage by stage; exit 1 when a gate fails (a CI latency gate)");
   cmd->add_option("BASE", config->base_path, "The baseline run: its summary.json or its --out folder")->required();
   cmd->add_option("NEW", config->new_path, "The run to judge: its summary.json or its --out folder")->required();
   cmd->add_option("--max-regression", config->gates,

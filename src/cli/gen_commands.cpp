@@ -1,12 +1,11 @@
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <memory>
-#include <sstream>
-
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <sstream>
 
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
@@ -23,13 +22,13 @@ Runner add_gen_model_command(CLI::App& app) {
   cmd->add_option("--arch", opts->arch, "mlp (tests), cnn (small image model) or resnet18 (ResNet-18's shape)")
       ->check(one_of(model_archs()))
       ->capture_default_str();
-  cmd->add_option("--seed", opts->seed, "Weight seed: two seeds give two versions of one model")
-      ->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Weight seed: two seeds give two versions of one model")->capture_default_str();
   cmd->add_option("-o,--output", opts->out_path, "Output file (model.pt)")->required();
   return [opts] {
     ModelMetadata meta = generate_model(*opts);
     std::fprintf(stdout, "wrote %s: %s, %s parameters, input %s %s, seed %llu\n", opts->out_path.c_str(),
-                 meta.arch.c_str(), fmt::format("{:L}", meta.parameters).c_str(), format_shape(meta.input_shape).c_str(),
+                 meta.arch.c_str(), fmt::format("{:L}", meta.parameters).c_str(),
+                 format_shape(meta.input_shape).c_str(),
                  meta.input_dtype ? std::string(dtype_name(*meta.input_dtype)).c_str() : "?",
                  static_cast<unsigned long long>(meta.seed));
     return 0;
@@ -51,7 +50,8 @@ std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> parts;
   std::stringstream ss(text);
   std::string part;
-  while (std::getline(ss, part, ',')) parts.push_back(part);
+  while (std::getline(ss, part, ','))
+    parts.push_back(part);
   return parts;
 }
 
@@ -74,22 +74,29 @@ std::pair<std::uint32_t, std::uint32_t> parse_size(const std::string& text) {
 
 Runner add_gen_images_command(CLI::App& app) {
   auto opts = std::make_shared<GenImagesOptions>();
-  CLI::App* cmd = app.add_subcommand("gen-images", "Write synthetic pictures as JPEG and PNG files (demo and test inputs)");
+  CLI::App* cmd =
+      app.add_subcommand("gen-images", "Write synthetic pictures as JPEG and PNG files (demo and test inputs)");
   cmd->add_option("-o,--out", opts->out_dir, "Output folder (created if missing)")->required();
   cmd->add_option("--sizes", opts->sizes, "WIDTHxHEIGHT,... (up to 16384 each)")->capture_default_str();
   cmd->add_option("--formats", opts->formats, "jpeg, png or both")->capture_default_str();
-  cmd->add_option("--count", opts->count, "Pictures per size and format")->check(CLI::Range(1, 10000))->capture_default_str();
+  cmd->add_option("--count", opts->count, "Pictures per size and format")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
   cmd->add_option("--quality", opts->quality, "JPEG quality")->check(CLI::Range(1, 100))->capture_default_str();
   cmd->add_option("--seed", opts->seed, "Picture seed")->capture_default_str();
   return [opts] {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> sizes;
-    for (const auto& s : split_commas(opts->sizes)) sizes.push_back(parse_size(s));
+    for (const auto& s : split_commas(opts->sizes))
+      sizes.push_back(parse_size(s));
     if (sizes.empty()) throw bad_input("--sizes is empty: expected e.g. 1920x1080");
     bool jpeg = false, png = false;
     for (const auto& f : split_commas(opts->formats)) {
-      if (f == "jpeg" || f == "jpg") jpeg = true;
-      else if (f == "png") png = true;
-      else throw bad_input(fmt::format("--formats: '{}': expected jpeg or png", f));
+      if (f == "jpeg" || f == "jpg")
+        jpeg = true;
+      else if (f == "png")
+        png = true;
+      else
+        throw bad_input(fmt::format("--formats: '{}': expected jpeg or png", f));
     }
     if (!jpeg && !png) throw bad_input("--formats is empty: expected jpeg, png or jpeg,png");
     namespace fs = std::filesystem;
@@ -139,8 +146,8 @@ std::vector<std::int64_t> parse_shape(const std::string& text) {
       if (used != part.size() || v <= 0) throw std::invalid_argument("bad");
       shape.push_back(v);
     } catch (const std::exception&) {
-      throw bad_input(fmt::format("--shape '{}': expected positive integers separated by commas, like 1,3,224,224",
-                                  text));
+      throw bad_input(
+          fmt::format("--shape '{}': expected positive integers separated by commas, like 1,3,224,224", text));
     }
   }
   if (shape.empty()) throw bad_input("--shape is empty: expected e.g. 1,16");
@@ -170,9 +177,10 @@ Runner add_gen_trace_command(CLI::App& app) {
     opts->shape = parse_shape(*shape);
     auto d = parse_dtype(*dtype);
     if (!d)
-      throw bad_input(fmt::format("--dtype '{}': expected one of uint8, int8, int16, int32, int64, float16, float32, "
-                                  "float64, bool",
-                                  *dtype));
+      throw bad_input(
+          fmt::format("--dtype '{}': expected one of uint8, int8, int16, int32, int64, float16, float32, "
+                      "float64, bool",
+                      *dtype));
     opts->dtype = *d;
     generate_trace(*opts, *out);
     std::fprintf(stdout, "wrote %s: %llu requests over %llu keys (zipf %.2f)%s\n", out->c_str(),

@@ -14,8 +14,7 @@
 namespace inferprof::cli {
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
-  cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")
-      ->required();
+  cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")->required();
   cmd->add_option("--trace", args.trace, "Request trace (JSON lines, one request per line: docs/trace-format.md)")
       ->required();
   cmd->add_option("--profile", args.profile, "Pipeline profile: a name from profiles/ or a .toml path")
@@ -139,7 +138,9 @@ void check_trace_is_json_lines(const std::string& path) {
         path, path));
 }
 
-std::vector<TierSpec> tier_overrides(const ReplayArgs& args) { return parse_tier_options(args.tiers); }
+std::vector<TierSpec> tier_overrides(const ReplayArgs& args) {
+  return parse_tier_options(args.tiers);
+}
 
 std::vector<TierSpec> parse_tier_options(const std::vector<std::string>& tiers) {
   std::vector<TierSpec> out;
@@ -165,7 +166,8 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.trace_path = args.trace;
   if (!args.model_sha256.empty()) {
     std::string hex = args.model_sha256;
-    for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : hex)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
       throw bad_input(fmt::format("--model-sha256 '{}': expected 64 hex digits (as sha256sum prints)",
                                   printable(args.model_sha256)));
@@ -179,9 +181,10 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.open_loop = args.open_loop;
   // --speed scales ts_ms, which only an open-loop replay follows.
   if (args.speed > 0 && !args.open_loop)
-    throw bad_input(fmt::format("--speed {} applies to --open-loop replays only: add --open-loop to release "
-                                "requests at their ts_ms",
-                                args.speed));
+    throw bad_input(
+        fmt::format("--speed {} applies to --open-loop replays only: add --open-loop to release "
+                    "requests at their ts_ms",
+                    args.speed));
   config.speed = args.speed > 0 ? args.speed : 1.0;
   config.limit = args.limit;
   config.ops = args.ops;

@@ -1,14 +1,13 @@
 #pragma once
 // Options `run` and `compare` share: what to replay and how.
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cli/arg_check.hpp"
 #include "inferprof/replay.hpp"
 #include "report/format.hpp"
-#include "cli/arg_check.hpp"
 
 namespace inferprof::cli {
 
@@ -17,18 +16,18 @@ struct ReplayArgs {
   report::Format format = report::Format::table;
   int warmup = -1, threads = -1, concurrency = 1;
   bool open_loop = false, ops = false, no_progress = false, skip_invalid = false;
-  double speed = 0;                // --speed; 0: not given (1x)
-  std::uint64_t limit = 0;         // --limit; 0: not given (the whole trace)
-  double trace_json_max_mb = 100;  // --trace-json-max-mb
-  std::vector<std::string> tiers;  // --tier l1=lru:1000
-  double verify = -1;              // --verify[=FRACTION]; -1: off
+  double speed = 0;                        // --speed; 0: not given (1x)
+  std::uint64_t limit = 0;                 // --limit; 0: not given (the whole trace)
+  double trace_json_max_mb = 100;          // --trace-json-max-mb
+  std::vector<std::string> tiers;          // --tier l1=lru:1000
+  double verify = -1;                      // --verify[=FRACTION]; -1: off
   std::string store, store_redis, update;  // the model store
   bool store_zstd = false;
   double preload_lead_ms = 1000;
-  std::string device;              // --device; empty: the profile's
+  std::string device;  // --device; empty: the profile's
   bool pinned = false;
   std::string gpu_trace = "on";
-  std::string model_sha256;        // --model-sha256 HEX
+  std::string model_sha256;  // --model-sha256 HEX
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);
@@ -46,7 +45,8 @@ template <class Result>
 CLI::Option* add_format_option(CLI::App* cmd, report::Format& f) {
   const auto names = report::renderers<Result>().names();
   std::string help = "What to print:";
-  for (std::size_t i = 0; i < names.size(); ++i) help += (i == 0 ? " " : i + 1 == names.size() ? " or " : ", ") + names[i];
+  for (std::size_t i = 0; i < names.size(); ++i)
+    help += (i == 0 ? " " : i + 1 == names.size() ? " or " : ", ") + names[i];
   return cmd
       ->add_option_function<std::string>(
           "--format", [&f](const std::string& s) { f = *report::parse_format(s); }, help)

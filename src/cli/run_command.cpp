@@ -1,4 +1,6 @@
 #include <fmt/format.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -6,15 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <sys/prctl.h>
-#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "inferprof/compare.hpp"
-#include "inferprof/replicas.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
+#include "inferprof/replicas.hpp"
 #include "report/format.hpp"
 #include "report/text.hpp"
 
@@ -36,9 +36,11 @@ void print_files(const std::vector<std::string>& files, const std::string& dir, 
   std::fprintf(to, "\n");
   for (const auto& [folder, run] : runs)
     if (run->trace_json_requests < run->requests)
-      std::fprintf(to, "%strace.json holds the first %s of %s requests (--trace-json-max-mb %s); the other reports "
-                       "hold all\n",
-                   folder.empty() ? "" : (folder + "/").c_str(), report::group_thousands(run->trace_json_requests).c_str(),
+      std::fprintf(to,
+                   "%strace.json holds the first %s of %s requests (--trace-json-max-mb %s); the other reports "
+                   "hold all\n",
+                   folder.empty() ? "" : (folder + "/").c_str(),
+                   report::group_thousands(run->trace_json_requests).c_str(),
                    report::group_thousands(run->requests).c_str(),
                    fmt::format("{}", static_cast<double>(run->trace_json_max_bytes) / 1e6).c_str());
 }
@@ -46,7 +48,8 @@ void print_files(const std::vector<std::string>& files, const std::string& dir, 
 // The command line a replica gets: the parent's, without what the parent
 // decides for each replica (or does itself).
 std::vector<std::string> replica_args(const std::vector<std::string>& given) {
-  static const std::vector<std::string> parent_only = {"--replicas", "--out", "--format", "--split", "--replica-timeout-s"};
+  static const std::vector<std::string> parent_only = {"--replicas", "--out", "--format", "--split",
+                                                       "--replica-timeout-s"};
   std::vector<std::string> out;
   for (std::size_t i = 0; i < given.size(); ++i) {
     const std::string& a = given[i];
@@ -211,7 +214,8 @@ Runner add_compare_command(CLI::App& app) {
       ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--out", *out, "Write compare.csv, compare.json and each configuration's reports here");
-  cmd->add_flag("--flamegraph-diff", *diff, "With --out: a differential flame graph of each configuration vs the first");
+  cmd->add_flag("--flamegraph-diff", *diff,
+                "With --out: a differential flame graph of each configuration vs the first");
 
   return [args, out, configs, repeat, diff] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the configurations completed

@@ -1,6 +1,6 @@
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -80,7 +80,8 @@ SimulateConfig make_config(const SimulateArgs& a) {
     }
     c.value_bytes = *b;
   }
-  for (const auto& m : a.mrc) c.mrc.push_back(parse_mrc_spec(m, a.mrc_points));
+  for (const auto& m : a.mrc)
+    c.mrc.push_back(parse_mrc_spec(m, a.mrc_points));
   c.sample_rate = a.sample;
   c.threads = a.threads;
   return c;
@@ -118,8 +119,7 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--mrc-points", a->mrc_points, "Capacities in a MIN..MAX range")
       ->check(whole_at_least(2))
       ->capture_default_str();
-  cmd->add_option("--sample", a->sample,
-                  "SHARDS spatial sampling rate for one-pass LRU curves, e.g. 0.01 (1 = exact)")
+  cmd->add_option("--sample", a->sample, "SHARDS spatial sampling rate for one-pass LRU curves, e.g. 0.01 (1 = exact)")
       ->capture_default_str();
   cmd->add_option("--curve-threads", a->threads, "Threads for per-capacity miss-ratio curves (0 = one per core)")
       ->check(whole_at_least(0))
@@ -152,8 +152,8 @@ Runner add_simulate_command(CLI::App& app) {
         write_file_atomic(a->out, name, content);
         names += " " + name;
       }
-      std::fprintf(a->format == report::Format::table ? stdout : stderr, "\nreports written to %s/:%s\n", a->out.c_str(),
-                   names.c_str());
+      std::fprintf(a->format == report::Format::table ? stdout : stderr, "\nreports written to %s/:%s\n",
+                   a->out.c_str(), names.c_str());
     }
     return 0;
   };

@@ -1,5 +1,7 @@
 // Comparing two saved runs: are they comparable, what changed, and which
 // changes are past their gate and statistically clear.
+#include "inferprof/diff.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <numeric>
 
 #include "inferprof/compare.hpp"
-#include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
 #include "report/histogram.hpp"
 
@@ -24,9 +25,13 @@ double metric_of(const StageStats& s, std::string_view metric) {
   return s.max_us;
 }
 
-std::string stage_label(std::size_t i) { return i < kStageCount ? std::string(kStageNames[i]) : "total"; }
+std::string stage_label(std::size_t i) {
+  return i < kStageCount ? std::string(kStageNames[i]) : "total";
+}
 
-std::string or_unknown(const std::string& s) { return s.empty() ? "not recorded" : s; }
+std::string or_unknown(const std::string& s) {
+  return s.empty() ? "not recorded" : s;
+}
 
 // Differences that make a comparison meaningless without --force: what was
 // run (model, trace), where (the kind of machine, not its host name: CI
@@ -62,10 +67,10 @@ std::vector<std::string> config_notes(const RunData& b, const RunData& n) {
   if (b.profile_name != n.profile_name)
     out.push_back(fmt::format("profiles differ: base {} vs new {}", b.profile_name, n.profile_name));
   if (b.model_hash.empty() || n.model_hash.empty() || b.trace_hash.empty() || n.trace_hash.empty())
-    out.push_back(fmt::format("model/trace hashes not recorded in {} (an older summary.json): models {} vs {}, "
-                              "traces {} vs {} compared by path only",
-                              b.model_hash.empty() ? "base" : "new", b.model_path, n.model_path, b.trace_path,
-                              n.trace_path));
+    out.push_back(
+        fmt::format("model/trace hashes not recorded in {} (an older summary.json): models {} vs {}, "
+                    "traces {} vs {} compared by path only",
+                    b.model_hash.empty() ? "base" : "new", b.model_path, n.model_path, b.trace_path, n.trace_path));
   if (b.cpu_model.empty() || n.cpu_model.empty())
     out.push_back(fmt::format("the machine is not recorded in {}: hosts {} vs {}", b.cpu_model.empty() ? "base" : "new",
                               or_unknown(b.hostname), or_unknown(n.hostname)));
@@ -108,7 +113,8 @@ MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, cons
   if (base.empty() || now.empty() || resamples < 1) return out;
   Resampler resampler;
   std::array<std::vector<double>, 4> replicates;
-  for (auto& v : replicates) v.reserve(static_cast<std::size_t>(resamples));
+  for (auto& v : replicates)
+    v.reserve(static_cast<std::size_t>(resamples));
   std::vector<double> b, n;
   // mean, p50, p90, p99 of one resample; the quantiles by successive
   // partial selection, each in the part above the previous one.
@@ -129,9 +135,11 @@ MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, cons
     resampler.draw(base, b);
     resampler.draw(now, n);
     const auto sb = stats(b), sn = stats(n);
-    for (std::size_t k = 0; k < 4; ++k) replicates[k].push_back(sn[k] - sb[k]);
+    for (std::size_t k = 0; k < 4; ++k)
+      replicates[k].push_back(sn[k] - sb[k]);
   }
-  for (std::size_t k = 0; k < 4; ++k) out.mean_p50_p90_p99[k] = percentile_interval(replicates[k], confidence);
+  for (std::size_t k = 0; k < 4; ++k)
+    out.mean_p50_p90_p99[k] = percentile_interval(replicates[k], confidence);
   return out;
 }
 
@@ -144,7 +152,8 @@ DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config) {
   r.mismatches = identity_mismatches(base, now);
   if (!r.mismatches.empty() && !config.force) {
     std::string why;
-    for (const auto& m : r.mismatches) why += (why.empty() ? "" : "; ") + m;
+    for (const auto& m : r.mismatches)
+      why += (why.empty() ? "" : "; ") + m;
     throw bad_input(fmt::format("{} and {} are not comparable: {} (--force compares them anyway)", base.summary_path,
                                 now.summary_path, why));
   }
@@ -166,9 +175,10 @@ DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config) {
                         : base.csv_path.empty()                       ? "base has no"
                         : now.csv_path.empty()                        ? "new has no"
                                                                       : "a run has an empty";
-    r.intervals_note = fmt::format("no confidence intervals: {} requests.csv beside its summary.json, so gates use "
-                                   "the threshold alone",
-                                   which);
+    r.intervals_note = fmt::format(
+        "no confidence intervals: {} requests.csv beside its summary.json, so gates use "
+        "the threshold alone",
+        which);
   }
 
   for (std::size_t i = 0; i <= kStageCount; ++i) {

@@ -14,12 +14,15 @@
 namespace inferprof {
 namespace {
 
-constexpr std::string_view kGrammar = "expected METRIC=PCT% or STAGE.METRIC=PCT%[+FLOOR(ms|us)], e.g. p99=10%,compute.mean=5%+0.05ms";
+constexpr std::string_view kGrammar =
+    "expected METRIC=PCT% or STAGE.METRIC=PCT%[+FLOOR(ms|us)], e.g. p99=10%,compute.mean=5%+0.05ms";
 constexpr std::array<std::string_view, 6> kMetrics = {"mean", "p50", "p90", "p99", "max", "throughput"};
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -41,7 +44,8 @@ std::optional<double> number(std::string_view s) {
 
 std::string stage_list() {
   std::string out;
-  for (auto name : kStageNames) out += fmt::format("{}, ", name);
+  for (auto name : kStageNames)
+    out += fmt::format("{}, ", name);
   return out + "total";
 }
 
@@ -57,12 +61,14 @@ GateSpec parse_gate(std::string_view item) {
   if (auto dot = lhs.find('.'); dot != std::string_view::npos) {
     std::string_view stage = lhs.substr(0, dot);
     metric = lhs.substr(dot + 1);
-    const bool known = stage == "total" || std::find(kStageNames.begin(), kStageNames.end(), stage) != kStageNames.end();
+    const bool known =
+        stage == "total" || std::find(kStageNames.begin(), kStageNames.end(), stage) != kStageNames.end();
     if (!known) throw gate_error(item, fmt::format("unknown stage '{}' (expected one of {})", stage, stage_list()));
     g.stage = std::string(stage);
   }
   if (std::find(kMetrics.begin(), kMetrics.end(), metric) == kMetrics.end())
-    throw gate_error(item, fmt::format("unknown metric '{}' (expected one of mean, p50, p90, p99, max, throughput)", metric));
+    throw gate_error(item,
+                     fmt::format("unknown metric '{}' (expected one of mean, p50, p90, p99, max, throughput)", metric));
   g.metric = std::string(metric);
   if (g.metric == "throughput") {
     if (g.stage != "*" && g.stage != "total")
@@ -79,7 +85,8 @@ GateSpec parse_gate(std::string_view item) {
   if (pct.empty() || pct.back() != '%')
     throw gate_error(item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
   auto p = number(trim(pct.substr(0, pct.size() - 1)));
-  if (!p) throw gate_error(item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
+  if (!p)
+    throw gate_error(item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
   g.pct = *p;
   if (g.metric == "throughput") g.floor_us = 0;
   if (!floor.empty() || rhs.find('+') != std::string_view::npos) {
@@ -94,7 +101,8 @@ GateSpec parse_gate(std::string_view item) {
     }
     auto f = scale > 0 ? number(trim(digits)) : std::nullopt;
     if (!f)
-      throw gate_error(item, fmt::format("'{}' is not a duration (expected a number followed by ms or us, e.g. +0.05ms)", floor));
+      throw gate_error(
+          item, fmt::format("'{}' is not a duration (expected a number followed by ms or us, e.g. +0.05ms)", floor));
     g.floor_us = *f * scale;
     g.floor_given = true;
   }
@@ -109,7 +117,8 @@ std::vector<GateSpec> parse_gates(std::string_view text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     auto comma = text.find(',', start);
-    std::string_view item = trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    std::string_view item =
+        trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     if (item.empty()) throw bad_input(fmt::format("--max-regression: an empty item in '{}'; {}", text, kGrammar));
     GateSpec g = parse_gate(item);
     for (const GateSpec& other : gates)
@@ -122,8 +131,9 @@ std::vector<GateSpec> parse_gates(std::string_view text) {
   return gates;
 }
 
-
-double gate_limit(const GateSpec& spec, double base) { return std::abs(base) * spec.pct / 100.0 + spec.floor_us; }
+double gate_limit(const GateSpec& spec, double base) {
+  return std::abs(base) * spec.pct / 100.0 + spec.floor_us;
+}
 
 Verdict judge(const Change& c, double limit, bool higher_is_better) {
   // Orient so that a positive delta is always the bad direction.

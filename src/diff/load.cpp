@@ -12,11 +12,13 @@ namespace {
 
 void read_requests(RunData& run) {
   std::vector<std::string> required;
-  for (std::size_t i = 0; i < kStageCount; ++i) required.push_back(fmt::format("{}_us", kStageNames[i]));
+  for (std::size_t i = 0; i < kStageCount; ++i)
+    required.push_back(fmt::format("{}_us", kStageNames[i]));
   std::array<std::vector<double>, kStageCount + 1> all;
   report::read_requests_csv(run.csv_path, required, [&](const report::RequestRow& r) {
     if (!r.ok) return;  // failed requests have no meaningful stage times
-    for (std::size_t i = 0; i <= kStageCount; ++i) all[i].push_back(r.us[i]);
+    for (std::size_t i = 0; i <= kStageCount; ++i)
+      all[i].push_back(r.us[i]);
   });
   run.csv_rows = all[kStageCount].size();
   // The intervals need the shape of the distribution, not every row: evenly
@@ -28,7 +30,8 @@ void read_requests(RunData& run) {
     auto& out = run.per_request[s];
     out.clear();
     out.reserve(keep);
-    for (std::size_t k = 0; k < keep; ++k) out.push_back(all[s][k * n / keep]);
+    for (std::size_t k = 0; k < keep; ++k)
+      out.push_back(all[s][k * n / keep]);
   }
 }
 

@@ -11,7 +11,9 @@ namespace {
 using Interval = std::pair<Nanos, Nanos>;
 using Kind = Activity::Kind;
 
-constexpr std::uint32_t stage_id(Stage s) { return static_cast<std::uint32_t>(s); }
+constexpr std::uint32_t stage_id(Stage s) {
+  return static_cast<std::uint32_t>(s);
+}
 
 // Which stage a record counts in: the one its external id names, or for a
 // record tagged with the request alone, the stage its kind belongs to.
@@ -19,9 +21,12 @@ std::uint32_t stage_for(const Activity& a) {
   const std::uint32_t s = stage_of(a.external);
   if (s == stage_id(Stage::h2d) || s == stage_id(Stage::compute) || s == stage_id(Stage::d2h)) return s;
   switch (a.kind) {
-    case Kind::memcpy_h2d: return stage_id(Stage::h2d);
-    case Kind::memcpy_d2h: return stage_id(Stage::d2h);
-    default: return stage_id(Stage::compute);
+    case Kind::memcpy_h2d:
+      return stage_id(Stage::h2d);
+    case Kind::memcpy_d2h:
+      return stage_id(Stage::d2h);
+    default:
+      return stage_id(Stage::compute);
   }
 }
 
@@ -44,7 +49,8 @@ std::uint32_t gpu_idle_name() {
 // is shared equally by the activities running in it, so the parts sum to the
 // union's length exactly (up to integer division, whose remainder goes to the
 // first active name).
-std::vector<std::pair<std::uint32_t, Nanos>> split_by_name(const std::vector<std::pair<Interval, std::uint32_t>>& items) {
+std::vector<std::pair<std::uint32_t, Nanos>> split_by_name(
+    const std::vector<std::pair<Interval, std::uint32_t>>& items) {
   struct Edge {
     Nanos t;
     int delta;
@@ -151,7 +157,8 @@ RequestGpu attribute(const std::vector<Activity>& records) {
   g.h2d = union_length(std::move(h2d));
   g.d2h = union_length(std::move(d2h));
   g.compute_children = split_by_name(compute);
-  for (const auto& [name, ns] : g.compute_children) g.compute += ns;
+  for (const auto& [name, ns] : g.compute_children)
+    g.compute += ns;
   g.idle = (last - first) - union_length(std::move(all));
   return g;
 }

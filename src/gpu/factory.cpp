@@ -15,8 +15,12 @@ namespace inferprof::gpu {
 
 const bool kSupported = true;
 
-std::unique_ptr<Tracer> make_tracer(const TracerOptions& options) { return cuda::make_tracer(options); }
-std::string device_name(int device_index) { return cuda::device_name(device_index); }
+std::unique_ptr<Tracer> make_tracer(const TracerOptions& options) {
+  return cuda::make_tracer(options);
+}
+std::string device_name(int device_index) {
+  return cuda::device_name(device_index);
+}
 CopyPeak measure_copy_peak(int device_index, std::uint64_t bytes) {
   return cuda::measure_copy_peak(device_index, bytes);
 }
@@ -37,11 +41,15 @@ class NullTracer final : public Tracer {
 };
 }  // namespace
 
-std::unique_ptr<Tracer> make_tracer(const TracerOptions&) { return std::make_unique<NullTracer>(); }
+std::unique_ptr<Tracer> make_tracer(const TracerOptions&) {
+  return std::make_unique<NullTracer>();
+}
 std::string device_name(int) {
   throw bad_input(fmt::format("this build has no CUDA support; {}", kRebuildHint));
 }
-CopyPeak measure_copy_peak(int, std::uint64_t) { return {}; }
+CopyPeak measure_copy_peak(int, std::uint64_t) {
+  return {};
+}
 
 #endif
 

@@ -3,13 +3,13 @@
 #include <png.h>
 
 // jpeglib.h needs FILE and size_t declared first.
+#include <jpeglib.h>
+
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <limits>
-
-#include <jpeglib.h>
 
 #include "image/image.hpp"
 
@@ -22,8 +22,8 @@ constexpr std::uint8_t kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n
 
 [[noreturn]] void too_large(const Header& h, std::uint64_t max_pixels) {
   throw DecodeError{fmt::format("{}x{} {} is {} pixels, over the limit of {} (checked before decoding)", h.width,
-                                h.height, format_name(h.format),
-                                static_cast<std::uint64_t>(h.width) * h.height, max_pixels)};
+                                h.height, format_name(h.format), static_cast<std::uint64_t>(h.width) * h.height,
+                                max_pixels)};
 }
 
 // libjpeg reports errors through a callback that must not return: it jumps
@@ -87,7 +87,8 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, std::uint64_t max_p
   while (cinfo.output_scanline < cinfo.output_height) {
     const JDIMENSION first = cinfo.output_scanline;
     const JDIMENSION n = std::min<JDIMENSION>(16, cinfo.output_height - first);
-    for (JDIMENSION i = 0; i < n; ++i) rows[i] = out + (first + i) * stride;
+    for (JDIMENSION i = 0; i < n; ++i)
+      rows[i] = out + (first + i) * stride;
     jpeg_read_scanlines(&cinfo, rows, n);
   }
   jpeg_finish_decompress(&cinfo);
@@ -130,9 +131,12 @@ Format sniff(const std::uint8_t* data, std::size_t size) {
 
 std::string_view format_name(Format f) {
   switch (f) {
-    case Format::jpeg: return "JPEG";
-    case Format::png: return "PNG";
-    case Format::unknown: break;
+    case Format::jpeg:
+      return "JPEG";
+    case Format::png:
+      return "PNG";
+    case Format::unknown:
+      break;
   }
   return "unknown";
 }
@@ -140,20 +144,24 @@ std::string_view format_name(Format f) {
 void decode_rgb(const std::uint8_t* data, std::size_t size, std::uint64_t max_pixels,
                 const std::function<std::uint8_t*(const Header&)>& alloc) {
   switch (sniff(data, size)) {
-    case Format::jpeg: return decode_jpeg(data, size, max_pixels, alloc);
-    case Format::png: return decode_png(data, size, max_pixels, alloc);
-    case Format::unknown: break;
+    case Format::jpeg:
+      return decode_jpeg(data, size, max_pixels, alloc);
+    case Format::png:
+      return decode_png(data, size, max_pixels, alloc);
+    case Format::unknown:
+      break;
   }
   if (size == 0) throw DecodeError{"empty (0 bytes): not a JPEG or PNG"};
   std::string start;
-  for (std::size_t i = 0; i < std::min<std::size_t>(size, 4); ++i) start += fmt::format("{:02x}", data[i]);
+  for (std::size_t i = 0; i < std::min<std::size_t>(size, 4); ++i)
+    start += fmt::format("{:02x}", data[i]);
   throw DecodeError{fmt::format("not a JPEG or PNG (starts with bytes {})", start)};
 }
 
 std::string decode_base64(std::string_view text) {
   if (text.size() % 4 != 0)
-    throw DecodeError{fmt::format("not base64: {} characters, not a multiple of 4 (padded base64 expected)",
-                                  text.size())};
+    throw DecodeError{
+        fmt::format("not base64: {} characters, not a multiple of 4 (padded base64 expected)", text.size())};
   if (text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw DecodeError{"base64 payload over 2 GB"};
   std::string out(text.size() / 4 * 3, '\0');
@@ -162,7 +170,8 @@ std::string decode_base64(std::string_view text) {
   if (n < 0) throw DecodeError{"not base64 (a character outside A-Z, a-z, 0-9, '+', '/' and '=' padding)"};
   // EVP_DecodeBlock counts the bytes that '=' padding stands for.
   std::size_t padding = 0;
-  while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
+  while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=')
+    ++padding;
   out.resize(static_cast<std::size_t>(n) - padding);
   return out;
 }

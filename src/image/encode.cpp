@@ -1,3 +1,9 @@
+// jpeglib.h uses size_t and FILE without including their headers.
+// clang-format off
+#include <cstddef>
+#include <cstdio>
+#include <jpeglib.h>
+// clang-format on
 #include <png.h>
 
 #include <algorithm>
@@ -7,8 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-
-#include <jpeglib.h>
 
 #include "image/image.hpp"
 
@@ -43,7 +47,8 @@ std::string synth_picture(std::uint32_t width, std::uint32_t height, std::uint64
     d.cx = unit(rng) * width;
     d.cy = unit(rng) * height;
     d.r = (0.05 + 0.2 * unit(rng)) * std::min(width, height);
-    for (auto& c : d.c) c = static_cast<std::uint8_t>(rng() & 0xFF);
+    for (auto& c : d.c)
+      c = static_cast<std::uint8_t>(rng() & 0xFF);
   }
   std::minstd_rand noise(static_cast<std::uint32_t>(seed));
   for (std::uint32_t y = 0; y < height; ++y) {
@@ -55,7 +60,8 @@ std::string synth_picture(std::uint32_t width, std::uint32_t height, std::uint64
       for (const auto& d : discs) {
         const double dx = x - d.cx, dy = y - d.cy;
         if (dx * dx + dy * dy < d.r * d.r)
-          for (int k = 0; k < 3; ++k) c[k] = 0.3 * c[k] + 0.7 * d.c[k];
+          for (int k = 0; k < 3; ++k)
+            c[k] = 0.3 * c[k] + 0.7 * d.c[k];
       }
       std::uint8_t* px = reinterpret_cast<std::uint8_t*>(&rgb[(static_cast<std::size_t>(y) * width + x) * 3]);
       for (int k = 0; k < 3; ++k) {

@@ -34,9 +34,10 @@ std::string executable_dir() {
 const Api* checked(const Api* table, const std::string& where) {
   if (table == nullptr || table->abi != kAbi || std::strcmp(table->version, INFERPROF_VERSION) != 0 ||
       table->layout != kLayout)
-    throw runtime_failure(fmt::format("'{}' is not the model pipeline of this inferprof ({}): rebuild or reinstall "
-                                      "inferprof",
-                                      where, INFERPROF_VERSION));
+    throw runtime_failure(
+        fmt::format("'{}' is not the model pipeline of this inferprof ({}): rebuild or reinstall "
+                    "inferprof",
+                    where, INFERPROF_VERSION));
   return table;
 }
 
@@ -59,17 +60,17 @@ const Api* load() {
     auto entry = reinterpret_cast<Entry>(::dlsym(handle, kEntryPoint));
     return checked(entry ? entry() : nullptr, path);
   }
-  throw runtime_failure(fmt::format("the model pipeline '{}' is missing (nor is it in '{}'); it is built and installed "
-                                    "with inferprof, which needs it to run a model",
-                                    candidates.front(), fs::path(candidates.back()).parent_path().string()));
+  throw runtime_failure(
+      fmt::format("the model pipeline '{}' is missing (nor is it in '{}'); it is built and installed "
+                  "with inferprof, which needs it to run a model",
+                  candidates.front(), fs::path(candidates.back()).parent_path().string()));
 }
 
 }  // namespace
 
 std::vector<std::string> plugin_candidates() {
   const fs::path dir = executable_dir();
-  return {(dir / kFileName).string(),
-          (dir / INFERPROF_PLUGIN_RELATIVE_DIR / kFileName).lexically_normal().string()};
+  return {(dir / kFileName).string(), (dir / INFERPROF_PLUGIN_RELATIVE_DIR / kFileName).lexically_normal().string()};
 }
 
 const Api& api() {
@@ -77,7 +78,8 @@ const Api& api() {
   if (const Api* t = table.load(std::memory_order_acquire)) return *t;
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  if (table.load() == nullptr) table.store(load(), std::memory_order_release);  // a failure throws; the next call retries
+  if (table.load() == nullptr)
+    table.store(load(), std::memory_order_release);  // a failure throws; the next call retries
   return *table.load();
 }
 
@@ -100,9 +102,15 @@ Pipeline::~Pipeline() = default;
 ModelHandle Pipeline::load(const ModelBytes& bytes, RequestRecord* record) const {
   return impl_->backend->load(bytes, record);
 }
-void Pipeline::activate(ModelHandle model) { impl_->backend->activate(std::move(model)); }
-ModelHandle Pipeline::active() const { return impl_->backend->active(); }
-const ModelInfo& Pipeline::model() const noexcept { return impl_->backend->model(); }
+void Pipeline::activate(ModelHandle model) {
+  impl_->backend->activate(std::move(model));
+}
+ModelHandle Pipeline::active() const {
+  return impl_->backend->active();
+}
+const ModelInfo& Pipeline::model() const noexcept {
+  return impl_->backend->model();
+}
 void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
                      const ModelHandle& model) {
   impl_->backend->serve(request, record, caches, served, model);
@@ -110,16 +118,32 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
 double Pipeline::verify(const TraceRequest& request, const Blob& served, const ModelHandle& model) {
   return impl_->backend->verify(request, served, model);
 }
-GpuInfo Pipeline::finish_gpu() { return impl_->backend->finish_gpu(); }
-void Pipeline::set_gpu_trace(bool on) { impl_->backend->set_gpu_trace(on); }
-std::vector<std::int64_t> Pipeline::default_shape() const { return impl_->backend->default_shape(); }
-DType Pipeline::default_dtype() const { return impl_->backend->default_dtype(); }
+GpuInfo Pipeline::finish_gpu() {
+  return impl_->backend->finish_gpu();
+}
+void Pipeline::set_gpu_trace(bool on) {
+  impl_->backend->set_gpu_trace(on);
+}
+std::vector<std::int64_t> Pipeline::default_shape() const {
+  return impl_->backend->default_shape();
+}
+DType Pipeline::default_dtype() const {
+  return impl_->backend->default_dtype();
+}
 
 // A handle exists only once the plugin is loaded.
-const ModelInfo& model_info(const LoadedModel& model) { return plugin::api().model_info(model); }
-int configure_threads(int requested) { return plugin::api().configure_threads(requested); }
-std::string libtorch_version() { return plugin::api().libtorch_version(); }
-ModelMetadata generate_model(const GenModelOptions& options) { return plugin::api().generate_model(options); }
+const ModelInfo& model_info(const LoadedModel& model) {
+  return plugin::api().model_info(model);
+}
+int configure_threads(int requested) {
+  return plugin::api().configure_threads(requested);
+}
+std::string libtorch_version() {
+  return plugin::api().libtorch_version();
+}
+ModelMetadata generate_model(const GenModelOptions& options) {
+  return plugin::api().generate_model(options);
+}
 
 const std::vector<std::string>& model_archs() {
   static const std::vector<std::string> archs = {"mlp", "cnn", "resnet18"};

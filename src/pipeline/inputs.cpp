@@ -1,7 +1,6 @@
 #include <ATen/CPUGeneratorImpl.h>
-#include <fmt/format.h>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,31 +18,50 @@ namespace inferprof::detail {
 
 at::ScalarType to_scalar_type(DType d) {
   switch (d) {
-    case DType::uint8: return at::kByte;
-    case DType::int8: return at::kChar;
-    case DType::int16: return at::kShort;
-    case DType::int32: return at::kInt;
-    case DType::int64: return at::kLong;
-    case DType::float16: return at::kHalf;
-    case DType::float32: return at::kFloat;
-    case DType::float64: return at::kDouble;
-    case DType::boolean: return at::kBool;
+    case DType::uint8:
+      return at::kByte;
+    case DType::int8:
+      return at::kChar;
+    case DType::int16:
+      return at::kShort;
+    case DType::int32:
+      return at::kInt;
+    case DType::int64:
+      return at::kLong;
+    case DType::float16:
+      return at::kHalf;
+    case DType::float32:
+      return at::kFloat;
+    case DType::float64:
+      return at::kDouble;
+    case DType::boolean:
+      return at::kBool;
   }
   return at::kFloat;
 }
 
 std::optional<DType> from_scalar_type(at::ScalarType t) {
   switch (t) {
-    case at::kByte: return DType::uint8;
-    case at::kChar: return DType::int8;
-    case at::kShort: return DType::int16;
-    case at::kInt: return DType::int32;
-    case at::kLong: return DType::int64;
-    case at::kHalf: return DType::float16;
-    case at::kFloat: return DType::float32;
-    case at::kDouble: return DType::float64;
-    case at::kBool: return DType::boolean;
-    default: return std::nullopt;
+    case at::kByte:
+      return DType::uint8;
+    case at::kChar:
+      return DType::int8;
+    case at::kShort:
+      return DType::int16;
+    case at::kInt:
+      return DType::int32;
+    case at::kLong:
+      return DType::int64;
+    case at::kHalf:
+      return DType::float16;
+    case at::kFloat:
+      return DType::float32;
+    case at::kDouble:
+      return DType::float64;
+    case at::kBool:
+      return DType::boolean;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -69,8 +87,8 @@ namespace {
 // Reads exactly `size` bytes at `offset`; false at end of file.
 bool read_at(int fd, char* out, std::uint64_t size, std::uint64_t offset) {
   while (size > 0) {
-    const ssize_t got = ::pread(fd, out, static_cast<std::size_t>(std::min<std::uint64_t>(size, 1 << 30)),
-                                static_cast<off_t>(offset));
+    const ssize_t got =
+        ::pread(fd, out, static_cast<std::size_t>(std::min<std::uint64_t>(size, 1 << 30)), static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return false;
     out += got;
@@ -140,12 +158,13 @@ at::Tensor read_npy(const std::string& path) {
   }
   at::Tensor t = at::empty(h.shape, at::TensorOptions().dtype(to_scalar_type(h.dtype)));
   if (!read_at(fd, static_cast<char*>(t.data_ptr()), h.data_bytes, h.data_offset))
-    npy_error(path, fmt::format("truncated data (expected {} bytes for shape {})", h.data_bytes, format_shape(h.shape)));
+    npy_error(path,
+              fmt::format("truncated data (expected {} bytes for shape {})", h.data_bytes, format_shape(h.shape)));
   return t;
 }
 
-at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape,
-                      DType default_dtype, const std::string& trace_path) {
+at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape, DType default_dtype,
+                      const std::string& trace_path) {
   const InputSpec& spec = request.input;
   DType dtype = spec.dtype.value_or(default_dtype);
   auto options = at::TensorOptions().dtype(to_scalar_type(dtype));
@@ -153,17 +172,22 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
     case InputSpec::Kind::seed: {
       const auto& shape = spec.shape.empty() ? default_shape : spec.shape;
       if (shape.empty())
-        throw bad_input(fmt::format("request {}: no input shape: give input.shape, [input] shape in the "
-                                    "profile, or use a model made by gen-model",
-                                    request.id));
+        throw bad_input(
+            fmt::format("request {}: no input shape: give input.shape, [input] shape in the "
+                        "profile, or use a model made by gen-model",
+                        request.id));
       auto gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed);
       switch (dtype) {
         case DType::float16:
         case DType::float32:
-        case DType::float64: return at::randn(shape, gen, options);
-        case DType::boolean: return at::randint(0, 2, shape, gen, at::TensorOptions().dtype(at::kByte)).to(at::kBool);
-        case DType::uint8: return at::randint(0, 256, shape, gen, options);
-        default: return at::randint(-100, 100, shape, gen, options);
+        case DType::float64:
+          return at::randn(shape, gen, options);
+        case DType::boolean:
+          return at::randint(0, 2, shape, gen, at::TensorOptions().dtype(at::kByte)).to(at::kBool);
+        case DType::uint8:
+          return at::randint(0, 256, shape, gen, options);
+        default:
+          return at::randint(-100, 100, shape, gen, options);
       }
     }
     case InputSpec::Kind::file: {
@@ -182,7 +206,8 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
       at::Tensor t = at::tensor(spec.data, at::TensorOptions().dtype(at::kDouble)).to(options.dtype());
       return spec.shape.empty() ? t : t.reshape(spec.shape);
     }
-    case InputSpec::Kind::image: return read_image_file(request, trace_path);
+    case InputSpec::Kind::image:
+      return read_image_file(request, trace_path);
     case InputSpec::Kind::image_base64: {
       std::string bytes;
       try {
@@ -194,7 +219,8 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
       if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
       return t;
     }
-    case InputSpec::Kind::none: break;
+    case InputSpec::Kind::none:
+      break;
   }
   throw bad_input(fmt::format("request {} has no input", request.id));
 }

@@ -3,12 +3,11 @@
 // source compiled by Module::define, and the result saves like any scripted model.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
-
 #include <sstream>
 
 #include "inferprof/error.hpp"
@@ -29,8 +28,7 @@ class Builder {
                    std::int64_t pad, const std::string& x) {
     double std = std::sqrt(2.0 / static_cast<double>(in * k * k));
     param(name + "_weight", torch::randn({out, in, k, k}) * std);
-    return fmt::format("torch.conv2d({}, self.{}_weight, None, [{}, {}], [{}, {}])", x, name, stride, stride, pad,
-                       pad);
+    return fmt::format("torch.conv2d({}, self.{}_weight, None, [{}, {}], [{}, {}])", x, name, stride, stride, pad, pad);
   }
   std::string bn(const std::string& name, std::int64_t c, const std::string& x, double gamma = 1.0) {
     param(name + "_weight", torch::full({c}, gamma));
@@ -140,8 +138,8 @@ ModelMetadata generate_model(const GenModelOptions& options) {
     meta.input_shape = {1, 3, 224, 224};
     module = build_resnet18(builder);
   } else {
-    throw bad_input(fmt::format("unknown architecture '{}' (expected one of: {})", options.arch,
-                                fmt::join(model_archs(), ", ")));
+    throw bad_input(
+        fmt::format("unknown architecture '{}' (expected one of: {})", options.arch, fmt::join(model_archs(), ", ")));
   }
   meta.parameters = builder.parameters();
   std::string json = fmt::format(

@@ -11,7 +11,7 @@ namespace {
 struct ThreadState {
   RequestRecord* record = nullptr;
   std::int32_t parent = -1;
-  std::vector<std::int32_t> open;  // spans of ops not yet ended, innermost last
+  std::vector<std::int32_t> open;                        // spans of ops not yet ended, innermost last
   std::unordered_map<std::string, std::uint32_t> names;  // op name -> interned id, per thread: no lock
 };
 thread_local ThreadState tls;
@@ -38,9 +38,8 @@ void OpRecorder::install() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Only aten operator scopes: the spans users recognise from torch.profiler.
-    at::addGlobalCallback(at::RecordFunctionCallback(&on_op_start, &on_op_end)
-                              .needsInputs(false)
-                              .scopes({at::RecordScope::FUNCTION}));
+    at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_op_start, &on_op_end).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
   });
 }
 

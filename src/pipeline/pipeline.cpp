@@ -1,9 +1,10 @@
+#include "inferprof/pipeline.hpp"
+
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <simdjson.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
-
 #include <xxhash.h>
 
 #include <cmath>
@@ -15,7 +16,6 @@
 
 #include "inferprof/error.hpp"
 #include "inferprof/gpu.hpp"
-#include "inferprof/pipeline.hpp"
 #include "pipeline/torch_detail.hpp"
 
 namespace inferprof {
@@ -106,7 +106,9 @@ struct LoadedModel {
   torch::jit::Module module;
   ModelInfo info;
 };
-const ModelInfo& model_info(const LoadedModel& model) { return model.info; }
+const ModelInfo& model_info(const LoadedModel& model) {
+  return model.info;
+}
 
 namespace {
 
@@ -118,8 +120,9 @@ ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestR
   info.served_by = m.served_by;
   info.path = m.served_by == "file" ? m.name : m.name + "@" + m.version;
   info.file_bytes = static_cast<std::int64_t>(m.bytes->size());
-  info.hash = m.version.rfind("xxh3:", 0) == 0 ? m.version
-                                                : fmt::format("xxh3:{:016x}", XXH3_64bits(m.bytes->data(), m.bytes->size()));
+  info.hash = m.version.rfind("xxh3:", 0) == 0
+                  ? m.version
+                  : fmt::format("xxh3:{:016x}", XXH3_64bits(m.bytes->data(), m.bytes->size()));
   const LoadNames& names = load_names();
   std::optional<ScopedSpan> load;
   if (record) {
@@ -141,10 +144,9 @@ ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestR
     std::string why = torch_error_line(e);
     bool not_archive = why.find("zip archive") != std::string::npos || why.find("constants.pkl") != std::string::npos ||
                        why.find("data.pkl") != std::string::npos;
-    throw runtime_failure(fmt::format("cannot load model '{}': {} ({})", info.path,
-                                      not_archive ? "not a TorchScript archive, or a truncated one"
-                                                  : "libtorch could not deserialise it",
-                                      why));
+    throw runtime_failure(fmt::format(
+        "cannot load model '{}': {} ({})", info.path,
+        not_archive ? "not a TorchScript archive, or a truncated one" : "libtorch could not deserialise it", why));
   }
   {
     // On the CPU this is a no-op; the span is there so GPU runs show the move.
@@ -153,13 +155,14 @@ ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestR
     try {
       if (!device.is_cpu()) model->module.to(device);
     } catch (const std::exception& e) {
-      throw runtime_failure(fmt::format("cannot move model '{}' to {}: {}", info.path, device.str(),
-                                        torch_error_line(e)));
+      throw runtime_failure(
+          fmt::format("cannot move model '{}' to {}: {}", info.path, device.str(), torch_error_line(e)));
     }
   }
   info.load_ms = static_cast<double>(now_ns() - t0 + m.fetch_ns + m.verify_ns) / 1e6;
   info.meta = parse_metadata(extra[kMetadataFile]);
-  for (const auto& p : model->module.parameters()) info.parameters += p.numel();
+  for (const auto& p : model->module.parameters())
+    info.parameters += p.numel();
   return model;
 }
 
@@ -212,8 +215,12 @@ Pipeline::Pipeline(const ModelBytes& first, const Profile& profile, const Pipeli
 ModelHandle Pipeline::load(const ModelBytes& bytes, RequestRecord* record) const {
   return deserialize(bytes, impl_->device, record);
 }
-void Pipeline::activate(ModelHandle model) { std::atomic_store(&impl_->active, std::move(model)); }
-ModelHandle Pipeline::active() const { return std::atomic_load(&impl_->active); }
+void Pipeline::activate(ModelHandle model) {
+  std::atomic_store(&impl_->active, std::move(model));
+}
+ModelHandle Pipeline::active() const {
+  return std::atomic_load(&impl_->active);
+}
 
 void Pipeline::Impl::set_up_cuda() {
   int index = 0;
@@ -267,9 +274,15 @@ void Pipeline::set_gpu_trace(bool on) {
 
 Pipeline::~Pipeline() = default;
 
-const ModelInfo& Pipeline::model() const noexcept { return impl_->first->info; }
-std::vector<std::int64_t> Pipeline::default_shape() const { return impl_->default_shape; }
-DType Pipeline::default_dtype() const { return impl_->default_dtype; }
+const ModelInfo& Pipeline::model() const noexcept {
+  return impl_->first->info;
+}
+std::vector<std::int64_t> Pipeline::default_shape() const {
+  return impl_->default_shape;
+}
+DType Pipeline::default_dtype() const {
+  return impl_->default_dtype;
+}
 
 at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& record) {
   at::Tensor x;
@@ -367,8 +380,8 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
   traced.end();
 }
 
-void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, const CacheSet* caches,
-                            Blob* served, const ModelHandle& use) {
+void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
+                            const ModelHandle& use) {
   c10::InferenceMode inference;
   Impl& m = *impl_;
   gpu::Tracer* const t = m.tracer.get();
@@ -474,6 +487,8 @@ int configure_threads(int requested) {
   return at::get_num_threads();
 }
 
-std::string libtorch_version() { return TORCH_VERSION; }
+std::string libtorch_version() {
+  return TORCH_VERSION;
+}
 
 }  // namespace inferprof

@@ -19,9 +19,9 @@ inline constexpr const char* kFileName = "libinferprof_pipeline.so";
 // The sizes of what crosses the boundary, as each side was compiled: a plugin
 // built from other headers (a stale build) is refused rather than trusted.
 inline constexpr std::uint64_t kLayout =
-    (sizeof(Profile) << 48) ^ (sizeof(TraceRequest) << 40) ^ (sizeof(RequestRecord) << 32) ^
-    (sizeof(ModelInfo) << 24) ^ (sizeof(ModelBytes) << 16) ^ (sizeof(GpuInfo) << 8) ^
-    (sizeof(PipelineOptions) << 4) ^ sizeof(CacheSet) ^ (sizeof(ModelMetadata) << 12) ^ (sizeof(GenModelOptions) << 20);
+    (sizeof(Profile) << 48) ^ (sizeof(TraceRequest) << 40) ^ (sizeof(RequestRecord) << 32) ^ (sizeof(ModelInfo) << 24) ^
+    (sizeof(ModelBytes) << 16) ^ (sizeof(GpuInfo) << 8) ^ (sizeof(PipelineOptions) << 4) ^ sizeof(CacheSet) ^
+    (sizeof(ModelMetadata) << 12) ^ (sizeof(GenModelOptions) << 20);
 inline constexpr const char* kEntryPoint = "inferprof_pipeline_api";
 
 // Pipeline's work, done inside the plugin (see Pipeline in pipeline.hpp).
@@ -43,7 +43,7 @@ class Backend {
 
 struct Api {
   std::uint32_t abi;
-  const char* version;  // INFERPROF_VERSION of the build that made the plugin
+  const char* version;   // INFERPROF_VERSION of the build that made the plugin
   std::uint64_t layout;  // kLayout as the plugin was compiled
   std::unique_ptr<Backend> (*open)(const ModelBytes& first, const Profile& profile, const PipelineOptions& options);
   const ModelInfo& (*model_info)(const LoadedModel& model);

@@ -18,7 +18,8 @@ Preprocessor::Preprocessor(const std::vector<PreprocessOp>& ops, std::string tra
       step.mean = at::tensor(op.mean, at::kFloat).view({1, c, 1, 1});
       step.std = at::tensor(op.std, at::kFloat).view({1, c, 1, 1});
     } else if (op.op == "layout") {
-      for (char axis : op.to) step.permutation.push_back(static_cast<std::int64_t>(op.from.find(axis)));
+      for (char axis : op.to)
+        step.permutation.push_back(static_cast<std::int64_t>(op.from.find(axis)));
     }
     steps_.push_back(std::move(step));
   }
@@ -39,9 +40,8 @@ at::Tensor decode(const at::Tensor& bytes, const PreprocessOp& op, const TraceRe
   try {
     image::decode_rgb(static_cast<const std::uint8_t*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel()),
                       op.max_pixels ? op.max_pixels : image::kDefaultMaxPixels, [&](const image::Header& h) {
-                        pixels = at::empty({1, static_cast<std::int64_t>(h.height),
-                                            static_cast<std::int64_t>(h.width), 3},
-                                           at::kByte);
+                        pixels = at::empty(
+                            {1, static_cast<std::int64_t>(h.height), static_cast<std::int64_t>(h.width), 3}, at::kByte);
                         return static_cast<std::uint8_t*>(pixels.data_ptr());
                       });
   } catch (const image::DecodeError& e) {
@@ -107,7 +107,8 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
     at::Tensor f = x.to(x.is_floating_point() ? x.scalar_type() : at::kFloat, /*non_blocking=*/false, /*copy=*/false,
                         at::MemoryFormat::Contiguous);
     at::Tensor out;
-    if (op.mode == "nearest") out = at::upsample_nearest2d(f, size);
+    if (op.mode == "nearest")
+      out = at::upsample_nearest2d(f, size);
     else if (op.mode == "bicubic")
       out = op.antialias ? at::_upsample_bicubic2d_aa(f, size, /*align_corners=*/false)
                          : at::upsample_bicubic2d(f, size, /*align_corners=*/false);
@@ -145,8 +146,8 @@ at::Tensor Preprocessor::run(at::Tensor x, const TraceRequest& request, RequestR
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw runtime_failure(fmt::format("request {}: preprocessing op '{}' failed on input of shape {}: {}",
-                                        request.id, step.op.op, format_shape(x.sizes().vec()), torch_error_line(e)));
+      throw runtime_failure(fmt::format("request {}: preprocessing op '{}' failed on input of shape {}: {}", request.id,
+                                        step.op.op, format_shape(x.sizes().vec()), torch_error_line(e)));
     }
   }
   return x;

@@ -23,8 +23,8 @@ std::string torch_error_line(const std::exception& e);
 // .npy file, or built from inline data. Throws Error(bad_input).
 // An image input becomes its encoded bytes (a 1-D uint8 tensor): reading or
 // receiving them is the `input` stage; the profile's `decode` op decodes them.
-at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape,
-                      DType default_dtype, const std::string& trace_path);
+at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape, DType default_dtype,
+                      const std::string& trace_path);
 // Where a request's input errors point: "TRACE:LINE" when the request came
 // from a trace, else "request ID".
 std::string request_where(const std::string& trace_path, const TraceRequest& request);
@@ -42,8 +42,8 @@ class Preprocessor {
  private:
   struct Step {
     PreprocessOp op;
-    std::uint32_t name;  // interned span name
-    at::Tensor mean, std;  // normalize, shaped [1, C, 1, 1]
+    std::uint32_t name;                     // interned span name
+    at::Tensor mean, std;                   // normalize, shaped [1, C, 1, 1]
     std::vector<std::int64_t> permutation;  // layout
   };
   std::vector<Step> steps_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +14,6 @@
 #include <limits>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
@@ -45,8 +45,7 @@ void reject_unknown_keys(const Ctx& ctx, const toml::table& table, std::string_v
                          std::initializer_list<std::string_view> known) {
   for (auto&& [key, node] : table) {
     if (std::find(known.begin(), known.end(), key.str()) == known.end())
-      ctx.fail(&node, fmt::format("unknown key '{}' in {} (expected {})", key.str(), where,
-                                  fmt::join(known, ", ")));
+      ctx.fail(&node, fmt::format("unknown key '{}' in {} (expected {})", key.str(), where, fmt::join(known, ", ")));
   }
 }
 
@@ -80,7 +79,8 @@ std::vector<double> get_numbers(const Ctx& ctx, const toml::node* n, std::string
   std::vector<double> out;
   const toml::array* arr = n ? n->as_array() : nullptr;
   if (!arr || arr->empty()) ctx.fail(n, fmt::format("{} must be a non-empty array of numbers", what));
-  for (auto&& e : *arr) out.push_back(get_number(ctx, e, what));
+  for (auto&& e : *arr)
+    out.push_back(get_number(ctx, e, what));
   return out;
 }
 
@@ -155,7 +155,8 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
   } else if (op.op == "decode") {
     reject_unknown_keys(ctx, *t, where, {"op", "max_pixels"});
     op.max_pixels = static_cast<std::uint64_t>(get_int(ctx, *t, "max_pixels", where, 0, 1));
-    if (index != 0) ctx.fail(&node, "'decode' must be the first preprocessing op (it turns the encoded image into pixels)");
+    if (index != 0)
+      ctx.fail(&node, "'decode' must be the first preprocessing op (it turns the encoded image into pixels)");
   } else if (op.op == "to_tensor") {
     reject_unknown_keys(ctx, *t, where, {"op"});
   } else if (op.op == "layout") {
@@ -184,7 +185,8 @@ TierSpec parse_tier(const Ctx& ctx, const toml::node& node, const std::string& t
   spec.tier = tier;
   std::string policy = get_string(ctx, *t, "policy", where, "lru");
   auto p = parse_policy(policy);
-  if (!p) ctx.fail(t->get("policy"), fmt::format("'policy' in {} must be lru, lfu, fifo or ttl (got '{}')", where, policy));
+  if (!p)
+    ctx.fail(t->get("policy"), fmt::format("'policy' in {} must be lru, lfu, fifo or ttl (got '{}')", where, policy));
   spec.policy = *p;
   spec.max_entries = static_cast<std::uint64_t>(get_int(ctx, *t, "capacity", where, 0, 0));
   if (const toml::node* b = t->get("max_bytes")) {
@@ -198,14 +200,17 @@ TierSpec parse_tier(const Ctx& ctx, const toml::node& node, const std::string& t
   }
   if (const toml::node* ttl = t->get("ttl")) {
     std::optional<double> s;
-    if (ttl->is_number()) s = ttl->value<double>();
-    else if (ttl->is_string()) s = parse_ttl_s(*ttl->value<std::string_view>());
+    if (ttl->is_number())
+      s = ttl->value<double>();
+    else if (ttl->is_string())
+      s = parse_ttl_s(*ttl->value<std::string_view>());
     if (!s || *s < 0) ctx.fail(ttl, fmt::format("'ttl' in {} must be seconds or a duration like \"30s\"", where));
     spec.ttl_s = *s;
   }
   spec.backend = get_string(ctx, *t, "backend", where, tier == "l3" ? "lmdb" : "memory");
   spec.location = get_string(ctx, *t, spec.backend == "lmdb" ? "path" : "url", where, "");
-  if (tier == "l1" && spec.backend != "memory") ctx.fail(t->get("backend"), "[cache.l1] is in-process: backend must be \"memory\"");
+  if (tier == "l1" && spec.backend != "memory")
+    ctx.fail(t->get("backend"), "[cache.l1] is in-process: backend must be \"memory\"");
   if (tier != "l3" && spec.backend == "lmdb")
     ctx.fail(t->get("backend"), fmt::format("{} holds results: backend must be \"memory\" or \"redis\"", where));
   if (tier == "l3" && spec.backend == "memory")
@@ -235,17 +240,17 @@ std::vector<fs::path> search_dirs() {
 }  // namespace
 
 const std::vector<std::string_view>& preprocess_op_names() {
-  static const std::vector<std::string_view> names = {"decode", "to_tensor", "to_float",    "to_half", "scale",
-                                                       "normalize", "resize", "center_crop", "layout"};
+  static const std::vector<std::string_view> names = {"decode",    "to_tensor", "to_float",    "to_half", "scale",
+                                                      "normalize", "resize",    "center_crop", "layout"};
   return names;
 }
 
 std::string Profile::preprocess_fingerprint() const {
   std::string out;
   for (const auto& op : preprocess) {
-    out += fmt::format("{}(factor={};mean={};std={};size={};mode={};from={};to={})", op.op, op.factor,
-                       fmt::join(op.mean, ","), fmt::join(op.std, ","), fmt::join(op.size, ","), op.mode, op.from,
-                       op.to);
+    out +=
+        fmt::format("{}(factor={};mean={};std={};size={};mode={};from={};to={})", op.op, op.factor,
+                    fmt::join(op.mean, ","), fmt::join(op.std, ","), fmt::join(op.size, ","), op.mode, op.from, op.to);
     // Only where it is set, so that existing profiles keep their L3 keys.
     if (op.antialias) out += "(antialias)";
     out += "|";
@@ -266,7 +271,8 @@ Profile parse_profile(std::string_view text, const std::string& source) {
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    throw bad_input(at_line(source, e.source().begin.line, fmt::format("invalid TOML: {}", printable(e.description()))));
+    throw bad_input(
+        at_line(source, e.source().begin.line, fmt::format("invalid TOML: {}", printable(e.description()))));
   }
   Profile p;
   p.source = source;
@@ -285,14 +291,15 @@ Profile parse_profile(std::string_view text, const std::string& source) {
     reject_unknown_keys(ctx, *m, "[model]", {"device", "threads", "warmup", "update"});
     p.model.device = get_string(ctx, *m, "device", "[model]", "cpu");
     if (!is_device_name(p.model.device))
-      ctx.fail(m->get("device"), fmt::format("'device' in [model] must be \"cpu\" or \"cuda[:N]\" (got '{}')",
-                                             p.model.device));
+      ctx.fail(m->get("device"),
+               fmt::format("'device' in [model] must be \"cpu\" or \"cuda[:N]\" (got '{}')", p.model.device));
     p.model.threads = static_cast<int>(get_int(ctx, *m, "threads", "[model]", 1, 0, kMaxThreads));
     p.model.warmup = static_cast<int>(get_int(ctx, *m, "warmup", "[model]", 3, 0, std::numeric_limits<int>::max()));
     p.model.update = get_string(ctx, *m, "update", "[model]", "sync");
     if (p.model.update != "sync" && p.model.update != "async" && p.model.update != "preload")
-      ctx.fail(m->get("update"), fmt::format("'update' in [model] must be \"sync\", \"async\" or \"preload\" (got '{}')",
-                                             p.model.update));
+      ctx.fail(
+          m->get("update"),
+          fmt::format("'update' in [model] must be \"sync\", \"async\" or \"preload\" (got '{}')", p.model.update));
   }
   if (const toml::node* n = root.get("input")) {
     const toml::table* in = n->as_table();
@@ -304,13 +311,15 @@ Profile parse_profile(std::string_view text, const std::string& source) {
       p.input.dtype = parse_dtype(d);
       if (!p.input.dtype)
         ctx.fail(in->get("dtype"), fmt::format("'dtype' in [input] must be one of uint8, int8, int16, int32, int64, "
-                                               "float16, float32, float64, bool (got '{}')", d));
+                                               "float16, float32, float64, bool (got '{}')",
+                                               d));
     }
   }
   if (const toml::node* n = root.get("preprocess")) {
     const toml::array* ops = n->as_array();
     if (!ops) ctx.fail(n, "'preprocess' must be an array of tables ([[preprocess]])");
-    for (std::size_t i = 0; i < ops->size(); ++i) p.preprocess.push_back(parse_op(ctx, *ops->get(i), i));
+    for (std::size_t i = 0; i < ops->size(); ++i)
+      p.preprocess.push_back(parse_op(ctx, *ops->get(i), i));
   }
   if (const toml::node* n = root.get("cache")) {
     const toml::table* c = n->as_table();

@@ -69,8 +69,9 @@ Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<dou
 
 Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
   if (base.size() != other.size())
-    throw std::invalid_argument(fmt::format("paired bootstrap: {} baseline latencies against {} (expected one pair per request)",
-                                            base.size(), other.size()));
+    throw std::invalid_argument(
+        fmt::format("paired bootstrap: {} baseline latencies against {} (expected one pair per request)", base.size(),
+                    other.size()));
   Speedup s;
   const double mb = mean_of(base), mo = mean_of(other);
   if (base.empty() || mo <= 0) return s;
@@ -121,7 +122,8 @@ CompareResult run_compare(const CompareConfig& config) {
     ~PartialReports() {
       if (keep || config.out_dir.empty()) return;
       std::error_code ec;
-      for (const auto& row : rows) fs::remove_all(fs::path(config.out_dir) / folder_name(row.name), ec);
+      for (const auto& row : rows)
+        fs::remove_all(fs::path(config.out_dir) / folder_name(row.name), ec);
     }
   } partial{config, result.rows};
 
@@ -161,7 +163,8 @@ CompareResult run_compare(const CompareConfig& config) {
                         outcome.summary.latency_sample_us.end());
       row.last = std::move(outcome.summary);
       folded[c] = std::move(outcome.folded);
-      for (auto& f : outcome.files) result.files.push_back(f);
+      for (auto& f : outcome.files)
+        result.files.push_back(f);
     }
   }
   if (observer) observer->context("");
@@ -189,14 +192,14 @@ CompareResult run_compare(const CompareConfig& config) {
     std::string partial;
     for (const CompareRow& row : result.rows)
       if (static_cast<int>(row.means_us.size()) < config.repeat)
-        partial += fmt::format("{}{} ({} of {})", partial.empty() ? "" : ", ", row.name, row.means_us.size(),
-                               config.repeat);
+        partial +=
+            fmt::format("{}{} ({} of {})", partial.empty() ? "" : ", ", row.name, row.means_us.size(), config.repeat);
     std::string not_run;
-    for (const std::string& name : result.not_run) not_run += (not_run.empty() ? "" : ", ") + name;
-    result.warnings.push_back(fmt::format("interrupted by {}: the figures cover the replays that completed{}{}",
-                                          result.interrupted_by,
-                                          partial.empty() ? "" : "; fewer repeats for " + partial,
-                                          not_run.empty() ? "" : "; not run: " + not_run));
+    for (const std::string& name : result.not_run)
+      not_run += (not_run.empty() ? "" : ", ") + name;
+    result.warnings.push_back(fmt::format(
+        "interrupted by {}: the figures cover the replays that completed{}{}", result.interrupted_by,
+        partial.empty() ? "" : "; fewer repeats for " + partial, not_run.empty() ? "" : "; not run: " + not_run));
   }
 
   const CompareRow& base = result.rows.front();
@@ -223,17 +226,19 @@ CompareResult run_compare(const CompareConfig& config) {
       row.wall_speedup.low = row.wall_speedup.high = row.wall_speedup.value;
     }
     if (row.mean_speedup.noise)
-      result.warnings.push_back(fmt::format("{} vs {}: the 95% interval of the speedup [{:.2f}, {:.2f}] includes 1.0 "
-                                            "— no measurable difference",
-                                            row.name, base.name, row.mean_speedup.low, row.mean_speedup.high));
+      result.warnings.push_back(
+          fmt::format("{} vs {}: the 95% interval of the speedup [{:.2f}, {:.2f}] includes 1.0 "
+                      "— no measurable difference",
+                      row.name, base.name, row.mean_speedup.low, row.mean_speedup.high));
     if (row.outliers_dominate)
-      result.warnings.push_back(fmt::format("{}: the slowest 1% of requests hold over half of the time; compare p50 "
-                                            "rather than the mean",
-                                            row.name));
+      result.warnings.push_back(
+          fmt::format("{}: the slowest 1% of requests hold over half of the time; compare p50 "
+                      "rather than the mean",
+                      row.name));
   }
   if (result.rows.front().outliers_dominate)
-    result.warnings.push_back(fmt::format("{}: the slowest 1% of requests hold over half of the time",
-                                          result.rows.front().name));
+    result.warnings.push_back(
+        fmt::format("{}: the slowest 1% of requests hold over half of the time", result.rows.front().name));
   if (config.repeat < 3)
     result.warnings.push_back(
         "one replay per configuration: the intervals cover request-to-request variation only, not drift between "
@@ -242,13 +247,12 @@ CompareResult run_compare(const CompareConfig& config) {
   if (!config.out_dir.empty()) {
     if (config.flamegraph_diff) {
       for (std::size_t c = 1; c < result.rows.size(); ++c) {
-        std::string name = fmt::format("diff-{}-vs-{}.svg", folder_name(result.rows[c].name),
-                                       folder_name(result.rows[0].name));
+        std::string name =
+            fmt::format("diff-{}-vs-{}.svg", folder_name(result.rows[c].name), folder_name(result.rows[0].name));
         write_file_atomic(config.out_dir, name,
-                          render_diff_flamegraph_svg(folded[0], result.rows[0].last.requests, folded[c],
-                                                     result.rows[c].last.requests,
-                                                     fmt::format("inferprof compare · {} vs {}", result.rows[c].name,
-                                                                 result.rows[0].name)));
+                          render_diff_flamegraph_svg(
+                              folded[0], result.rows[0].last.requests, folded[c], result.rows[c].last.requests,
+                              fmt::format("inferprof compare · {} vs {}", result.rows[c].name, result.rows[0].name)));
         result.files.push_back((fs::path(config.out_dir) / name).string());
       }
     }

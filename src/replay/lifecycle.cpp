@@ -73,7 +73,8 @@ bool begin_stop(int sig) {
   std::lock_guard<std::mutex> lock(s.mu);
   if (g_stop.load() != 0 || s.graceful == 0) return false;
   g_stop = sig;
-  for (auto& [id, fn] : s.hooks) fn();
+  for (auto& [id, fn] : s.hooks)
+    fn();
   return true;
 }
 
@@ -135,7 +136,9 @@ void lifecycle_thread() {
   }
 }
 
-bool pid_running(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+bool pid_running(long pid) {
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
 
 }  // namespace
 
@@ -178,9 +181,15 @@ void install() {
   });
 }
 
-bool interrupted() { return g_stop.load(std::memory_order_relaxed) != 0; }
-int interrupt_signal() { return g_stop.load(std::memory_order_relaxed); }
-int interrupted_exit_code() { return 128 + interrupt_signal(); }
+bool interrupted() {
+  return g_stop.load(std::memory_order_relaxed) != 0;
+}
+int interrupt_signal() {
+  return g_stop.load(std::memory_order_relaxed);
+}
+int interrupted_exit_code() {
+  return 128 + interrupt_signal();
+}
 std::string interrupt_name() {
   const int sig = interrupt_signal();
   if (sig == 0) return "";
@@ -315,8 +324,12 @@ void remove_own_temp_files(const std::string& dir) noexcept {
   }
 }
 
-void request_stop(int sig) { begin_stop(sig); }
-void run_cleanups_for_tests() { run_cleanups(); }
+void request_stop(int sig) {
+  begin_stop(sig);
+}
+void run_cleanups_for_tests() {
+  run_cleanups();
+}
 
 void reset_for_tests() {
   g_stop = 0;

@@ -40,7 +40,9 @@ std::uint32_t wait_name() {
 
 }  // namespace
 
-std::string_view update_mode_name(UpdateMode m) { return kModeNames.at(static_cast<std::size_t>(m)); }
+std::string_view update_mode_name(UpdateMode m) {
+  return kModeNames.at(static_cast<std::size_t>(m));
+}
 
 std::optional<UpdateMode> parse_update_mode(std::string_view name) {
   for (std::size_t i = 0; i < kModeNames.size(); ++i)
@@ -48,10 +50,16 @@ std::optional<UpdateMode> parse_update_mode(std::string_view name) {
   return std::nullopt;
 }
 
-std::unique_ptr<ModelSource> make_file_source(const std::string& path) { return std::make_unique<FileSource>(path); }
+std::unique_ptr<ModelSource> make_file_source(const std::string& path) {
+  return std::make_unique<FileSource>(path);
+}
 
 ModelUpdates::ModelUpdates(Pipeline& pipeline, ModelSource& source, UpdateMode mode, const CacheSet* caches)
-    : pipeline_(pipeline), source_(source), mode_(mode), caches_(caches), current_(model_info(*pipeline.active()).version) {
+    : pipeline_(pipeline),
+      source_(source),
+      mode_(mode),
+      caches_(caches),
+      current_(model_info(*pipeline.active()).version) {
   if (mode_ == UpdateMode::async) async_thread_ = std::thread([this] { background(); });
 }
 
@@ -64,7 +72,8 @@ ModelUpdates::~ModelUpdates() {
   if (async_thread_.joinable()) async_thread_.join();
   // Preloads still waiting for their lead time see stopping_ and end; the
   // running ones use source_ and pipeline_, which outlive this: wait for them.
-  for (auto& [version, f] : preloads_) f.wait();
+  for (auto& [version, f] : preloads_)
+    f.wait();
 }
 
 void ModelUpdates::read_ahead(const std::string& version, Nanos not_before) {

@@ -86,8 +86,8 @@ class ModelUpdates {
     std::atomic<std::uint64_t> stale{0};
     std::atomic<bool> failed{false};  // the load failed: the old version kept serving, nothing is stale
   };
-  Update& at(std::size_t k);  // takes mutex_
-  void go_live(std::size_t k, const ModelHandle& model);  // load_mutex_ held
+  Update& at(std::size_t k);                                // takes mutex_
+  void go_live(std::size_t k, const ModelHandle& model);    // load_mutex_ held
   void load_pending(RequestRecord* record, std::size_t k);  // load_mutex_ held
   void background();
 
@@ -97,12 +97,12 @@ class ModelUpdates {
   const CacheSet* caches_;
   Nanos epoch_ = 0;
 
-  std::mutex mutex_;               // guards updates_ growth, preloads_, pinned_
-  std::deque<Update> updates_;     // deque: references stay valid as it grows
-  std::string current_;            // the newest announced version
+  std::mutex mutex_;            // guards updates_ growth, preloads_, pinned_
+  std::deque<Update> updates_;  // deque: references stay valid as it grows
+  std::string current_;         // the newest announced version
   std::atomic<int> announced_{-1};
   std::atomic<int> live_{-1};
-  std::mutex load_mutex_;          // one load at a time; waiters stall on it
+  std::mutex load_mutex_;  // one load at a time; waiters stall on it
   std::map<std::string, std::shared_future<ModelHandle>> preloads_;
   std::map<std::string, ModelHandle> pinned_;  // versions requests named explicitly
   std::deque<std::size_t> async_queue_;

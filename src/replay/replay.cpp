@@ -3,22 +3,22 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
-#include <xxhash.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <deque>
-#include <memory>
-#include <mutex>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -41,9 +41,9 @@ namespace {
 Nanos due_after(double ts_ms, double t0, double speed, const std::string& trace, std::uint64_t line) {
   const double ns = (ts_ms - t0) * 1e6 / speed;
   if (!(std::fabs(ns) < 9.2e18))
-    throw bad_input(at_line(trace, line,
-                            fmt::format("'ts_ms' {} at --speed {} is more than 290 years from the first request", ts_ms,
-                                        speed)));
+    throw bad_input(
+        at_line(trace, line,
+                fmt::format("'ts_ms' {} at --speed {} is more than 290 years from the first request", ts_ms, speed)));
   return static_cast<Nanos>(ns);
 }
 
@@ -51,8 +51,8 @@ namespace fs = std::filesystem;
 using detail::BoundedQueue;
 
 struct Job {
-  bool event = false;       // a model update to announce when a worker reaches it
-  std::string version;      // (event) the version it publishes
+  bool event = false;   // a model update to announce when a worker reaches it
+  std::string version;  // (event) the version it publishes
   TraceRequest request;
   std::uint64_t line = 0;
   std::uint64_t seq = 0;
@@ -141,7 +141,7 @@ struct Tiers {
   std::vector<std::string> where;
   CacheSet set;
   std::vector<lifecycle::PrivateFolder> scratch;  // LMDB folders made for this replay, removed after it
-  bool keep_remote = false;          // a replica: the parent owns the shared namespace
+  bool keep_remote = false;                       // a replica: the parent owns the shared namespace
   // A process killed by a signal runs no destructor: the lifecycle thread
   // empties the namespace over its own connection (the private folders have
   // their own cleanup).
@@ -161,7 +161,8 @@ struct Tiers {
     }
     remote_cleanup.release();
     owned.clear();  // close LMDB environments before removing their folders
-    for (auto& dir : scratch) dir.remove();
+    for (auto& dir : scratch)
+      dir.remove();
   }
 };
 
@@ -200,9 +201,12 @@ Tiers build_tiers(const RunConfig& config) {
       tier = make_backend_tier(spec, std::move(backend));
     }
     if (!(t.keep_remote && spec.backend == "redis")) tier->clear();  // a cold, empty start
-    if (spec.tier == "l1") t.set.l1 = tier.get();
-    else if (spec.tier == "l2") t.set.l2 = tier.get();
-    else t.set.l3 = tier.get();
+    if (spec.tier == "l1")
+      t.set.l1 = tier.get();
+    else if (spec.tier == "l2")
+      t.set.l2 = tier.get();
+    else
+      t.set.l3 = tier.get();
     t.owned.push_back(std::move(tier));
   }
   return t;
@@ -228,9 +232,10 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
   for (std::size_t i = 0; i <= which.size(); ++i) {
     if (i == which.size() || which[i] == ',' || which[i] == '+') {
       if (part != "l1" && part != "l2" && part != "l3")
-        throw bad_input(fmt::format("cache configuration '{}': expected none or tiers l1, l2, l3 joined by commas "
-                                    "(e.g. l1,l2)",
-                                    which));
+        throw bad_input(
+            fmt::format("cache configuration '{}': expected none or tiers l1, l2, l3 joined by commas "
+                        "(e.g. l1,l2)",
+                        which));
       if (std::find(names.begin(), names.end(), part) != names.end())
         throw bad_input(fmt::format("cache configuration '{}' names {} twice", which, part));
       names.push_back(part);
@@ -266,9 +271,10 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
       spec.location = redis_url;
     }
     if (spec.backend == "redis" && spec.location.empty())
-      throw bad_input(fmt::format("{} is on Redis but no URL is given: use --redis URL or INFERPROF_REDIS_URL, or "
-                                  "url = \"redis://host:port\" in [cache.{}]",
-                                  spec.tier, spec.tier));
+      throw bad_input(
+          fmt::format("{} is on Redis but no URL is given: use --redis URL or INFERPROF_REDIS_URL, or "
+                      "url = \"redis://host:port\" in [cache.{}]",
+                      spec.tier, spec.tier));
     if (spec.backend == "lmdb" && spec.location.empty() && !scratch_dir.empty())
       spec.location = (fs::path(scratch_dir) / "l3.lmdb").string();
     out.push_back(spec);
@@ -291,7 +297,7 @@ RunOutcome run_replay(const RunConfig& config) {
     temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
   ReplayObserver* observer = config.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
-  struct Finished {  // the observer hears the end however the replay ends
+  struct Finished {         // the observer hears the end however the replay ends
     ReplayObserver* observer;
     ~Finished() {
       if (observer) observer->phase(ReplayObserver::Phase::finished);
@@ -369,11 +375,12 @@ RunOutcome run_replay(const RunConfig& config) {
     const std::string sha = sha256_hex(*first_bytes.bytes);
     if (!source->versioned()) info.model_sha256 = sha;
     if (!config.model_sha256.empty() && sha != config.model_sha256)
-      throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}", printable(config.model_path),
-                                  sha, config.model_sha256));
+      throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}",
+                                  printable(config.model_path), sha, config.model_sha256));
   }
-  Pipeline pipeline(first_bytes, profile,
-                    PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
+  Pipeline pipeline(
+      first_bytes, profile,
+      PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
   const ModelInfo& model = pipeline.model();
   std::optional<ModelUpdates> updates;
   if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
@@ -403,9 +410,10 @@ RunOutcome run_replay(const RunConfig& config) {
         "use --warmup N");
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (static_cast<unsigned>(info.threads * config.concurrency) > cores)
-    info.warnings.push_back(fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
-                                        "includes waiting for a core",
-                                        config.concurrency, info.threads, cores));
+    info.warnings.push_back(
+        fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
+                    "includes waiting for a core",
+                    config.concurrency, info.threads, cores));
 
   FailureLatch failure;
   BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(config.concurrency));
@@ -452,12 +460,14 @@ RunOutcome run_replay(const RunConfig& config) {
     failure.set(std::current_exception());
     abort_all();
     open_gate();
-    for (auto& t : workers) t.join();
+    for (auto& t : workers)
+      t.join();
     if (producer.joinable()) producer.join();
     if (collector_thread.joinable()) collector_thread.join();
-    return runtime_failure(fmt::format("cannot start {}: {} (lower --concurrency, or raise the limit on threads "
-                                       "and memory)",
-                                       what, e.code().message()));
+    return runtime_failure(
+        fmt::format("cannot start {}: {} (lower --concurrency, or raise the limit on threads "
+                    "and memory)",
+                    what, e.code().message()));
   };
   if (observer) observer->phase(ReplayObserver::Phase::warming_up);
   for (int w = 0; w < config.concurrency; ++w) {
@@ -489,8 +499,10 @@ RunOutcome run_replay(const RunConfig& config) {
         while (jobs.pop(job)) {
           if (job.event) {
             if (job.due != 0 && !wait_until(job.due)) break;
-            if (!channel) updates->announce(job.version);
-            else if (config.replica_index <= 0) channel->publish(ModelRef{source->name(), job.version});
+            if (!channel)
+              updates->announce(job.version);
+            else if (config.replica_index <= 0)
+              channel->publish(ModelRef{source->name(), job.version});
             continue;
           }
           RequestRecord& r = batch[used];
@@ -525,8 +537,8 @@ RunOutcome run_replay(const RunConfig& config) {
             if (!(diff <= kVerifyTolerance)) {
               ++verify.mismatches;
               if (verify.examples.size() < 5)
-                verify.examples.push_back(fmt::format("request {} ({}): max abs difference {:.6g}", job.request.id,
-                                                      r.cache_outcome, diff));
+                verify.examples.push_back(
+                    fmt::format("request {} ({}): max abs difference {:.6g}", job.request.id, r.cache_outcome, diff));
             }
           }
           done.fetch_add(1, std::memory_order_relaxed);
@@ -624,9 +636,8 @@ RunOutcome run_replay(const RunConfig& config) {
           continue;
         }
         if (config.replica_count > 1) {
-          const std::uint64_t n = config.split == "hash"
-                                      ? XXH3_64bits(rec.request.key.data(), rec.request.key.size())
-                                      : nth;
+          const std::uint64_t n =
+              config.split == "hash" ? XXH3_64bits(rec.request.key.data(), rec.request.key.size()) : nth;
           ++nth;
           if (n % static_cast<std::uint64_t>(config.replica_count) != static_cast<std::uint64_t>(config.replica_index))
             continue;
@@ -669,7 +680,8 @@ RunOutcome run_replay(const RunConfig& config) {
     try {
       Batch batch;
       while (to_collector.pop(batch)) {
-        for (const auto& r : batch) collector->add(r);
+        for (const auto& r : batch)
+          collector->add(r);
         if (batch.size() == kBatch) recycled.try_push(std::move(batch));
       }
     } catch (...) {
@@ -690,7 +702,8 @@ RunOutcome run_replay(const RunConfig& config) {
   }
 
   producer.join();
-  for (auto& t : workers) t.join();
+  for (auto& t : workers)
+    t.join();
   const Nanos replay_end = now_ns();
   to_collector.close();
   collector_thread.join();
@@ -699,8 +712,7 @@ RunOutcome run_replay(const RunConfig& config) {
   if (cut_short) info.interrupted_by = lifecycle::interrupt_name();
   if (done.load() == 0 && cut_short && config.replica_count <= 1)
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
-                fmt::format("interrupted by {} before any request completed: nothing to report",
-                            info.interrupted_by));
+                fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
 
   // A replica may get no requests (a hash split over few keys): an empty report, not an error.
   if (done.load() == 0 && config.replica_count <= 1)
@@ -711,9 +723,10 @@ RunOutcome run_replay(const RunConfig& config) {
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
   if (ignored_events && !updates)
-    info.warnings.push_back(fmt::format("{} model_update events in the trace were not applied: a plain model file "
-                                        "has one version (serve from a model store with --store URL)",
-                                        ignored_events));
+    info.warnings.push_back(
+        fmt::format("{} model_update events in the trace were not applied: a plain model file "
+                    "has one version (serve from a model store with --store URL)",
+                    ignored_events));
   else if (ignored_events)
     info.warnings.push_back(fmt::format("{} events in the trace were not applied (not a model_update of '{}')",
                                         ignored_events, source->name()));
@@ -723,8 +736,8 @@ RunOutcome run_replay(const RunConfig& config) {
   info.peak_rss_mb = peak_rss_mb();
   info.gpu = pipeline.finish_gpu();
 
-  if (observer) observer->phase(config.out_dir.empty() ? ReplayObserver::Phase::finished
-                                                       : ReplayObserver::Phase::writing_reports);
+  if (observer)
+    observer->phase(config.out_dir.empty() ? ReplayObserver::Phase::finished : ReplayObserver::Phase::writing_reports);
   RunOutcome outcome;
   outcome.summary = collector->summarize(info);
   for (std::size_t i = 0; i < tiers.owned.size(); ++i) {
@@ -751,7 +764,8 @@ RunOutcome run_replay(const RunConfig& config) {
   outcome.folded = collector->folded();
   if (!config.out_dir.empty()) {
     collector->commit(outcome.summary);
-    for (const char* f : {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
+    for (const char* f :
+         {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
       outcome.files.push_back((fs::path(config.out_dir) / f).string());
   }
   return outcome;

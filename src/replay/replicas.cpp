@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstring>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -55,9 +55,11 @@ struct Child {
 std::string tail_lines(const std::string& path, std::size_t lines) {
   std::ifstream in(path);
   std::vector<std::string> all;
-  for (std::string line; std::getline(in, line);) all.push_back(line);
+  for (std::string line; std::getline(in, line);)
+    all.push_back(line);
   std::string out;
-  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += all[i] + "\n";
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
+    out += all[i] + "\n";
   return out;
 }
 
@@ -75,7 +77,8 @@ Child spawn(const ReplicaLaunch& launch, int index) {
                         c.dir, std::string("--format"), std::string("json"), std::string("--no-progress")})
     args.push_back(std::move(a));
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : args)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
 
   posix_spawn_file_actions_t fa;
@@ -176,7 +179,8 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   lifecycle::OnInterrupt forward([&] {
     std::lock_guard<std::mutex> lock(pids_mu);
     forwarded = true;
-    for (pid_t pid : pids) ::kill(pid, lifecycle::interrupt_signal());
+    for (pid_t pid : pids)
+      ::kill(pid, lifecycle::interrupt_signal());
   });
   lifecycle::Cleanup take_down([&pids_mu, &pids, &forwarded, url = launch.redis_url, ns = launch.cache_namespace] {
     std::vector<pid_t> left;
@@ -190,11 +194,13 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     while (!left.empty() && std::chrono::steady_clock::now() < until) {
-      left.erase(std::remove_if(left.begin(), left.end(), [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; }),
-                 left.end());
+      left.erase(
+          std::remove_if(left.begin(), left.end(), [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; }),
+          left.end());
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    for (pid_t pid : left) ::kill(pid, SIGKILL);
+    for (pid_t pid : left)
+      ::kill(pid, SIGKILL);
     if (!url.empty()) make_redis_backend(url, ns)->clear();
   });
 

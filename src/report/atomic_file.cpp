@@ -1,6 +1,8 @@
 // Every file inferprof writes is complete or absent: written under a temporary
 // name in the same folder (so the rename cannot cross file systems), synced
 // to disk, then renamed.
+#include "report/atomic_file.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "report/atomic_file.hpp"
 #include "report/text.hpp"
 
 namespace inferprof {

@@ -28,7 +28,7 @@ class TempFile {
   TempFile& operator=(const TempFile&) = delete;
 
   void open(const std::string& dir, const std::string& name);  // throws Error
-  void open(const std::string& path);  // the folder and name of a path
+  void open(const std::string& path);                          // the folder and name of a path
   bool is_open() const noexcept { return file_ != nullptr; }
   void write(std::string_view data) noexcept;
   void close() noexcept;   // flushes; an error is remembered

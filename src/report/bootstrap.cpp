@@ -11,14 +11,16 @@ void Resampler::draw(const std::vector<double>& from, std::vector<double>& into)
   into.resize(from.size());
   if (from.empty()) return;
   std::uniform_int_distribution<std::size_t> pick(0, from.size() - 1);
-  for (double& v : into) v = from[pick(rng_)];
+  for (double& v : into)
+    v = from[pick(rng_)];
 }
 
 double Resampler::draw_mean(const std::vector<double>& from) {
   if (from.empty()) return 0;
   std::uniform_int_distribution<std::size_t> pick(0, from.size() - 1);
   double sum = 0;
-  for (std::size_t i = 0; i < from.size(); ++i) sum += from[pick(rng_)];
+  for (std::size_t i = 0; i < from.size(); ++i)
+    sum += from[pick(rng_)];
   return sum / static_cast<double>(from.size());
 }
 

@@ -1,8 +1,9 @@
 // The cache section of the table, the markdown and summary.json: what each
 // tier did (hits + misses == lookups), and latency by what served a request.
+#include "report/cache_report.hpp"
+
 #include <fmt/format.h>
 
-#include "report/cache_report.hpp"
 #include "report/text.hpp"
 
 namespace inferprof::report {
@@ -48,8 +49,8 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
              pad_left(ratio(st.hits, st.lookups), 8) + pad_left(group_thousands(st.evictions), 10) +
              pad_left(group_thousands(st.entries), 10) +
              // One blank at least: "603 (degraded)" is wider than the column.
-             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + ' ' + pad_left(errors, 7) + "  " + t.where +
-             '\n';
+             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + ' ' + pad_left(errors, 7) + "  " +
+             t.where + '\n';
     }
   }
   if (!s.outcomes.empty()) {
@@ -73,10 +74,12 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
     }
   }
   if (s.verify.enabled) {
-    out += fmt::format("\nverify: {} of the cache hits recomputed ({:.0f}% sampled): {} mismatches, max abs difference {:.3g}\n",
-                       group_thousands(s.verify.checked), s.verify.fraction * 100, group_thousands(s.verify.mismatches),
-                       s.verify.max_abs_diff);
-    for (const auto& e : s.verify.examples) out += fmt::format("  mismatch: {}\n", e);
+    out += fmt::format(
+        "\nverify: {} of the cache hits recomputed ({:.0f}% sampled): {} mismatches, max abs difference {:.3g}\n",
+        group_thousands(s.verify.checked), s.verify.fraction * 100, group_thousands(s.verify.mismatches),
+        s.verify.max_abs_diff);
+    for (const auto& e : s.verify.examples)
+      out += fmt::format("  mismatch: {}\n", e);
   }
   return out;
 }
@@ -126,7 +129,8 @@ void write_cache_json(JsonWriter& w, const RunSummary& s) {
   w.field("mismatches", s.verify.mismatches);
   w.field_number("max_abs_diff", s.verify.max_abs_diff);
   w.key("examples").begin_array();
-  for (const auto& e : s.verify.examples) w.value(e);
+  for (const auto& e : s.verify.examples)
+    w.value(e);
   w.end_array();
   w.end_object();
 }

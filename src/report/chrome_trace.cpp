@@ -113,8 +113,8 @@ std::string ChromeTraceWriter::footer(const RunSummary& s) const {
   append_json_string(out, s.info.model_path);
   out.append(std::string_view(R"(,"started_at":)"));
   append_json_string(out, s.info.started_at);
-  fmt::format_to(it, R"(,"requests":{},"trace_json_requests":{},"truncated":{}}}}})", s.requests,
-                 s.trace_json_requests, s.trace_json_requests < s.requests ? "true" : "false");
+  fmt::format_to(it, R"(,"requests":{},"trace_json_requests":{},"truncated":{}}}}})", s.requests, s.trace_json_requests,
+                 s.trace_json_requests < s.requests ? "true" : "false");
   out.push_back('\n');
   return fmt::to_string(out);
 }

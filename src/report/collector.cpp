@@ -71,7 +71,8 @@ void add_cpu(StageStats& s, const Histogram& cpu, Nanos wall_ns, std::uint64_t r
   s.cpu_mean_us = static_cast<double>(cpu.sum()) / static_cast<double>(requests) / 1e3;
   s.cpu_p50_us = cpu.quantile(0.50) / 1e3;
   s.cpu_p99_us = cpu.quantile(0.99) / 1e3;
-  s.off_cpu = wall_ns > 0 ? std::clamp(1.0 - static_cast<double>(cpu.sum()) / static_cast<double>(wall_ns), 0.0, 1.0) : 0;
+  s.off_cpu =
+      wall_ns > 0 ? std::clamp(1.0 - static_cast<double>(cpu.sum()) / static_cast<double>(wall_ns), 0.0, 1.0) : 0;
 }
 
 StageStats stats_of(const Histogram& h, std::uint64_t count, std::uint64_t requests) {
@@ -90,9 +91,7 @@ StageStats stats_of(const Histogram& h, std::uint64_t count, std::uint64_t reque
 }  // namespace
 
 struct Collector::Impl {
-  explicit Impl(CollectorOptions o) : options(std::move(o)), trace(options.epoch) {
-    paths.push_back(PathNode{});
-  }
+  explicit Impl(CollectorOptions o) : options(std::move(o)), trace(options.epoch) { paths.push_back(PathNode{}); }
 
   std::uint32_t path_of(std::uint32_t parent, std::uint32_t name) {
     const std::uint64_t key = (static_cast<std::uint64_t>(parent) << 32) | name;
@@ -323,10 +322,10 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     // waits for nothing, so its time off the CPU is time other processes took.
     const StageStats& c = s.stages[static_cast<std::size_t>(Stage::compute)];
     if (c.cpu && c.off_cpu > kNoisyOffCpuShare && info.device == "cpu" && info.threads == 1)
-      s.info.warnings.push_back(fmt::format(
-          "descheduled for {:.0f}% of compute: noisy run (thread CPU {} of {} wall per request); "
-          "wall-time comparisons with it are unreliable",
-          c.off_cpu * 100, report::human_duration_us(c.cpu_mean_us), report::human_duration_us(c.mean_us)));
+      s.info.warnings.push_back(
+          fmt::format("descheduled for {:.0f}% of compute: noisy run (thread CPU {} of {} wall per request); "
+                      "wall-time comparisons with it are unreliable",
+                      c.off_cpu * 100, report::human_duration_us(c.cpu_mean_us), report::human_duration_us(c.mean_us)));
   }
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
   s.latency_sample_us = m.sample;
@@ -389,8 +388,10 @@ std::vector<std::pair<std::string, std::uint64_t>> Collector::folded() const {
       std::string name(names.name(m.paths[i].name));
       // ';' separates frames and the last space the value; a newline would end the line.
       for (char& c : name)
-        if (c == ';') c = ':';
-        else if (c == '\n' || c == '\r') c = ' ';
+        if (c == ';')
+          c = ':';
+        else if (c == '\n' || c == '\r')
+          c = ' ';
       path[i] = path[m.paths[i].parent] + ";" + name;
       values.emplace_back(path[i], m.paths[i].self_ns);
     }
@@ -404,9 +405,9 @@ void Collector::commit(const RunSummary& summary) {
   if (!m.files || m.committed) return;
   const std::string& dir = m.options.out_dir;
   const auto folded_stacks = folded();
-  const std::string title = fmt::format("inferprof {} · {} · {} requests", summary.info.command,
-                                        report::base_name(summary.info.model_path),
-                                        report::group_thousands(summary.requests));
+  const std::string title =
+      fmt::format("inferprof {} · {} · {} requests", summary.info.command, report::base_name(summary.info.model_path),
+                  report::group_thousands(summary.requests));
   std::lock_guard<std::mutex> lock(m.mutex);
   std::array<TempFile, 4> whole;
   try {
@@ -431,13 +432,16 @@ void Collector::commit(const RunSummary& summary) {
     const std::array<TempFile*, 6> order = {&whole[0], &whole[1], &m.csv_file, &whole[2], &whole[3], &m.trace_file};
     std::size_t renamed = 0;
     try {
-      for (; renamed < order.size(); ++renamed) order[renamed]->rename_into_place();
+      for (; renamed < order.size(); ++renamed)
+        order[renamed]->rename_into_place();
     } catch (...) {
-      for (std::size_t i = 0; i < renamed; ++i) std::remove(order[i]->final_path().c_str());
+      for (std::size_t i = 0; i < renamed; ++i)
+        std::remove(order[i]->final_path().c_str());
       throw;
     }
   } catch (...) {
-    for (auto& f : whole) f.remove();
+    for (auto& f : whole)
+      f.remove();
     m.trace_file.remove();
     m.csv_file.remove();
     m.files = false;

@@ -89,7 +89,8 @@ std::string plural(std::uint64_t n, std::string_view one, std::string_view many)
 
 std::string headline(const CompareResult& r) {
   std::string out = "inferprof compare";
-  if (r.rows.empty()) return out + " · no configurations" + (r.interrupted_by.empty() ? "" : " completed (interrupted)");
+  if (r.rows.empty())
+    return out + " · no configurations" + (r.interrupted_by.empty() ? "" : " completed (interrupted)");
   const RunSummary& s = r.rows[0].last;
   if (!s.info.model_path.empty()) out += fmt::format(" · {}", base_name(s.info.model_path));
   if (!s.info.trace_path.empty()) out += fmt::format(" · {}", base_name(s.info.trace_path));
@@ -107,8 +108,8 @@ using Cells = std::vector<std::vector<std::string>>;
 Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
   const std::vector<std::string_view> tiers = used_tiers(r);
   Cells cells;
-  std::vector<std::string> header = {"caches", "mean", "p50", "p99", "req/s", "speedup (95% CI)", "wall speedup",
-                                     "cpu mean"};
+  std::vector<std::string> header = {"caches",           "mean",         "p50",     "p99", "req/s",
+                                     "speedup (95% CI)", "wall speedup", "cpu mean"};
   for (std::string_view t : tiers)
     header.push_back(fmt::format("{} hit", t));
   for (std::string_view t : tiers)
@@ -245,7 +246,6 @@ Notes notes_of(const CompareResult& r) {
   return n;
 }
 
-
 void csv_number(fmt::memory_buffer& out, double v, int decimals) {
   out.push_back(',');
   if (std::isfinite(v)) fmt::format_to(std::back_inserter(out), "{:.{}f}", v, decimals);
@@ -343,7 +343,8 @@ std::string render_compare_markdown(const CompareResult& r) {
     for (std::size_t i = 1; i < r.rows.size(); ++i) {
       const CompareRow& row = r.rows[i];
       const std::string tiers = tiers_text(row);
-      out += fmt::format("- **{}**{}: {}\n", markdown_cell(row.name), tiers.empty() ? "" : " (" + markdown_cell(tiers) + ")",
+      out += fmt::format("- **{}**{}: {}\n", markdown_cell(row.name),
+                         tiers.empty() ? "" : " (" + markdown_cell(tiers) + ")",
                          markdown_cell(explanation(row, r.rows[0])));
     }
   }

@@ -15,11 +15,16 @@ namespace inferprof {
 // A verdict's name is presentation: it lives with the renderers.
 std::string_view verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::regression: return "REGRESSION";
-    case Verdict::improved: return "improved";
-    case Verdict::noise: return "noise";
-    case Verdict::none: break;
+    case Verdict::ok:
+      return "ok";
+    case Verdict::regression:
+      return "REGRESSION";
+    case Verdict::improved:
+      return "improved";
+    case Verdict::noise:
+      return "noise";
+    case Verdict::none:
+      break;
   }
   return "-";
 }
@@ -42,7 +47,8 @@ std::string signed_text(const DiffRow& row, double v) {
 std::string pct_text(const DiffRow& row) {
   if (row.unit == "ratio" || row.change.base == 0) return "-";
   // Past +1000% a ratio reads better than a percentage.
-  if (row.change.pct() >= 1000 && row.change.base > 0) return fmt::format("{:.0f}\u00d7", row.change.now / row.change.base);
+  if (row.change.pct() >= 1000 && row.change.base > 0)
+    return fmt::format("{:.0f}\u00d7", row.change.now / row.change.base);
   return fmt::format("{:+.1f}%", row.change.pct());
 }
 
@@ -82,19 +88,28 @@ std::vector<std::string> footnotes(const DiffResult& r) {
   out.push_back(r.intervals_note);
   if (!r.hidden.empty()) {
     std::string h;
-    for (const auto& s : r.hidden) h += (h.empty() ? "" : ", ") + s;
+    for (const auto& s : r.hidden)
+      h += (h.empty() ? "" : ", ") + s;
     out.push_back(fmt::format("not shown (0 or n/a in both runs): {}", h));
   }
   if (r.noise > 0)
     out.push_back("noise: past the threshold, but the interval of the change includes 0 — not counted as a regression");
-  for (const auto& m : r.mismatches) out.push_back(fmt::format("warning (--force): {}", m));
-  for (const auto& n : r.notes) out.push_back(fmt::format("note: {}", n));
+  for (const auto& m : r.mismatches)
+    out.push_back(fmt::format("warning (--force): {}", m));
+  for (const auto& n : r.notes)
+    out.push_back(fmt::format("note: {}", n));
   return out;
 }
 
 std::vector<std::string> row_cells(const DiffRow& row) {
-  return {row.stage,         row.metric,         value_text(row, row.change.base), value_text(row, row.change.now),
-          signed_text(row, row.change.delta()), pct_text(row), interval_text(row), gate_text(row),
+  return {row.stage,
+          row.metric,
+          value_text(row, row.change.base),
+          value_text(row, row.change.now),
+          signed_text(row, row.change.delta()),
+          pct_text(row),
+          interval_text(row),
+          gate_text(row),
           std::string(verdict_name(row.verdict))};
 }
 
@@ -108,7 +123,8 @@ std::string render_diff_table(const DiffResult& r) {
     if (shown(row)) lines.push_back(row_cells(row));
   std::vector<std::size_t> width(lines[0].size(), 0);
   for (const auto& line : lines)
-    for (std::size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], report::display_width(line[c]));
+    for (std::size_t c = 0; c < line.size(); ++c)
+      width[c] = std::max(width[c], report::display_width(line[c]));
   std::string out = fmt::format("inferprof diff\n  {}\n  {}\n\n", run_line("base", r.base), run_line("new ", r.now));
   for (const auto& line : lines) {
     std::string text;
@@ -117,11 +133,13 @@ std::string render_diff_table(const DiffResult& r) {
       if (c > 0) text += "  ";
       text += left ? report::pad_right(line[c], width[c]) : report::pad_left(line[c], width[c]);
     }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
+    while (!text.empty() && text.back() == ' ')
+      text.pop_back();
     out += text + "\n";
   }
   out += "\n";
-  for (const auto& f : footnotes(r)) out += f + "\n";
+  for (const auto& f : footnotes(r))
+    out += f + "\n";
   out += "\n" + verdict_line(r) + "\n";
   return out;
 }
@@ -138,16 +156,19 @@ std::string render_diff_markdown(const DiffResult& r) {
       auto cells = row_cells(row);
       if (row.verdict == Verdict::regression) cells.back() = "**REGRESSION**";
       t += "|";
-      for (const auto& c : cells) t += " " + markdown_cell(c) + " |";
+      for (const auto& c : cells)
+        t += " " + markdown_cell(c) + " |";
       t += "\n";
     }
     return t;
   };
   if (r.gated > 0) out += table(true);
   out += "\n<details><summary>every stage and metric</summary>\n\n" + table(false) + "\n</details>\n\n";
-  for (const auto& f : footnotes(r)) out += "- " + markdown_cell(f) + "\n";
-  out += fmt::format("\nbase `{}` ({}) · new `{}` ({})\n", markdown_cell(r.base.summary_path),
-                     markdown_cell(r.base.started_at), markdown_cell(r.now.summary_path), markdown_cell(r.now.started_at));
+  for (const auto& f : footnotes(r))
+    out += "- " + markdown_cell(f) + "\n";
+  out +=
+      fmt::format("\nbase `{}` ({}) · new `{}` ({})\n", markdown_cell(r.base.summary_path),
+                  markdown_cell(r.base.started_at), markdown_cell(r.now.summary_path), markdown_cell(r.now.started_at));
   return out;
 }
 
@@ -166,10 +187,12 @@ std::string render_diff_json(const DiffResult& r) {
   w.field("intervals", r.intervals);
   w.field("intervals_note", r.intervals_note);
   w.key("forced_mismatches").begin_array();
-  for (const auto& m : r.mismatches) w.value(m);
+  for (const auto& m : r.mismatches)
+    w.value(m);
   w.end_array();
   w.key("notes").begin_array();
-  for (const auto& n : r.notes) w.value(n);
+  for (const auto& n : r.notes)
+    w.value(n);
   w.end_array();
   w.key("rows").begin_array();
   for (const DiffRow& row : r.rows) {
@@ -214,12 +237,23 @@ std::string xml_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -233,11 +267,10 @@ std::string render_diff_junit(const DiffResult& r) {
                      r.gated, r.regressions);
   for (const DiffRow& row : r.rows) {
     if (row.gate.empty()) continue;
-    const std::string summary =
-        fmt::format("{} {}: base {}, new {}, change {} ({}), {} interval {}, allowed ±{}", row.stage, row.metric,
-                    value_text(row, row.change.base), value_text(row, row.change.now), signed_text(row, row.change.delta()),
-                    pct_text(row), fmt::format("{:.0f}%", r.confidence * 100), interval_text(row),
-                    value_text(row, row.limit));
+    const std::string summary = fmt::format(
+        "{} {}: base {}, new {}, change {} ({}), {} interval {}, allowed ±{}", row.stage, row.metric,
+        value_text(row, row.change.base), value_text(row, row.change.now), signed_text(row, row.change.delta()),
+        pct_text(row), fmt::format("{:.0f}%", r.confidence * 100), interval_text(row), value_text(row, row.limit));
     out += fmt::format("    <testcase classname=\"inferprof.diff\" name=\"{}\">\n",
                        xml_escape(fmt::format("{}.{} ({})", row.stage, row.metric, row.gate)));
     if (row.verdict == Verdict::regression) {

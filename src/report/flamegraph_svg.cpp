@@ -17,8 +17,8 @@ namespace {
 
 constexpr double kWidth = 1200;
 constexpr double kPad = 10;
-constexpr double kFrame = 16;     // row pitch; rects are 1 px shorter to leave a gap
-constexpr double kTop = 40;       // room for the title
+constexpr double kFrame = 16;        // row pitch; rects are 1 px shorter to leave a gap
+constexpr double kTop = 40;          // room for the title
 constexpr double kTopSubtitle = 56;  // room for the title and a subtitle line
 constexpr double kBottom = 10;
 constexpr double kCharPx = 7.08;  // average Verdana width at 12 px
@@ -121,7 +121,8 @@ class Drawer {
  private:
   int max_depth(std::size_t node) const {
     int d = 0;
-    for (std::size_t c : tree_[node].children) d = std::max(d, 1 + max_depth(c));
+    for (std::size_t c : tree_[node].children)
+      d = std::max(d, 1 + max_depth(c));
     return d;
   }
 
@@ -166,12 +167,28 @@ void append_xml(fmt::memory_buffer& out, std::string_view s) {
   while (i < s.size()) {
     const char c = s[i];
     switch (c) {
-      case '&': out.append(std::string_view("&amp;")); ++i; continue;
-      case '<': out.append(std::string_view("&lt;")); ++i; continue;
-      case '>': out.append(std::string_view("&gt;")); ++i; continue;
-      case '"': out.append(std::string_view("&quot;")); ++i; continue;
-      case '\'': out.append(std::string_view("&apos;")); ++i; continue;
-      default: break;
+      case '&':
+        out.append(std::string_view("&amp;"));
+        ++i;
+        continue;
+      case '<':
+        out.append(std::string_view("&lt;"));
+        ++i;
+        continue;
+      case '>':
+        out.append(std::string_view("&gt;"));
+        ++i;
+        continue;
+      case '"':
+        out.append(std::string_view("&quot;"));
+        ++i;
+        continue;
+      case '\'':
+        out.append(std::string_view("&apos;"));
+        ++i;
+        continue;
+      default:
+        break;
     }
     // XML 1.0 forbids most control characters and invalid UTF-8 outright;
     // one bad name must not make the whole file unreadable.
@@ -224,7 +241,8 @@ void Tree::finish() {
 
 std::uint64_t Tree::self(std::size_t node, std::size_t profile) const {
   std::uint64_t children = 0;
-  for (std::size_t c : nodes_[node].children) children += nodes_[c].totals[profile];
+  for (std::size_t c : nodes_[node].children)
+    children += nodes_[c].totals[profile];
   const std::uint64_t total = nodes_[node].totals[profile];
   return total > children ? total - children : 0;
 }
@@ -263,7 +281,8 @@ std::string render_flamegraph_svg(const std::vector<std::pair<std::string, std::
   tree.add(0, folded);
   tree.finish();
   std::vector<double> width(tree.size());
-  for (std::size_t i = 0; i < tree.size(); ++i) width[i] = static_cast<double>(tree[i].totals[0]);
+  for (std::size_t i = 0; i < tree.size(); ++i)
+    width[i] = static_cast<double>(tree[i].totals[0]);
   const double all = width[0];
   return flame::render_svg(
       tree, width,

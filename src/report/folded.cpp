@@ -33,7 +33,8 @@ std::vector<std::pair<std::string, std::uint64_t>> round_folded(
   });
   std::int64_t deficit = target - assigned;
   while (deficit > 0 && n > 0) {
-    for (std::size_t k = 0; k < n && deficit > 0; ++k, --deficit) ++us[order[k]];
+    for (std::size_t k = 0; k < n && deficit > 0; ++k, --deficit)
+      ++us[order[k]];
   }
   // Only reachable when dropped negative values made the rest exceed the total:
   // take back from the smallest remainders first.
@@ -60,7 +61,8 @@ std::vector<std::pair<std::string, std::uint64_t>> round_folded(
 
 std::string render_folded(const std::vector<std::pair<std::string, std::uint64_t>>& folded) {
   fmt::memory_buffer out;
-  for (const auto& [path, value] : folded) fmt::format_to(std::back_inserter(out), "{} {}\n", path, value);
+  for (const auto& [path, value] : folded)
+    fmt::format_to(std::back_inserter(out), "{} {}\n", path, value);
   return fmt::to_string(out);
 }
 

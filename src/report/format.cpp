@@ -13,10 +13,14 @@ namespace inferprof::report {
 
 std::string_view format_name(Format f) {
   switch (f) {
-    case Format::table: return "table";
-    case Format::json: return "json";
-    case Format::csv: return "csv";
-    case Format::markdown: return "markdown";
+    case Format::table:
+      return "table";
+    case Format::json:
+      return "json";
+    case Format::csv:
+      return "csv";
+    case Format::markdown:
+      return "markdown";
   }
   return "?";
 }
@@ -30,8 +34,8 @@ std::optional<Format> parse_format(std::string_view name) {
 void require_format(const std::vector<std::string>& available, Format f, std::string_view what) {
   for (const auto& n : available)
     if (n == format_name(f)) return;
-  throw bad_input(
-      fmt::format("--format {}: {} has no {} form; use {}", format_name(f), what, format_name(f), fmt::join(available, ", ")));
+  throw bad_input(fmt::format("--format {}: {} has no {} form; use {}", format_name(f), what, format_name(f),
+                              fmt::join(available, ", ")));
 }
 
 template <>

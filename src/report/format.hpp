@@ -30,10 +30,14 @@ struct Renderers {
 
   Fn get(Format f) const {
     switch (f) {
-      case Format::table: return table;
-      case Format::json: return json;
-      case Format::csv: return csv;
-      case Format::markdown: return markdown;
+      case Format::table:
+        return table;
+      case Format::json:
+        return json;
+      case Format::csv:
+        return csv;
+      case Format::markdown:
+        return markdown;
     }
     return nullptr;
   }

@@ -12,7 +12,9 @@ constexpr std::size_t kLabel = 16;
 double per_request(std::uint64_t n, std::uint64_t requests) {
   return requests ? static_cast<double>(n) / static_cast<double>(requests) : 0;
 }
-const StageStats& stage(const RunSummary& s, Stage st) { return s.stages[static_cast<std::size_t>(st)]; }
+const StageStats& stage(const RunSummary& s, Stage st) {
+  return s.stages[static_cast<std::size_t>(st)];
+}
 
 }  // namespace
 
@@ -32,12 +34,13 @@ std::string gpu_table_lines(const RunSummary& s) {
   out += fmt::format(" · CUPTI: {} activity records, {} dropped, {} not on a request\n", group_thousands(g.records),
                      group_thousands(g.dropped), group_thousands(g.unattributed));
   const char* staged = g.pinned ? "pinned" : "pageable";
-  out += pad_right("copies", kLabel) +
-         fmt::format("h2d {:.1f} GB/s achieved ({}) vs peak {:.1f} pinned / {:.1f} pageable · "
-                     "d2h {:.1f} GB/s vs peak {:.1f} pinned / {:.1f} pageable\n",
-                     achieved_gbps(s.h2d_bytes, stage(s, Stage::h2d).total_us), staged, g.peak_h2d_pinned_gbps,
-                     g.peak_h2d_pageable_gbps, achieved_gbps(s.d2h_bytes, stage(s, Stage::d2h).total_us),
-                     g.peak_d2h_pinned_gbps, g.peak_d2h_pageable_gbps);
+  out += pad_right("copies", kLabel) + fmt::format(
+                                           "h2d {:.1f} GB/s achieved ({}) vs peak {:.1f} pinned / {:.1f} pageable · "
+                                           "d2h {:.1f} GB/s vs peak {:.1f} pinned / {:.1f} pageable\n",
+                                           achieved_gbps(s.h2d_bytes, stage(s, Stage::h2d).total_us), staged,
+                                           g.peak_h2d_pinned_gbps, g.peak_h2d_pageable_gbps,
+                                           achieved_gbps(s.d2h_bytes, stage(s, Stage::d2h).total_us),
+                                           g.peak_d2h_pinned_gbps, g.peak_d2h_pageable_gbps);
   out += pad_right("kernels", kLabel) +
          fmt::format("{:.1f} per request · GPU idle inside requests {} mean (overhead;gpu_idle)\n",
                      per_request(s.gpu_kernels, s.requests),

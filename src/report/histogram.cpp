@@ -5,13 +5,15 @@
 
 namespace inferprof::report {
 
-Histogram::Histogram() : buckets_(kBuckets, 0) { exact_.reserve(kExact); }
+Histogram::Histogram() : buckets_(kBuckets, 0) {
+  exact_.reserve(kExact);
+}
 
 std::size_t Histogram::index_of(std::int64_t ns) noexcept {
   const auto v = static_cast<std::uint64_t>(ns);
   if (v < kLinear) return static_cast<std::size_t>(v);
   const int msb = 63 - __builtin_clzll(v);
-  const int shift = msb - kSubBits;  // >= 1 here
+  const int shift = msb - kSubBits;                            // >= 1 here
   const auto mantissa = static_cast<std::size_t>(v >> shift);  // in [kSub, 2 * kSub)
   return kLinear + static_cast<std::size_t>(shift - 1) * kSub + (mantissa - kSub);
 }
@@ -50,12 +52,12 @@ void Histogram::merge(const Histogram& other) noexcept {
     min_ = std::min(min_, other.min_);
     max_ = std::max(max_, other.max_);
   }
-  if (count_ + other.count_ <= kExact)
-    exact_.insert(exact_.end(), other.exact_.begin(), other.exact_.end());
+  if (count_ + other.count_ <= kExact) exact_.insert(exact_.end(), other.exact_.begin(), other.exact_.end());
   count_ += other.count_;
   sum_ += other.sum_;
   negative_ += other.negative_;
-  for (std::size_t i = 0; i < kBuckets; ++i) buckets_[i] += other.buckets_[i];
+  for (std::size_t i = 0; i < kBuckets; ++i)
+    buckets_[i] += other.buckets_[i];
 }
 
 std::uint64_t nearest_rank(double q, std::uint64_t n) noexcept {
@@ -80,8 +82,7 @@ double Histogram::quantile(double q) const noexcept {
   std::uint64_t seen = negative_;
   for (std::size_t i = 0; i < kBuckets; ++i) {
     seen += buckets_[i];
-    if (seen >= rank)
-      return std::clamp(midpoint(i), static_cast<double>(min_), static_cast<double>(max_));
+    if (seen >= rank) return std::clamp(midpoint(i), static_cast<double>(min_), static_cast<double>(max_));
   }
   return static_cast<double>(max_);
 }

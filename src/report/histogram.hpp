@@ -15,7 +15,7 @@ class Histogram {
  public:
   static constexpr int kSubBits = 7;
   static constexpr std::size_t kSub = std::size_t{1} << kSubBits;  // 128
-  static constexpr std::size_t kLinear = 2 * kSub;                  // 0..255 exact
+  static constexpr std::size_t kLinear = 2 * kSub;                 // 0..255 exact
   // The highest bit of a positive int64 is bit 62; each bit past kSubBits adds kSub buckets.
   static constexpr std::size_t kBuckets = kLinear + (62 - kSubBits) * kSub;
   static constexpr std::size_t kExact = 1024;

@@ -1,9 +1,9 @@
 #include "report/json.hpp"
 
-#include "report/text.hpp"
-
 #include <cmath>
 #include <iterator>
+
+#include "report/text.hpp"
 
 namespace inferprof::report {
 void append_json_string(fmt::memory_buffer& out, std::string_view s) {
@@ -12,12 +12,28 @@ void append_json_string(fmt::memory_buffer& out, std::string_view s) {
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out.append(std::string_view("\\\"")); ++i; continue;
-      case '\\': out.append(std::string_view("\\\\")); ++i; continue;
-      case '\n': out.append(std::string_view("\\n")); ++i; continue;
-      case '\r': out.append(std::string_view("\\r")); ++i; continue;
-      case '\t': out.append(std::string_view("\\t")); ++i; continue;
-      default: break;
+      case '"':
+        out.append(std::string_view("\\\""));
+        ++i;
+        continue;
+      case '\\':
+        out.append(std::string_view("\\\\"));
+        ++i;
+        continue;
+      case '\n':
+        out.append(std::string_view("\\n"));
+        ++i;
+        continue;
+      case '\r':
+        out.append(std::string_view("\\r"));
+        ++i;
+        continue;
+      case '\t':
+        out.append(std::string_view("\\t"));
+        ++i;
+        continue;
+      default:
+        break;
     }
     if (c < 0x20) {
       fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
@@ -59,7 +75,8 @@ void append_json_number(fmt::memory_buffer& out, double v, int decimals) {
 
 void JsonWriter::newline_indent() {
   out_.push_back('\n');
-  for (std::size_t i = 0; i < levels_.size(); ++i) out_.append(std::string_view("  "));
+  for (std::size_t i = 0; i < levels_.size(); ++i)
+    out_.append(std::string_view("  "));
 }
 
 void JsonWriter::before_value() {

@@ -1,12 +1,12 @@
 #pragma once
 // A small JSON writer on fmt::memory_buffer: enough for summary.json and the
 // trace events, with escaping that always yields valid UTF-8 JSON.
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace inferprof::report {
 

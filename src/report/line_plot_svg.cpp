@@ -78,14 +78,16 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", kLeft,
                    YL(v), kLeft + pw, YL(v));
     text(kLeft - 6, YL(v) + 4, fmt::format("{:.1f}", v), "end");
-    if (right) text(kLeft + pw + 6, YR(rlo + (rhi - rlo) * i / 10) + 4, human_duration_us(rlo + (rhi - rlo) * i / 10), "start");
+    if (right)
+      text(kLeft + pw + 6, YR(rlo + (rhi - rlo) * i / 10) + 4, human_duration_us(rlo + (rhi - rlo) * i / 10), "start");
   }
   for (double t : decade_ticks(xlo, xhi)) {
     fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", X(t), kTop,
                    X(t), kTop + ph);
     text(X(t), kTop + ph + 18, short_count(t), "middle");
   }
-  fmt::format_to(it, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" stroke=\"#333\"/>\n",
+  fmt::format_to(it,
+                 "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" stroke=\"#333\"/>\n",
                  kLeft, kTop, pw, ph);
   text(kLeft + pw / 2, kHeight - 16, plot.x_label, "middle");
   text(20, kTop + ph / 2, plot.left_label, "middle",
@@ -115,8 +117,9 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     out.append(std::string_view("</g>\n"));
     // Legend entry.
     const double ly = kTop + 14 + 16 * static_cast<double>(k - 1);
-    fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"{}/>\n",
-                   kLeft + 10, ly - 4, kLeft + 34, ly - 4, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
+    fmt::format_to(
+        it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"{}/>\n",
+        kLeft + 10, ly - 4, kLeft + 34, ly - 4, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
     text(kLeft + 40, ly, s.name, "start");
   }
   out.append(std::string_view("</svg>\n"));

@@ -2,15 +2,16 @@
 #include <algorithm>
 
 #include "report/cache_report.hpp"
-#include "report/update_report.hpp"
 #include "report/text.hpp"
+#include "report/update_report.hpp"
 
 namespace inferprof {
 namespace report {
 namespace {
 
-
-std::string percent(double share) { return fmt::format("{:.1f}%", share * 100); }
+std::string percent(double share) {
+  return fmt::format("{:.1f}%", share * 100);
+}
 
 // `cpu`: the run measured thread CPU time, so the row has its two columns.
 void stage_row(std::string& out, std::string_view name, const StageStats& s, bool cpu) {
@@ -22,7 +23,8 @@ void stage_row(std::string& out, std::string_view name, const StageStats& s, boo
   out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", name, group_thousands(s.count),
                      human_duration_us(s.mean_us), human_duration_us(s.p50_us), human_duration_us(s.p90_us),
                      human_duration_us(s.p99_us), human_duration_us(s.max_us), percent(s.share));
-  if (cpu) out += s.cpu ? fmt::format(" {} | {} |", human_duration_us(s.cpu_mean_us), percent(s.off_cpu)) : " n/a | n/a |";
+  if (cpu)
+    out += s.cpu ? fmt::format(" {} | {} |", human_duration_us(s.cpu_mean_us), percent(s.off_cpu)) : " n/a | n/a |";
   out += '\n';
 }
 
@@ -41,7 +43,8 @@ std::string render_markdown(const RunSummary& s) {
                "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
              : "| stage | count | mean | p50 | p90 | p99 | max | share |\n"
                "|:--|--:|--:|--:|--:|--:|--:|--:|\n";
-  for (const StageRow& row : visible_stage_rows(s)) stage_row(out, row.name, *row.stats, cpu);
+  for (const StageRow& row : visible_stage_rows(s))
+    stage_row(out, row.name, *row.stats, cpu);
   stage_row(out, "total", s.total, cpu);
 
   if (!s.top_ops.empty()) {
@@ -61,11 +64,13 @@ std::string render_markdown(const RunSummary& s) {
   out += report::update_table_lines(s, true);
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';
-  for (const auto& e : s.failed_examples) out += fmt::format("> **failed:** {}\n>\n", markdown_cell(e));
+  for (const auto& e : s.failed_examples)
+    out += fmt::format("> **failed:** {}\n>\n", markdown_cell(e));
   if (s.info.skipped_invalid > 0)
     out += fmt::format("> skipped {} invalid trace {} (--skip-invalid)\n>\n", group_thousands(s.info.skipped_invalid),
                        s.info.skipped_invalid == 1 ? "line" : "lines");
-  for (const auto& w : s.info.warnings) out += fmt::format("> **warning:** {}\n>\n", markdown_cell(w));
+  for (const auto& w : s.info.warnings)
+    out += fmt::format("> **warning:** {}\n>\n", markdown_cell(w));
   // Drop the trailing ">" separator line.
   if (notes && out.size() >= 2 && out.compare(out.size() - 2, 2, ">\n") == 0) out.resize(out.size() - 2);
   return out;

@@ -11,14 +11,16 @@
 namespace inferprof {
 
 namespace {
-std::string ms(double v) { return fmt::format("{:.1f} ms", v); }
+std::string ms(double v) {
+  return fmt::format("{:.1f} ms", v);
+}
 }  // namespace
 
 std::string render_replicas_table(const ReplicaSummary& s) {
   using namespace report;
-  std::string out = fmt::format("inferprof run · {} replicas · split {} · {} requests{}\n\n", s.replicas.size(), s.split,
-                                group_thousands(s.requests),
-                                s.interrupted_by.empty() ? "" : " · interrupted by " + s.interrupted_by);
+  std::string out =
+      fmt::format("inferprof run · {} replicas · split {} · {} requests{}\n\n", s.replicas.size(), s.split,
+                  group_thousands(s.requests), s.interrupted_by.empty() ? "" : " · interrupted by " + s.interrupted_by);
   out += pad_right("replica", 9) + pad_left("requests", 10) + pad_left("req/s", 9) + pad_left("mean", 11) +
          pad_left("p50", 11) + pad_left("p99", 11) + pad_left("stale", 7) + pad_left("stalled", 9) + "  status\n";
   for (const ReplicaResult& r : s.replicas)
@@ -44,10 +46,12 @@ std::string render_replicas_table(const ReplicaSummary& s) {
 
 std::string render_replicas_markdown(const ReplicaSummary& s) {
   using namespace report;
-  std::string out = fmt::format("**{} replicas**, split {}, {} requests{}\n\n", s.replicas.size(), s.split,
-                                group_thousands(s.requests),
-                                s.interrupted_by.empty() ? "" : ", interrupted by " + s.interrupted_by);
-  out += "| replica | requests | mean | p50 | p99 | stale | stalled | status |\n|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  std::string out =
+      fmt::format("**{} replicas**, split {}, {} requests{}\n\n", s.replicas.size(), s.split,
+                  group_thousands(s.requests), s.interrupted_by.empty() ? "" : ", interrupted by " + s.interrupted_by);
+  out +=
+      "| replica | requests | mean | p50 | p99 | stale | stalled | status "
+      "|\n|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const ReplicaResult& r : s.replicas)
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.index, group_thousands(r.requests),
                        human_duration_us(r.mean_us), human_duration_us(r.p50_us), human_duration_us(r.p99_us),

@@ -26,8 +26,8 @@ struct Doc {
   const std::string& file;
   bool complete;
   Error missing(std::string_view path, std::string_view expected) const {
-    return bad_input(fmt::format("{}: '{}' is missing or not {} (is this an inferprof summary.json?)", file, path,
-                                 expected));
+    return bad_input(
+        fmt::format("{}: '{}' is missing or not {} (is this an inferprof summary.json?)", file, path, expected));
   }
   static std::optional<double> number_of(simdjson::dom::element e) {
     double d = 0;
@@ -97,7 +97,8 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   std::error_code ec;
   fs::path p(path);
   if (!fs::exists(p, ec))
-    throw bad_input(fmt::format("{}: no such file or folder (expected a run's summary.json or its --out folder)", path));
+    throw bad_input(
+        fmt::format("{}: no such file or folder (expected a run's summary.json or its --out folder)", path));
   if (fs::is_directory(p, ec)) {
     p /= "summary.json";
     if (!fs::is_regular_file(p, ec))
@@ -119,8 +120,8 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   if (root.get(top) != simdjson::SUCCESS) throw doc.missing("(top level)", "an object");
   std::string_view schema;
   if (top["schema"].get(schema) != simdjson::SUCCESS || schema != kSummarySchema)
-    throw bad_input(fmt::format("{}: not an inferprof summary (schema '{}', expected '{}')", run.summary_path, printable(schema),
-                                kSummarySchema));
+    throw bad_input(fmt::format("{}: not an inferprof summary (schema '{}', expected '{}')", run.summary_path,
+                                printable(schema), kSummarySchema));
 
   simdjson::dom::object info;
   if (top["run"].get(info) == simdjson::SUCCESS) {
@@ -149,7 +150,8 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   const auto stages_field = top["stages"];
   if (stages_field.get(stages) == simdjson::SUCCESS) {
     for (std::size_t i = 0; i < kStageCount; ++i)
-      run.has_stage[i] = read_stage(doc, stages, kStageNames[i], fmt::format("stages.{}", kStageNames[i]), run.stages[i]);
+      run.has_stage[i] =
+          read_stage(doc, stages, kStageNames[i], fmt::format("stages.{}", kStageNames[i]), run.stages[i]);
   } else if (doc.complete || stages_field.error() != simdjson::NO_SUCH_FIELD) {
     // Partial readers may do without stages, but not with stages of the wrong type.
     throw doc.missing("stages", "an object");
@@ -218,9 +220,11 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
           at_line(path, 1, fmt::format("no '{}' column in the header (is this an inferprof requests.csv?)", name)));
     return static_cast<std::size_t>(i);
   };
-  for (const std::string& name : required) need(name);
+  for (const std::string& name : required)
+    need(name);
   std::array<int, kStageCount + 1> cols{};
-  for (std::size_t i = 0; i < kStageCount; ++i) cols[i] = CsvReader::column(fields, fmt::format("{}_us", kStageNames[i]));
+  for (std::size_t i = 0; i < kStageCount; ++i)
+    cols[i] = CsvReader::column(fields, fmt::format("{}_us", kStageNames[i]));
   cols[kStageCount] = static_cast<int>(need("total_us"));
   const std::size_t ok_col = need("ok");
   const int cache_col = CsvReader::column(fields, "cache");
@@ -231,7 +235,8 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
     if (CsvReader::blank(fields)) continue;
     r.line = csv.line();
     if (fields.size() != width)
-      throw bad_input(at_line(path, r.line, fmt::format("{} fields, expected {} as in the header", fields.size(), width)));
+      throw bad_input(
+          at_line(path, r.line, fmt::format("{} fields, expected {} as in the header", fields.size(), width)));
     r.ok = fields[ok_col] == "true";
     r.cache = cache_col >= 0 ? fields[static_cast<std::size_t>(cache_col)] : "none";
     for (std::size_t i = 0; i <= kStageCount; ++i) {

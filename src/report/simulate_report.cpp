@@ -25,7 +25,9 @@ double ratio_value(std::uint64_t part, std::uint64_t whole) {
 std::string bytes(std::uint64_t b) {
   return human_bytes(static_cast<std::int64_t>(std::min<std::uint64_t>(b, std::numeric_limits<std::int64_t>::max())));
 }
-std::string speedup(double v) { return fmt::format("{:.2f}×", v); }
+std::string speedup(double v) {
+  return fmt::format("{:.2f}×", v);
+}
 std::string mrc_name(const MrcResult& m) {
   return fmt::format("{}={}{}", m.spec.tier, policy_name(m.spec.policy),
                      m.spec.ttl_s > 0 ? fmt::format(" ttl {:g}s", m.spec.ttl_s) : std::string());
@@ -33,10 +35,11 @@ std::string mrc_name(const MrcResult& m) {
 
 std::string headline(const SimulateResult& r) {
   const double rps = r.seconds > 0 ? static_cast<double>(r.requests) / r.seconds : 0;
-  std::string s = fmt::format("inferprof simulate · {} ({}) · {} requests, {} measured after {} warm-up · {} model "
-                              "updates · simulated in {:.3f} s ({:.2f} M req/s)\n",
-                              r.trace_path, r.trace_format, group_thousands(r.requests), group_thousands(r.measured),
-                              group_thousands(r.warmup), group_thousands(r.model_updates), r.seconds, rps / 1e6);
+  std::string s = fmt::format(
+      "inferprof simulate · {} ({}) · {} requests, {} measured after {} warm-up · {} model "
+      "updates · simulated in {:.3f} s ({:.2f} M req/s)\n",
+      r.trace_path, r.trace_format, group_thousands(r.requests), group_thousands(r.measured), group_thousands(r.warmup),
+      group_thousands(r.model_updates), r.seconds, rps / 1e6);
   s += fmt::format("time for TTLs: {} · entry sizes: {}\n",
                    r.timestamps ? "the trace's ts_ms" : "none (no timestamps in the trace)", r.sizes);
   if (r.costs) {
@@ -82,7 +85,8 @@ Cells mrc_cells(const MrcResult& m, bool costs) {
   Cells cells = {{"capacity", "hit ratio", "miss ratio"}};
   if (costs) cells[0].push_back("predicted mean");
   for (const auto& p : m.points) {
-    cells.push_back({group_thousands(p.capacity), fmt::format("{:.4f}", p.hit_ratio), fmt::format("{:.4f}", 1 - p.hit_ratio)});
+    cells.push_back(
+        {group_thousands(p.capacity), fmt::format("{:.4f}", p.hit_ratio), fmt::format("{:.4f}", 1 - p.hit_ratio)});
     if (costs) cells.back().push_back(p.predicted_mean_us ? human_duration_us(*p.predicted_mean_us) : "n/a");
   }
   return cells;
@@ -90,12 +94,14 @@ Cells mrc_cells(const MrcResult& m, bool costs) {
 
 std::string mrc_note(const MrcResult& m) {
   std::string s = fmt::format("miss-ratio curve {} ({}", mrc_name(m), m.method);
-  if (m.distinct_keys) s += fmt::format("; {} distinct keys{}", group_thousands(m.distinct_keys), m.sample_rate < 1 ? " sampled" : "");
+  if (m.distinct_keys)
+    s += fmt::format("; {} distinct keys{}", group_thousands(m.distinct_keys), m.sample_rate < 1 ? " sampled" : "");
   s += ")";
   if (m.sample_rate < 1)
-    s += fmt::format("\n  sampled {} requests at rate {:g}; hit ratios within ±{:.4f} (95%, from the spread of 8 "
-                     "disjoint sub-samples)",
-                     group_thousands(m.sampled_requests), m.sample_rate, m.error_bound.value_or(0));
+    s += fmt::format(
+        "\n  sampled {} requests at rate {:g}; hit ratios within ±{:.4f} (95%, from the spread of 8 "
+        "disjoint sub-samples)",
+        group_thousands(m.sampled_requests), m.sample_rate, m.error_bound.value_or(0));
   return s;
 }
 
@@ -103,11 +109,13 @@ std::string markdown_table(const Cells& cells) {
   std::string out;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     out += "|";
-    for (const auto& c : cells[i]) out += " " + markdown_cell(c) + " |";
+    for (const auto& c : cells[i])
+      out += " " + markdown_cell(c) + " |";
     out += "\n";
     if (i == 0) {
       out += "|";
-      for (std::size_t k = 0; k < cells[i].size(); ++k) out += k == 0 ? "---|" : "---:|";
+      for (std::size_t k = 0; k < cells[i].size(); ++k)
+        out += k == 0 ? "---|" : "---:|";
       out += "\n";
     }
   }
@@ -163,10 +171,13 @@ std::string render_simulate_table(const SimulateResult& r) {
   if (r.costs && !r.configurations.empty())
     out += "\npredicted latency (share of measured requests served by each tier):\n" +
            render_grid(prediction_cells(r), {0, 7});
-  for (const auto& m : r.mrc) out += "\n" + mrc_note(m) + "\n" + render_grid(mrc_cells(m, r.costs.has_value()), {});
+  for (const auto& m : r.mrc)
+    out += "\n" + mrc_note(m) + "\n" + render_grid(mrc_cells(m, r.costs.has_value()), {});
   if (r.costs)
-    for (const auto& n : r.costs->notes) out += "\nnote: " + n;
-  for (const auto& w : r.warnings) out += "\nwarning: " + w;
+    for (const auto& n : r.costs->notes)
+      out += "\nnote: " + n;
+  for (const auto& w : r.warnings)
+    out += "\nwarning: " + w;
   if ((r.costs && !r.costs->notes.empty()) || !r.warnings.empty()) out += "\n";
   return out;
 }
@@ -183,7 +194,8 @@ std::string render_simulate_markdown(const SimulateResult& r) {
   if (r.costs && !r.configurations.empty()) out += "\n**Predicted latency**\n\n" + markdown_table(prediction_cells(r));
   for (const auto& m : r.mrc)
     out += "\n**" + markdown_cell(mrc_note(m)) + "**\n\n" + markdown_table(mrc_cells(m, r.costs.has_value()));
-  for (const auto& w : r.warnings) out += "\n> warning: " + markdown_cell(w) + "\n";
+  for (const auto& w : r.warnings)
+    out += "\n> warning: " + markdown_cell(w) + "\n";
   return out;
 }
 
@@ -191,8 +203,9 @@ std::string render_simulate_csv(const SimulateResult& r) {
   using namespace report;
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
-  out.append(std::string_view("config,tier,spec,lookups,hits,misses,hit_ratio,miss_ratio,inserts,evictions,expirations,"
-                              "rejected,entries,bytes,predicted_mean_us,predicted_p99_us,predicted_speedup\n"));
+  out.append(
+      std::string_view("config,tier,spec,lookups,hits,misses,hit_ratio,miss_ratio,inserts,evictions,expirations,"
+                       "rejected,entries,bytes,predicted_mean_us,predicted_p99_us,predicted_speedup\n"));
   for (const auto& c : r.configurations)
     for (const auto& t : c.tiers) {
       append_csv_field(out, c.name);
@@ -241,7 +254,8 @@ std::string render_simulate_json(const SimulateResult& r) {
     w.field_number("l1_hit_us", c.l1_hit_mean_us, 3);
     w.field_number("l2_hit_us", c.l2_hit_mean_us, 3);
     w.key("notes").begin_array();
-    for (const auto& n : c.notes) w.value(n);
+    for (const auto& n : c.notes)
+      w.value(n);
     w.end_array();
     w.end_object();
   } else {
@@ -256,7 +270,8 @@ std::string render_simulate_json(const SimulateResult& r) {
     w.begin_object();
     w.field("name", c.name);
     w.key("tiers").begin_array();
-    for (const auto& t : c.tiers) write_tier_json(w, t);
+    for (const auto& t : c.tiers)
+      write_tier_json(w, t);
     w.end_array();
     w.key("served_by").begin_object();
     w.field("l1", c.served_l1);
@@ -301,7 +316,8 @@ std::string render_simulate_json(const SimulateResult& r) {
   }
   w.end_array();
   w.key("warnings").begin_array();
-  for (const auto& s : r.warnings) w.value(s);
+  for (const auto& s : r.warnings)
+    w.value(s);
   w.end_array();
   w.end_object();
   return w.str();

@@ -1,14 +1,14 @@
 #pragma once
 // Pieces of the Collector that write files: the Chrome trace-event writer and
 // the requests.csv row format (temporary files: report/atomic_file.hpp).
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "inferprof/error.hpp"
 #include "inferprof/report.hpp"
@@ -38,8 +38,8 @@ class ChromeTraceWriter {
 
   Nanos epoch_;
   bool first_ = true;
-  std::vector<Nanos> lane_end_;         // per queue lane: the latest end placed on it
-  std::vector<bool> workers_;           // workers that served an included request
+  std::vector<Nanos> lane_end_;          // per queue lane: the latest end placed on it
+  std::vector<bool> workers_;            // workers that served an included request
   std::vector<std::string> json_names_;  // escaped span names by NameTable id
 };
 

@@ -24,11 +24,13 @@ void write_warmup(JsonWriter& w, const RunInfo& info) {
     w.null();
   } else {
     double sum = 0;
-    for (std::size_t i = 1; i < lat.size(); ++i) sum += lat[i];
+    for (std::size_t i = 1; i < lat.size(); ++i)
+      sum += lat[i];
     w.number(sum / static_cast<double>(lat.size() - 1), 3);
   }
   w.key("latencies_us").begin_array(true);
-  for (double v : lat) w.number(v, 3);
+  for (double v : lat)
+    w.number(v, 3);
   w.end_array();
   w.end_object();
 }
@@ -68,12 +70,14 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.key("skipped").begin_object();
   w.field("invalid", info.skipped_invalid);
   w.key("examples").begin_array();
-  for (const auto& e : info.skipped_examples) w.value(e);
+  for (const auto& e : info.skipped_examples)
+    w.value(e);
   w.end_array();
   w.end_object();
   w.field_number("peak_rss_mb", info.peak_rss_mb, 3);
   w.key("warnings").begin_array();
-  for (const auto& e : info.warnings) w.value(e);
+  for (const auto& e : info.warnings)
+    w.value(e);
   w.end_array();
   w.end_object();
 }
@@ -132,12 +136,14 @@ std::string render_summary_json(const RunSummary& s) {
   if (s.info.interrupted()) w.field("interrupted_by", s.info.interrupted_by);
   w.field("failed", s.failed);
   w.key("failed_examples").begin_array();
-  for (const auto& e : s.failed_examples) w.value(e);
+  for (const auto& e : s.failed_examples)
+    w.value(e);
   w.end_array();
   w.field_number("throughput_rps", s.throughput_rps, 3);
   w.field_number("wall_s", s.info.wall_s, 6);
   w.key("stages").begin_object();
-  for (std::size_t i = 0; i < kStageCount; ++i) report::write_stage(w, kStageNames[i], s.stages[i]);
+  for (std::size_t i = 0; i < kStageCount; ++i)
+    report::write_stage(w, kStageNames[i], s.stages[i]);
   w.end_object();
   report::write_stage(w, "total", s.total);
   report::write_ops(w, s.top_ops);

@@ -17,7 +17,9 @@ constexpr std::size_t kCell = 11;
 constexpr std::size_t kShare = 8;
 constexpr std::size_t kMaxOpName = 40;
 
-std::string percent(double share) { return fmt::format("{:.1f}%", share * 100); }
+std::string percent(double share) {
+  return fmt::format("{:.1f}%", share * 100);
+}
 
 void stage_line(std::string& out, std::string_view name, const StageStats& s) {
   out += pad_right(name, kName);
@@ -27,7 +29,8 @@ void stage_line(std::string& out, std::string_view name, const StageStats& s) {
     return;
   }
   out += pad_left(group_thousands(s.count), kCount);
-  for (double v : {s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us}) out += pad_left(human_duration_us(v), kCell);
+  for (double v : {s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us})
+    out += pad_left(human_duration_us(v), kCell);
   out += pad_left(percent(s.share), kShare);
   // Thread CPU time beside the wall figures: mean, and the share off the CPU.
   if (s.cpu) out += pad_left(human_duration_us(s.cpu_mean_us), kCell) + pad_left(percent(s.off_cpu), kShare + 1);
@@ -37,7 +40,8 @@ void stage_line(std::string& out, std::string_view name, const StageStats& s) {
 void ops_lines(std::string& out, const std::vector<OpStats>& ops) {
   const std::size_t shown = std::min(ops.size(), kTableOps);
   std::size_t width = kName;
-  for (std::size_t i = 0; i < shown; ++i) width = std::max(width, std::min(display_width(ops[i].name), kMaxOpName));
+  for (std::size_t i = 0; i < shown; ++i)
+    width = std::max(width, std::min(display_width(ops[i].name), kMaxOpName));
   width += 2;
   out += '\n';
   out += pad_right("top ops", width) + pad_left("calls", kCount) + pad_left("self", kCell) +
@@ -47,8 +51,7 @@ void ops_lines(std::string& out, const std::vector<OpStats>& ops) {
     const double per_call = op.calls ? op.self_us / static_cast<double>(op.calls) : 0;
     out += pad_right(truncate_display(op.name, kMaxOpName), width) + pad_left(group_thousands(op.calls), kCount) +
            pad_left(human_duration_us(op.self_us), kCell) + pad_left(human_duration_us(per_call), kCell) +
-           pad_left(human_duration_us(op.total_us), kCell) + pad_left(percent(op.share_of_compute), kShare + 1) +
-           '\n';
+           pad_left(human_duration_us(op.total_us), kCell) + pad_left(percent(op.share_of_compute), kShare + 1) + '\n';
   }
 }
 
@@ -64,11 +67,13 @@ std::string render_table(const RunSummary& s) {
   out += pad_right("requests", kLabel) + requests_text(s) + '\n';
   out += '\n';
   out += pad_right("stage", kName) + pad_left("count", kCount);
-  for (const char* h : {"mean", "p50", "p90", "p99", "max"}) out += pad_left(h, kCell);
+  for (const char* h : {"mean", "p50", "p90", "p99", "max"})
+    out += pad_left(h, kCell);
   out += pad_left("share", kShare);
   if (s.total.cpu) out += pad_left("cpu mean", kCell) + pad_left("off-cpu", kShare + 1);  // measured only
   out += '\n';
-  for (const StageRow& row : visible_stage_rows(s)) stage_line(out, row.name, *row.stats);
+  for (const StageRow& row : visible_stage_rows(s))
+    stage_line(out, row.name, *row.stats);
   stage_line(out, "total", s.total);
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);
   out += cache_table_lines(s, false);
@@ -77,13 +82,16 @@ std::string render_table(const RunSummary& s) {
 
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';
-  for (const auto& e : s.failed_examples) out += fmt::format("failed: {}\n", e);
+  for (const auto& e : s.failed_examples)
+    out += fmt::format("failed: {}\n", e);
   if (s.info.skipped_invalid > 0) {
     out += fmt::format("skipped {} invalid trace {} (--skip-invalid)\n", group_thousands(s.info.skipped_invalid),
                        s.info.skipped_invalid == 1 ? "line" : "lines");
-    for (const auto& e : s.info.skipped_examples) out += fmt::format("  {}\n", e);
+    for (const auto& e : s.info.skipped_examples)
+      out += fmt::format("  {}\n", e);
   }
-  for (const auto& w : s.info.warnings) out += fmt::format("warning: {}\n", w);
+  for (const auto& w : s.info.warnings)
+    out += fmt::format("warning: {}\n", w);
   return out;
 }
 

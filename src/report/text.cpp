@@ -156,7 +156,8 @@ std::string join_path(const std::string& dir, const std::string& name) {
 
 std::string base_name(const std::string& path) {
   std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  while (p.size() > 1 && p.back() == '/')
+    p.pop_back();
   const auto slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
@@ -192,7 +193,8 @@ std::string run_headline(const RunInfo& info) {
 
 std::string load_text(const RunInfo& info) {
   std::string out = human_duration_us(info.load_ms * 1e3);
-  if (info.model_served_by != "file") out += fmt::format(" ({} from the store's {} tier)", info.model_path, info.model_served_by);
+  if (info.model_served_by != "file")
+    out += fmt::format(" ({} from the store's {} tier)", info.model_path, info.model_served_by);
   return out;
 }
 
@@ -201,17 +203,19 @@ std::string warmup_text(const RunInfo& info) {
   if (w.empty()) return "none (the first requests include cold-start costs)";
   if (w.size() == 1) return fmt::format("1 iteration: {} (cold)", human_duration_us(w[0]));
   double rest = 0;
-  for (std::size_t i = 1; i < w.size(); ++i) rest += w[i];
+  for (std::size_t i = 1; i < w.size(); ++i)
+    rest += w[i];
   rest /= static_cast<double>(w.size() - 1);
-  return fmt::format("{} iterations: first {} (cold), then mean {}", group_thousands(w.size()),
-                     human_duration_us(w[0]), human_duration_us(rest));
+  return fmt::format("{} iterations: first {} (cold), then mean {}", group_thousands(w.size()), human_duration_us(w[0]),
+                     human_duration_us(rest));
 }
 
 std::string requests_text(const RunSummary& s) {
   std::string out = fmt::format("{} in {:.2f} s · {} req/s", group_thousands(s.requests), s.info.wall_s,
                                 grouped_fixed(s.throughput_rps, 1));
   if (s.failed > 0) out += fmt::format(" · {} failed", group_thousands(s.failed));
-  if (s.info.interrupted()) out += fmt::format(" · interrupted by {}: the requests that completed", s.info.interrupted_by);
+  if (s.info.interrupted())
+    out += fmt::format(" · interrupted by {}: the requests that completed", s.info.interrupted_by);
   return out;
 }
 
@@ -242,7 +246,8 @@ std::string render_grid(const std::vector<std::vector<std::string>>& cells, cons
   std::vector<std::size_t> width;
   for (const auto& line : cells) {
     if (line.size() > width.size()) width.resize(line.size(), 0);
-    for (std::size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], display_width(line[c]));
+    for (std::size_t c = 0; c < line.size(); ++c)
+      width[c] = std::max(width[c], display_width(line[c]));
   }
   std::string out;
   for (const auto& line : cells) {
@@ -252,7 +257,8 @@ std::string render_grid(const std::vector<std::vector<std::string>>& cells, cons
       const bool l = std::find(left.begin(), left.end(), c) != left.end();
       text += l ? pad_right(line[c], width[c]) : pad_left(line[c], width[c]);
     }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
+    while (!text.empty() && text.back() == ' ')
+      text.pop_back();
     out += text + '\n';
   }
   return out;

@@ -2,12 +2,12 @@
 // Formatting helpers shared by the renderers: units for people, exact decimal
 // microseconds for machines, CSV quoting, padding by display width, and the
 // parts of the run description the table and the markdown both print.
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "inferprof/report.hpp"
 
@@ -48,10 +48,10 @@ std::string join_path(const std::string& dir, const std::string& name);
 std::string base_name(const std::string& path);
 
 // The description lines the table and the markdown share.
-std::string run_headline(const RunInfo& info);  // "inferprof run · model.pt (...) · ..."
-std::string load_text(const RunInfo& info);     // "12.31 ms"
-std::string warmup_text(const RunInfo& info);   // "3 iterations: first ... (cold), then mean ..."
-std::string requests_text(const RunSummary& s); // "1,000 in 0.52 s · 1,923.1 req/s"
+std::string run_headline(const RunInfo& info);   // "inferprof run · model.pt (...) · ..."
+std::string load_text(const RunInfo& info);      // "12.31 ms"
+std::string warmup_text(const RunInfo& info);    // "3 iterations: first ... (cold), then mean ..."
+std::string requests_text(const RunSummary& s);  // "1,000 in 0.52 s · 1,923.1 req/s"
 
 // The stage rows shown to people: queue..overhead always; cache and load only
 // when some request spent time there.

@@ -1,16 +1,19 @@
 // The model-update section of the table, the markdown and summary.json: per
 // update, what the switch cost (stalls, stale results, the load itself) and
 // latency before, while it was pending, and after it went live.
+#include "report/update_report.hpp"
+
 #include <fmt/format.h>
 
 #include "report/text.hpp"
-#include "report/update_report.hpp"
 
 namespace inferprof::report {
 
 namespace {
 
-std::string ms(double v) { return v < 0 ? "-" : fmt::format("{:.1f} ms", v); }
+std::string ms(double v) {
+  return v < 0 ? "-" : fmt::format("{:.1f} ms", v);
+}
 
 std::string phase(const LatencyStats& l) {
   if (l.count == 0) return "-";
@@ -51,8 +54,8 @@ std::string update_table_lines(const RunSummary& s, bool markdown) {
     if (markdown) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, u.mode,
                          ms(u.announced_ms), ms(live_after), load, u.served_by.empty() ? "-" : u.served_by,
-                         group_thousands(u.stalled), ms(u.stall_ms), group_thousands(u.stale_served),
-                         phase(u.before), phase(u.during), phase(u.after));
+                         group_thousands(u.stalled), ms(u.stall_ms), group_thousands(u.stale_served), phase(u.before),
+                         phase(u.during), phase(u.after));
     } else {
       out += pad_right(name, 22) + pad_right(u.mode, 8) + pad_left(ms(u.announced_ms), 10) +
              pad_left(ms(live_after), 11) + pad_left(load, 10) + pad_left(u.served_by.empty() ? "-" : u.served_by, 8) +

@@ -38,7 +38,8 @@ struct Reservoir {
 
 double mean_of(const std::vector<double>& v) {
   double s = 0;
-  for (double x : v) s += x;
+  for (double x : v)
+    s += x;
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
@@ -106,18 +107,20 @@ SimCosts load_sim_costs(const std::string& path) {
   const bool had_caches = served[0] || served[1] || served[2] || served[3];
   c.miss_mean_us = c.per_request ? mean_of(c.miss_us) : served[0] ? *served[0] : total_us;
   if (had_caches && !served[0] && !c.per_request)
-    throw bad_input(fmt::format("--costs '{}': the run had no cache misses, so it does not say what computing a "
-                                "request costs; use a run without caches",
-                                path));
+    throw bad_input(
+        fmt::format("--costs '{}': the run had no cache misses, so it does not say what computing a "
+                    "request costs; use a run without caches",
+                    path));
   c.l3_hit_mean_us = !c.l3_hit_us.empty() ? mean_of(c.l3_hit_us)
-                     : served[1]           ? *served[1]
-                                           : std::max(0.0, c.miss_mean_us - input_us - pre_us);
+                     : served[1]          ? *served[1]
+                                          : std::max(0.0, c.miss_mean_us - input_us - pre_us);
   auto hit_cost = [&](std::vector<double>& samples, const std::optional<double>& s, const char* tier) {
     if (!samples.empty()) return mean_of(samples);
     if (s) return *s;
-    c.notes.push_back(fmt::format("{} hit cost not measured by the costs run (no {} hits): taken as 0 µs; give "
-                                  "--costs a run with --cache {} to measure it",
-                                  tier, tier, tier));
+    c.notes.push_back(
+        fmt::format("{} hit cost not measured by the costs run (no {} hits): taken as 0 µs; give "
+                    "--costs a run with --cache {} to measure it",
+                    tier, tier, tier));
     return 0.0;
   };
   c.l1_hit_mean_us = hit_cost(c.l1_hit_us, served[2], "l1");

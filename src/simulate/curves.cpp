@@ -1,5 +1,7 @@
 // Miss-ratio curves: LRU in one pass from exact stack distances, any policy
 // by one PolicyCache per capacity on parallel threads.
+#include "simulate/curves.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 
 #include "cache/policy_cache.hpp"
 #include "inferprof/error.hpp"
-#include "simulate/curves.hpp"
 
 namespace inferprof {
 namespace detail {
@@ -62,7 +63,8 @@ void CurveCounter::record(std::uint64_t distance) {
   if (distance == 0) return;
   const double d = static_cast<double>(distance) * scale;
   // A hit at every capacity >= d: counted at the first such one, summed at the end.
-  auto it = std::lower_bound(caps.begin(), caps.end(), d, [](std::uint64_t c, double v) { return static_cast<double>(c) < v; });
+  auto it = std::lower_bound(caps.begin(), caps.end(), d,
+                             [](std::uint64_t c, double v) { return static_cast<double>(c) < v; });
   if (it != caps.end()) ++first_hit[static_cast<std::size_t>(it - caps.begin())];
 }
 
@@ -91,7 +93,8 @@ std::vector<double> CurveCounter::hit_ratios_adjusted(double expected) const {
 CapacitySweep::CapacitySweep(Policy policy, double ttl_s, const std::vector<std::uint64_t>& caps, unsigned threads)
     : threads_(std::max(1u, std::min<unsigned>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
                                                static_cast<unsigned>(caps.size())))) {
-  for (std::uint64_t c : caps) caches_.push_back(std::make_unique<PolicyCache<SimValue>>(policy, c, 0, ttl_s));
+  for (std::uint64_t c : caps)
+    caches_.push_back(std::make_unique<PolicyCache<SimValue>>(policy, c, 0, ttl_s));
 }
 CapacitySweep::~CapacitySweep() = default;
 
@@ -119,17 +122,20 @@ void CapacitySweep::feed(const CacheKey* keys, const Nanos* now, std::size_t n) 
         errors[t] = std::current_exception();
       }
     });
-  for (auto& th : pool) th.join();
+  for (auto& th : pool)
+    th.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
 }
 
 void CapacitySweep::reset_counters() {
-  for (auto& c : caches_) c->reset_counters();
+  for (auto& c : caches_)
+    c->reset_counters();
 }
 
 void CapacitySweep::erase_version(std::uint64_t hi) {
-  for (auto& c : caches_) c->erase_if([hi](const CacheKey& k) { return k.hi == hi; });
+  for (auto& c : caches_)
+    c->erase_if([hi](const CacheKey& k) { return k.hi == hi; });
 }
 
 std::vector<double> CapacitySweep::hit_ratios() const {
@@ -160,7 +166,8 @@ std::vector<double> curve_per_capacity(const std::vector<std::uint64_t>& keys, P
                                        std::uint64_t warmup) {
   detail::CapacitySweep sweep(policy, ttl_s, capacities, threads);
   std::vector<CacheKey> k(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) k[i] = CacheKey{0, keys[i]};
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    k[i] = CacheKey{0, keys[i]};
   // Time 0 throughout: a TTL never passes; callers wanting time use run_simulate.
   std::vector<Nanos> now(keys.size(), 0);
   const std::size_t w = std::min<std::size_t>(warmup, keys.size());
@@ -173,9 +180,10 @@ std::vector<double> curve_per_capacity(const std::vector<std::uint64_t>& keys, P
 MrcSpec parse_mrc_spec(std::string_view text, int points) {
   const std::string what = fmt::format("--mrc {}", text);
   auto fail = [&](std::string_view why) {
-    return bad_input(fmt::format("{}: {} (expected [TIER=]POLICY:MIN..MAX[:TTL] or [TIER=]POLICY:C1,C2,...[:TTL], "
-                                 "e.g. l1=lru:100..1000000)",
-                                 what, why));
+    return bad_input(
+        fmt::format("{}: {} (expected [TIER=]POLICY:MIN..MAX[:TTL] or [TIER=]POLICY:C1,C2,...[:TTL], "
+                    "e.g. l1=lru:100..1000000)",
+                    what, why));
   };
   MrcSpec spec;
   std::string_view rest = text;

@@ -35,16 +35,19 @@ class LruStackDistance {
   };
   Slot& find(std::uint64_t key) {
     std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
-    while (slots_[i].pos != 0 && slots_[i].key != key) i = (i + 1) & (slots_.size() - 1);
+    while (slots_[i].pos != 0 && slots_[i].key != key)
+      i = (i + 1) & (slots_.size() - 1);
     return slots_[i];
   }
   void grow();
   void add(std::uint32_t i, int v) {
-    for (; i < tree_.size(); i += i & (~i + 1)) tree_[i] = static_cast<std::uint32_t>(static_cast<int>(tree_[i]) + v);
+    for (; i < tree_.size(); i += i & (~i + 1))
+      tree_[i] = static_cast<std::uint32_t>(static_cast<int>(tree_[i]) + v);
   }
   std::uint64_t prefix(std::uint32_t i) const {
     std::uint64_t s = 0;
-    for (; i > 0; i -= i & (~i + 1)) s += tree_[i];
+    for (; i > 0; i -= i & (~i + 1))
+      s += tree_[i];
     return s;
   }
   void compact();

@@ -1,6 +1,8 @@
 // run_simulate: one streaming pass over the trace drives every configuration
 // (L1 -> L2 -> L3 -> compute, exactly as Pipeline::serve) and every
 // miss-ratio curve; a record is dropped as soon as it has been seen.
+#include "inferprof/simulate.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 
 #include "cache/policy_cache.hpp"
 #include "inferprof/error.hpp"
-#include "inferprof/simulate.hpp"
 #include "simulate/curves.hpp"
 
 namespace inferprof {
@@ -32,7 +33,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 struct ConfigState {
   std::string name;
   std::unique_ptr<Cache> l1, l2, l3;
-  std::vector<const TierSpec*> specs;  // in l1, l2, l3 order
+  std::vector<const TierSpec*> specs;      // in l1, l2, l3 order
   std::uint64_t served[4] = {0, 0, 0, 0};  // l1, l2, l3, compute
 
   void reset() {
@@ -119,7 +120,8 @@ struct MrcState {
     flush();
     if (sweep) sweep->reset_counters();
     if (counter) counter->reset();
-    for (auto& c : sub_counters) c.reset();
+    for (auto& c : sub_counters)
+      c.reset();
     sampled = all = 0;
   }
   // A model_update drops the leaving version's results from the per-capacity
@@ -140,7 +142,8 @@ const TierSpec* find_tier(const std::vector<TierSpec>& tiers, std::string_view n
 
 std::string config_name(const std::vector<std::string>& tiers) {
   std::string s;
-  for (const auto& t : tiers) s += (s.empty() ? "" : ",") + t;
+  for (const auto& t : tiers)
+    s += (s.empty() ? "" : ",") + t;
   return s;
 }
 
@@ -151,11 +154,13 @@ double mixture_p99(const std::vector<std::pair<const std::vector<double>*, doubl
   for (const auto& [samples, frac] : parts) {
     if (frac <= 0 || samples->empty()) continue;
     const double w = frac / static_cast<double>(samples->size());
-    for (double v : *samples) items.emplace_back(v, w);
+    for (double v : *samples)
+      items.emplace_back(v, w);
   }
   std::sort(items.begin(), items.end());
   double total = 0;
-  for (const auto& [v, w] : items) total += w;
+  for (const auto& [v, w] : items)
+    total += w;
   double cum = 0;
   for (const auto& [v, w] : items) {
     cum += w;
@@ -215,7 +220,8 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     throw bad_input("simulate: nothing to simulate: give at least one --tier (e.g. --tier l1=lru:10000) or --mrc");
   if (!(config.sample_rate > 0 && config.sample_rate <= 1))
     throw bad_input(fmt::format("--sample {}: expected a rate in (0, 1]", config.sample_rate));
-  for (const auto& t : config.tiers) validate_tier_spec(t, fmt::format("--tier {}", t.tier));
+  for (const auto& t : config.tiers)
+    validate_tier_spec(t, fmt::format("--tier {}", t.tier));
   if (!config.costs_path.empty()) res.costs = load_sim_costs(config.costs_path);
 
   // Configurations: each a set of tiers, built from the --tier specs.
@@ -235,8 +241,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     s.name = config_name(conf);
     for (const auto& t : conf) {
       const TierSpec* spec = find_tier(config.tiers, t);
-      if (!spec)
-        throw bad_input(fmt::format("--caches {}: tier {} has no --tier {}=POLICY:CAPACITY", s.name, t, t));
+      if (!spec) throw bad_input(fmt::format("--caches {}: tier {} has no --tier {}=POLICY:CAPACITY", s.name, t, t));
       std::unique_ptr<Cache>& slot = t == "l1" ? s.l1 : t == "l2" ? s.l2 : s.l3;
       if (slot) throw bad_input(fmt::format("--caches {}: tier {} named twice", s.name, t));
       slot = std::make_unique<Cache>(*spec);
@@ -260,20 +265,22 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       s.counter = std::make_unique<detail::CurveCounter>(m.capacities, 1.0 / s.rate);
       if (s.rate < 1) {
         s.sub_stacks.resize(8);
-        for (int g = 0; g < 8; ++g) s.sub_counters.emplace_back(m.capacities, 8.0 / s.rate);
+        for (int g = 0; g < 8; ++g)
+          s.sub_counters.emplace_back(m.capacities, 8.0 / s.rate);
       }
     } else {
-      s.sweep = std::make_unique<detail::CapacitySweep>(m.policy, m.ttl_s, m.capacities, config.threads ? config.threads : hw);
+      s.sweep = std::make_unique<detail::CapacitySweep>(m.policy, m.ttl_s, m.capacities,
+                                                        config.threads ? config.threads : hw);
     }
     curves.push_back(std::move(s));
   }
 
   auto source = open_sim_source(config.trace_path, config.csv);
   res.trace_format = source->format();
-  const std::uint64_t fallback_r =
-      config.value_bytes ? config.value_bytes : res.costs ? res.costs->result_bytes : 0;
-  const std::uint64_t fallback_p =
-      config.value_bytes ? config.value_bytes : res.costs ? res.costs->preprocessed_bytes : 0;
+  const std::uint64_t fallback_r = config.value_bytes ? config.value_bytes : res.costs ? res.costs->result_bytes : 0;
+  const std::uint64_t fallback_p = config.value_bytes ? config.value_bytes
+                                   : res.costs        ? res.costs->preprocessed_bytes
+                                                      : 0;
   bool sized_records = false;
   std::uint64_t version = 0;
   Nanos now = 0;
@@ -290,8 +297,10 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     }
     if (rec.kind == SimRecord::Kind::model_update) {
       if (rec.key != version) {
-        for (auto& s : states) s.invalidate(version);
-        for (auto& m : curves) m.invalidate(version);
+        for (auto& s : states)
+          s.invalidate(version);
+        for (auto& m : curves)
+          m.invalidate(version);
       }
       version = rec.key;
       ++res.model_updates;
@@ -308,39 +317,48 @@ SimulateResult run_simulate(const SimulateConfig& config) {
                                           result_limits && rbytes == 0 ? "result" : "preprocessed",
                                           result_limits && rbytes == 0 ? "l1/l2" : "l3")));
     const CacheKey rkey{version, rec.key}, pkey{kPreprocessedTag, rec.key};
-    for (auto& s : states) s.serve(rkey, pkey, rbytes, pbytes, now);
-    for (auto& m : curves) m.access(m.spec.tier == "l3" ? pkey : rkey, now);
+    for (auto& s : states)
+      s.serve(rkey, pkey, rbytes, pbytes, now);
+    for (auto& m : curves)
+      m.access(m.spec.tier == "l3" ? pkey : rkey, now);
     if (++res.requests == config.warmup) {
-      for (auto& s : states) s.reset();
-      for (auto& m : curves) m.reset();
+      for (auto& s : states)
+        s.reset();
+      for (auto& m : curves)
+        m.reset();
     }
   }
   res.seconds = seconds_since(t0);
-  for (auto& m : curves) m.flush();
+  for (auto& m : curves)
+    m.flush();
   res.measured = res.requests > config.warmup ? res.requests - config.warmup : 0;
   if (config.warmup > 0 && res.requests <= config.warmup)
     res.warnings.push_back(fmt::format("--warmup {} covers the whole trace ({} requests): nothing was measured",
                                        config.warmup, res.requests));
-  res.sizes = sized_records        ? "the trace's size column"
-              : config.value_bytes ? fmt::format("--value-bytes {}", config.value_bytes)
-              : fallback_r || fallback_p
-                  ? fmt::format("the costs run's mean entries ({} B results, {} B preprocessed)", fallback_r, fallback_p)
-                  : "unknown (bytes held shown as 0)";
+  res.sizes = sized_records              ? "the trace's size column"
+              : config.value_bytes       ? fmt::format("--value-bytes {}", config.value_bytes)
+              : fallback_r || fallback_p ? fmt::format("the costs run's mean entries ({} B results, {} B preprocessed)",
+                                                       fallback_r, fallback_p)
+                                         : "unknown (bytes held shown as 0)";
   bool ttl = false;
-  for (const auto& t : config.tiers) ttl = ttl || t.ttl_s > 0;
-  for (const auto& m : config.mrc) ttl = ttl || m.ttl_s > 0;
+  for (const auto& t : config.tiers)
+    ttl = ttl || t.ttl_s > 0;
+  for (const auto& m : config.mrc)
+    ttl = ttl || m.ttl_s > 0;
   if (ttl && !res.timestamps)
     res.warnings.push_back("a tier has a TTL but the trace has no timestamps: time stood still and nothing expired");
   if (res.model_updates > 0) {
-    res.warnings.push_back(fmt::format("{} model_update events changed the result keys (L1/L2) and dropped the "
-                                       "leaving version's entries, as `run` and `compare` do with --store",
-                                       res.model_updates));
+    res.warnings.push_back(
+        fmt::format("{} model_update events changed the result keys (L1/L2) and dropped the "
+                    "leaving version's entries, as `run` and `compare` do with --store",
+                    res.model_updates));
     for (const auto& m : curves)
       if (m.one_pass && m.spec.tier != "l3")
-        res.warnings.push_back(fmt::format("--mrc {}: the one-pass LRU curve keeps a leaving model version's "
-                                           "results until they age out, so past a model_update its hit ratios may "
-                                           "read low",
-                                           m.spec.tier));
+        res.warnings.push_back(
+            fmt::format("--mrc {}: the one-pass LRU curve keeps a leaving model version's "
+                        "results until they age out, so past a model_update its hit ratios may "
+                        "read low",
+                        m.spec.tier));
   }
 
   if (res.costs) {
@@ -383,9 +401,12 @@ SimulateResult run_simulate(const SimulateConfig& config) {
         for (std::size_t p = 0; p < ratios.size(); ++p) {
           double mean = 0, var = 0;
           std::vector<double> v;
-          for (const auto& c : m.sub_counters) v.push_back(c.hit_ratios_adjusted(static_cast<double>(m.all) * m.rate / 8)[p]);
-          for (double x : v) mean += x / 8;
-          for (double x : v) var += (x - mean) * (x - mean) / 7;
+          for (const auto& c : m.sub_counters)
+            v.push_back(c.hit_ratios_adjusted(static_cast<double>(m.all) * m.rate / 8)[p]);
+          for (double x : v)
+            mean += x / 8;
+          for (double x : v)
+            var += (x - mean) * (x - mean) / 7;
           worst = std::max(worst, 1.96 * std::sqrt(var / 8));
         }
         r.error_bound = worst;
@@ -405,7 +426,9 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       pt.hit_ratio = ratios[p];
       if (res.costs) {
         const SimCosts& c = *res.costs;
-        const double hit = m.spec.tier == "l1" ? c.l1_hit_mean_us : m.spec.tier == "l2" ? c.l2_hit_mean_us : c.l3_hit_mean_us;
+        const double hit = m.spec.tier == "l1"   ? c.l1_hit_mean_us
+                           : m.spec.tier == "l2" ? c.l2_hit_mean_us
+                                                 : c.l3_hit_mean_us;
         pt.predicted_mean_us = pt.hit_ratio * hit + (1 - pt.hit_ratio) * c.miss_mean_us;
       }
       r.points.push_back(pt);

@@ -31,14 +31,18 @@ constexpr std::size_t kHeaderBytes = 32;
 constexpr std::size_t kRecordBytes = 24;
 constexpr std::uint32_t kFlagUpdate = 1, kFlagTs = 2;
 
-std::uint64_t hash_string(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
+std::uint64_t hash_string(std::string_view s) {
+  return XXH3_64bits(s.data(), s.size());
+}
 
 void put_le(unsigned char* p, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xFF);
+  for (int i = 0; i < n; ++i)
+    p[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xFF);
 }
 std::uint64_t get_le(const unsigned char* p, int n) {
   std::uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+  for (int i = n - 1; i >= 0; --i)
+    v = (v << 8) | p[i];
   return v;
 }
 
@@ -77,9 +81,10 @@ class IptraceSource final : public SimSource {
     const auto version = static_cast<std::uint32_t>(get_le(h + 8, 4));
     const auto rec = static_cast<std::uint32_t>(get_le(h + 12, 4));
     if (version != kIptraceVersion || rec != kRecordBytes)
-      throw bad_input(fmt::format("{}: .iptrace version {} with {}-byte records: this build reads version {} with "
-                                  "{}-byte records",
-                                  path, version, rec, kIptraceVersion, kRecordBytes));
+      throw bad_input(
+          fmt::format("{}: .iptrace version {} with {}-byte records: this build reads version {} with "
+                      "{}-byte records",
+                      path, version, rec, kIptraceVersion, kRecordBytes));
     total_ = get_le(h + 16, 8) + get_le(h + 24, 8);
     buf_.resize(kRecordBytes * 65536);
   }
@@ -100,7 +105,8 @@ class IptraceSource final : public SimSource {
       throw bad_input(at_line(path_, read_, fmt::format("more records than the header's {}", total_)));
     const auto flags = static_cast<std::uint32_t>(get_le(p + 20, 4));
     if (flags & ~(kFlagUpdate | kFlagTs))
-      throw bad_input(at_line(path_, read_, fmt::format("unknown record flags {:#x} (expected bits 0 and 1 only)", flags)));
+      throw bad_input(
+          at_line(path_, read_, fmt::format("unknown record flags {:#x} (expected bits 0 and 1 only)", flags)));
     out.kind = (flags & kFlagUpdate) ? SimRecord::Kind::model_update : SimRecord::Kind::request;
     out.key = get_le(p, 8);
     if (flags & kFlagTs) {
@@ -133,25 +139,25 @@ class CsvSource final : public SimSource {
   CsvSource(const std::string& path, const CsvColumns& cols)
       : path_(path), in_(path, std::ios::binary), csv_(in_, path) {
     if (!in_) throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    if (!csv_.next(fields_))
-      throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
+    if (!csv_.next(fields_)) throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
     const std::string header = fmt::format("{}", fmt::join(fields_, ","));
     auto find = [&](const std::string& name) { return report::CsvReader::column(fields_, name); };
     key_ = find(cols.key);
     if (key_ < 0)
-      throw bad_input(at_line(path, 1, fmt::format("no key column '{}' in the header '{}' (choose it with "
-                                                   "--csv-columns key=NAME)",
-                                                   printable(cols.key), printable(header))));
+      throw bad_input(at_line(path, 1,
+                              fmt::format("no key column '{}' in the header '{}' (choose it with "
+                                          "--csv-columns key=NAME)",
+                                          printable(cols.key), printable(header))));
     ts_ = cols.ts.empty() ? -1 : find(cols.ts);
     size_ = cols.size.empty() ? -1 : find(cols.size);
     // A column the user named is wanted: silently running without it would
     // hide a typo (no TTL time, or no sizes for a byte limit).
     auto require = [&](bool named, int idx, const std::string& name, std::string_view what) {
       if (named && idx < 0)
-        throw bad_input(at_line(path, 1, fmt::format("no {} column '{}' in the header '{}' (named by --csv-columns "
-                                                     "{}={})",
-                                                     what, printable(name), printable(header), what,
-                                                     printable(name))));
+        throw bad_input(at_line(path, 1,
+                                fmt::format("no {} column '{}' in the header '{}' (named by --csv-columns "
+                                            "{}={})",
+                                            what, printable(name), printable(header), what, printable(name))));
     };
     require(cols.ts_named, ts_, cols.ts, "ts");
     require(cols.size_named, size_, cols.size, "size");
@@ -163,8 +169,8 @@ class CsvSource final : public SimSource {
     line_ = csv_.line();
     const int need = std::max({key_, ts_, size_});
     if (static_cast<int>(fields_.size()) <= need)
-      throw bad_input(at_line(path_, line_, fmt::format("{} fields, expected at least {} as in the header",
-                                                        fields_.size(), need + 1)));
+      throw bad_input(at_line(
+          path_, line_, fmt::format("{} fields, expected at least {} as in the header", fields_.size(), need + 1)));
     out.kind = SimRecord::Kind::request;
     out.line = line_;
     out.key = hash_string(fields_[static_cast<std::size_t>(key_)]);
@@ -220,9 +226,10 @@ CsvColumns parse_csv_columns(std::string_view text) {
     const std::string value(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
     if (eq == std::string_view::npos || (value.empty() && name == "key") ||
         (name != "ts" && name != "key" && name != "size"))
-      throw bad_input(fmt::format("--csv-columns '{}': expected ts=NAME,key=NAME,size=NAME (any of them; an empty "
-                                  "NAME for ts or size means no such column)",
-                                  printable(text)));
+      throw bad_input(
+          fmt::format("--csv-columns '{}': expected ts=NAME,key=NAME,size=NAME (any of them; an empty "
+                      "NAME for ts or size means no such column)",
+                      printable(text)));
     (name == "ts" ? c.ts : name == "key" ? c.key : c.size) = value;
     if (name == "ts") c.ts_named = !value.empty();
     if (name == "size") c.size_named = !value.empty();
@@ -311,7 +318,8 @@ ConvertStats convert_trace(const std::string& in_path, const std::string& out_pa
   auto source = open_sim_source(in_path, csv);
   IptraceWriter out(out_path);
   SimRecord r;
-  while (source->next(r)) out.add(r, in_path);
+  while (source->next(r))
+    out.add(r, in_path);
   out.commit();
   ConvertStats stats;
   stats.format = source->format();

@@ -39,7 +39,8 @@ std::optional<std::string> read_file(const fs::path& p, std::uint64_t max_bytes)
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
+  if (::fstat(fd, &st) != 0)
+    throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
   if (!S_ISREG(st.st_mode)) throw runtime_failure(fmt::format("{}: not a regular file", p.string()));
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size > max_bytes)

@@ -53,8 +53,7 @@ void resolve(void* handle, F& f, const char* name) {
 const Curl& curl() {
   static const Curl lib = [] {
     void* h = ::dlopen(kCurlLibrary, RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr)
-      throw runtime_failure(fmt::format("an http(s) model store needs libcurl: {}", ::dlerror()));
+    if (h == nullptr) throw runtime_failure(fmt::format("an http(s) model store needs libcurl: {}", ::dlerror()));
     Curl c{};
     resolve(h, c.global_init, "curl_global_init");
     resolve(h, c.easy_init, "curl_easy_init");

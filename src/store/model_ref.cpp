@@ -44,7 +44,8 @@ ModelRef parse_model_ref(std::string_view text, std::string_view what) {
   ref.name = std::string(text.substr(0, at));
   if (at != std::string_view::npos) {
     ref.version = std::string(text.substr(at + 1));
-    if (ref.version.empty()) throw bad_input(fmt::format("{}: {}, got '{}' (nothing after '@')", what, kRefForm, printable(text)));
+    if (ref.version.empty())
+      throw bad_input(fmt::format("{}: {}, got '{}' (nothing after '@')", what, kRefForm, printable(text)));
   }
   if (!valid_part(ref.name) || (at != std::string_view::npos && !valid_part(ref.version)))
     throw bad_input(fmt::format("{}: {}, got '{}'", what, kRefForm, printable(text)));
@@ -110,11 +111,11 @@ ModelMeta meta_from(simdjson::dom::element e, const std::string& where) {
   if (e["size"].get(m.size) != simdjson::SUCCESS)
     throw runtime_failure(fmt::format("{}: expected a non-negative integer \"size\" in the model metadata", where));
   if (!valid_part(m.name) || !valid_part(m.version))
-    throw runtime_failure(
-        fmt::format("{}: bad name or version '{}@{}' in the model metadata", where, printable(m.name),
-                    printable(m.version)));
+    throw runtime_failure(fmt::format("{}: bad name or version '{}@{}' in the model metadata", where, printable(m.name),
+                                      printable(m.version)));
   if (!is_sha256_hex(m.sha256))
-    throw runtime_failure(fmt::format("{}: \"sha256\" must be 64 lowercase hex digits, got '{}'", where, printable(m.sha256)));
+    throw runtime_failure(
+        fmt::format("{}: \"sha256\" must be 64 lowercase hex digits, got '{}'", where, printable(m.sha256)));
   return m;
 }
 

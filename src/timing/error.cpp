@@ -1,7 +1,8 @@
 #include "inferprof/error.hpp"
-#include "inferprof/printable.hpp"
 
 #include <fmt/format.h>
+
+#include "inferprof/printable.hpp"
 
 namespace inferprof {
 

@@ -11,7 +11,8 @@ NameTable& NameTable::global() {
 }
 
 NameTable::NameTable() {
-  for (auto name : kStageNames) intern(name);
+  for (auto name : kStageNames)
+    intern(name);
   intern("request");
 }
 

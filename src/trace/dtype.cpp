@@ -27,13 +27,19 @@ constexpr std::array<DTypeInfo, 9> kDTypes = {{
     {DType::boolean, "bool", 1},
 }};
 
-const DTypeInfo& info(DType d) { return kDTypes.at(static_cast<std::size_t>(d)); }
+const DTypeInfo& info(DType d) {
+  return kDTypes.at(static_cast<std::size_t>(d));
+}
 
 }  // namespace
 
-std::string_view dtype_name(DType d) { return info(d).name; }
+std::string_view dtype_name(DType d) {
+  return info(d).name;
+}
 
-std::size_t dtype_size(DType d) { return info(d).size; }
+std::size_t dtype_size(DType d) {
+  return info(d).size;
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& entry : kDTypes) {

@@ -63,11 +63,21 @@ void append_json_string(fmt::memory_buffer& out, std::string_view text) {
   out.push_back('"');
   for (char c : text) {
     switch (c) {
-      case '"': out.append(std::string_view("\\\"")); break;
-      case '\\': out.append(std::string_view("\\\\")); break;
-      case '\n': out.append(std::string_view("\\n")); break;
-      case '\t': out.append(std::string_view("\\t")); break;
-      case '\r': out.append(std::string_view("\\r")); break;
+      case '"':
+        out.append(std::string_view("\\\""));
+        break;
+      case '\\':
+        out.append(std::string_view("\\\\"));
+        break;
+      case '\n':
+        out.append(std::string_view("\\n"));
+        break;
+      case '\t':
+        out.append(std::string_view("\\t"));
+        break;
+      case '\r':
+        out.append(std::string_view("\\r"));
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
@@ -96,8 +106,8 @@ void validate(const GenTraceOptions& o) {
     throw bad_input("trace generator: model updates need timestamps, so update_every_ms > 0 needs rate > 0");
   }
   if (o.shape.empty() || std::any_of(o.shape.begin(), o.shape.end(), [](std::int64_t d) { return d <= 0; })) {
-    throw bad_input(fmt::format("trace generator: shape must be non-empty with positive extents (got {})",
-                                format_shape(o.shape)));
+    throw bad_input(
+        fmt::format("trace generator: shape must be non-empty with positive extents (got {})", format_shape(o.shape)));
   }
 }
 
@@ -140,8 +150,9 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
         // A request arriving exactly at an update sees the new version.
         while (static_cast<double>(updates + 1) * o.update_every_ms <= now_ms) {
           ++updates;
-          fmt::format_to(it, R"({{"event":"model_update","model":{},"version":"v{}","ts_ms":{:.3f}}})"
-                             "\n",
+          fmt::format_to(it,
+                         R"({{"event":"model_update","model":{},"version":"v{}","ts_ms":{:.3f}}})"
+                         "\n",
                          model, updates + 1, static_cast<double>(updates) * o.update_every_ms);
         }
       }

@@ -13,7 +13,8 @@ namespace {
 // names cached results that replicas share through Redis, so it must not
 // depend on the host's byte order.
 void put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
 
 }  // namespace
@@ -27,7 +28,8 @@ std::string input_spec_key(const InputSpec& spec) {
   enc.push_back('I');  // encoding version, bumped if the layout changes
   enc.push_back(static_cast<char>(spec.kind));
   put_u64(enc, spec.shape.size());
-  for (std::int64_t d : spec.shape) put_u64(enc, static_cast<std::uint64_t>(d));
+  for (std::int64_t d : spec.shape)
+    put_u64(enc, static_cast<std::uint64_t>(d));
   enc.push_back(spec.dtype ? static_cast<char>(*spec.dtype) : '\xFF');
   switch (spec.kind) {
     case InputSpec::Kind::none:

@@ -17,7 +17,9 @@
 namespace inferprof {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw bad_input(what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw bad_input(what);
+}
 
 // The value after 'key': in the dict: a quoted string, a parenthesised tuple,
 // or a bare word up to the next ',' or '}'. Empty when the key is absent.
@@ -46,9 +48,17 @@ std::string_view trim(std::string_view s) {
 
 DType parse_descr(std::string_view descr) {
   static constexpr std::array<std::pair<std::string_view, DType>, 11> kTypes = {{
-      {"'|u1'", DType::uint8},  {"'<u1'", DType::uint8},   {"'|i1'", DType::int8},     {"'<i1'", DType::int8},
-      {"'<i2'", DType::int16},  {"'<i4'", DType::int32},   {"'<i8'", DType::int64},    {"'<f2'", DType::float16},
-      {"'<f4'", DType::float32}, {"'<f8'", DType::float64}, {"'|b1'", DType::boolean},
+      {"'|u1'", DType::uint8},
+      {"'<u1'", DType::uint8},
+      {"'|i1'", DType::int8},
+      {"'<i1'", DType::int8},
+      {"'<i2'", DType::int16},
+      {"'<i4'", DType::int32},
+      {"'<i8'", DType::int64},
+      {"'<f2'", DType::float16},
+      {"'<f4'", DType::float32},
+      {"'<f8'", DType::float64},
+      {"'|b1'", DType::boolean},
   }};
   for (const auto& [name, dtype] : kTypes)
     if (name == descr) return dtype;

@@ -34,7 +34,9 @@ constexpr std::string_view kShapeType = "field 'input.shape' must be an array of
 constexpr std::string_view kDTypeType =
     "field 'input.dtype' must be one of uint8, int8, int16, int32, int64, float16, float32, float64, bool";
 
-bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool is_json_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 // A misspelt true/false/null reads as a type error in on-demand; as a line
 // of JSON it is malformed.
@@ -47,7 +49,8 @@ error_code atom_error(std::string_view token) {
 error_code field_name(od::field& field, std::string_view& name) {
   const char* raw = field.key().raw();
   const char* end = raw;
-  while (*end != '"' && *end != '\\') ++end;  // the string is closed: stage 1 checked
+  while (*end != '"' && *end != '\\')
+    ++end;  // the string is closed: stage 1 checked
   if (*end == '"') {
     name = std::string_view(raw, static_cast<std::size_t>(end - raw));
     return simdjson::SUCCESS;
@@ -145,8 +148,7 @@ error_code validate_root(od::document& doc) {
     }
   }
   const char* rest = nullptr;
-  return doc.current_location().get(rest) == simdjson::OUT_OF_BOUNDS ? simdjson::SUCCESS
-                                                                       : simdjson::TRAILING_CONTENT;
+  return doc.current_location().get(rest) == simdjson::OUT_OF_BOUNDS ? simdjson::SUCCESS : simdjson::TRAILING_CONTENT;
 }
 
 std::uint64_t element_count(const std::vector<std::int64_t>& shape) {
@@ -393,7 +395,8 @@ class LineParser {
       bool ok = false;
       // Decoded in the request's `input` stage (receiving the payload is part of serving it).
       SIMDJSON_TRY(read_string(v, in.base64, ok, 2));
-      if (!ok || in.base64.empty()) fail("field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
+      if (!ok || in.base64.empty())
+        fail("field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
     } else if (name == "data") {
       seen_.data = true;
       in.kind = InputSpec::Kind::data;
@@ -512,8 +515,7 @@ struct TraceReader::Impl {
   LineParser parser;
   std::string error;
 
-  Impl(std::string p, Options o)
-      : path(std::move(p)), options(o), parser(std::filesystem::path(path).parent_path()) {}
+  Impl(std::string p, Options o) : path(std::move(p)), options(o), parser(std::filesystem::path(path).parent_path()) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl() {
@@ -600,8 +602,7 @@ struct TraceReader::Impl {
 
 TraceReader::TraceReader(std::string path) : TraceReader(std::move(path), Options{}) {}
 
-TraceReader::TraceReader(std::string path, Options options)
-    : impl_(std::make_unique<Impl>(std::move(path), options)) {
+TraceReader::TraceReader(std::string path, Options options) : impl_(std::make_unique<Impl>(std::move(path), options)) {
   impl_->open();
 }
 
@@ -621,7 +622,8 @@ bool TraceReader::next(TraceRecord& out) {
     }
     if (length > 0 && text[length - 1] == '\r') --length;
     std::size_t first = 0;
-    while (first < length && is_json_space(text[first])) ++first;
+    while (first < length && is_json_space(text[first]))
+      ++first;
     if (first == length) continue;
     // The line ends inside the buffer, which has SIMDJSON_PADDING bytes past
     // its usable capacity, so the padding simdjson needs is always there.
@@ -635,10 +637,20 @@ bool TraceReader::next(TraceRecord& out) {
   return false;
 }
 
-const std::string& TraceReader::path() const noexcept { return impl_->path; }
-std::uint64_t TraceReader::lines() const noexcept { return impl_->lines; }
-std::uint64_t TraceReader::bytes() const noexcept { return impl_->bytes; }
-std::uint64_t TraceReader::skipped() const noexcept { return impl_->skipped; }
-const std::vector<std::string>& TraceReader::skipped_examples() const noexcept { return impl_->skipped_examples; }
+const std::string& TraceReader::path() const noexcept {
+  return impl_->path;
+}
+std::uint64_t TraceReader::lines() const noexcept {
+  return impl_->lines;
+}
+std::uint64_t TraceReader::bytes() const noexcept {
+  return impl_->bytes;
+}
+std::uint64_t TraceReader::skipped() const noexcept {
+  return impl_->skipped;
+}
+const std::vector<std::string>& TraceReader::skipped_examples() const noexcept {
+  return impl_->skipped_examples;
+}
 
 }  // namespace inferprof

@@ -22,7 +22,8 @@ struct CliResult {
 
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
 
@@ -40,7 +41,8 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
   std::string out = io.file(fmt::format("out{}", counter)), err = io.file(fmt::format("err{}", counter));
   ++counter;
   std::string cmd = env + " " + shell_quote(INFERPROF_BINARY);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
+  for (const auto& a : args)
+    cmd += " " + shell_quote(a);
   cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
   int status = std::system(cmd.c_str());
   CliResult r;
@@ -52,7 +54,8 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
 
 inline std::size_t count_lines(const std::string& text) {
   std::size_t n = 0;
-  for (char c : text) n += c == '\n';
+  for (char c : text)
+    n += c == '\n';
   return n;
 }
 

@@ -18,7 +18,9 @@ struct CacheFixture {
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("zipf.jsonl");
   static constexpr int kRequests = 400;
-  CacheFixture() { make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "50", "--zipf", "1.1"}); }
+  CacheFixture() {
+    make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "50", "--zipf", "1.1"});
+  }
 };
 CacheFixture& cache_fixture() {
   static CacheFixture f;
@@ -31,8 +33,8 @@ TEST_SUITE("e2e caches") {
   TEST_CASE("compare: four configurations from cold, verified, with reports") {
     auto& f = cache_fixture();
     TempDir out;
-    auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--caches",
-                      "l1,l2", "--caches", "l1,l2,l3", "--tier", "l1=lru:10", "--verify", "--out", out.file("c"),
+    auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--caches", "l1,l2",
+                      "--caches", "l1,l2,l3", "--tier", "l1=lru:10", "--verify", "--out", out.file("c"),
                       "--flamegraph-diff", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("(baseline)") != std::string::npos);

@@ -30,8 +30,8 @@ struct DiffFixture {
     if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
     m = run_cli({"gen-model", "--arch", "cnn", "--seed", "2", "-o", other_model});
     if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
-    auto t = run_cli({"gen-trace", "--requests", "60", "--keys", "60", "--shape", "1,3,16,16", "--dtype", "uint8",
-                      "-o", trace});
+    auto t = run_cli(
+        {"gen-trace", "--requests", "60", "--keys", "60", "--shape", "1,3,16,16", "--dtype", "uint8", "-o", trace});
     if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
     std::ofstream(heavy_profile) << "name = \"heavy\"\n[model]\ndevice = \"cpu\"\nthreads = 1\nwarmup = 2\n"
                                     "[[preprocess]]\nop = \"to_float\"\n"
@@ -57,8 +57,8 @@ TEST_SUITE("e2e diff") {
   TEST_CASE("diff: a run against itself passes every gate") {
     auto& f = fixture();
     TempDir out;
-    auto r = run_cli({"diff", f.base, f.base + "/summary.json", "--max-regression", "p99=10%,mean=5%",
-                      "--junit", out.file("junit.xml")});
+    auto r = run_cli({"diff", f.base, f.base + "/summary.json", "--max-regression", "p99=10%,mean=5%", "--junit",
+                      out.file("junit.xml")});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("REGRESSION") == std::string::npos);
     CHECK(r.out.find("ok: ") != std::string::npos);

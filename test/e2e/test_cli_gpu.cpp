@@ -62,9 +62,9 @@ TEST_SUITE("cli gpu") {
     }
     auto& f = fixture();
     const fs::path out = f.dir.path() / "out-nocuda";
-    for (const std::vector<std::string>& how :
-         {std::vector<std::string>{"--device", "cuda"}, {"--device", "cuda:1"},
-          {"--profile", f.dir.file("cuda.toml")}}) {
+    for (const std::vector<std::string>& how : {std::vector<std::string>{"--device", "cuda"},
+                                                {"--device", "cuda:1"},
+                                                {"--profile", f.dir.file("cuda.toml")}}) {
       std::ofstream(f.dir.file("cuda.toml")) << "name = \"c\"\n[model]\ndevice = \"cuda\"\n";
       std::vector<std::string> args = {"run", f.model, "--trace", f.trace, "--out", out.string()};
       args.insert(args.end(), how.begin(), how.end());

@@ -36,7 +36,8 @@ std::string npy_bytes(const std::string& header, std::uint32_t header_len, std::
   std::string out = "\x93NUMPY";
   out += '\x02';
   out += '\0';
-  for (int i = 0; i < 4; ++i) out += static_cast<char>((header_len >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i)
+    out += static_cast<char>((header_len >> (8 * i)) & 0xff);
   out += header;
   out.resize(std::max(total, out.size()), ' ');
   return out;
@@ -65,7 +66,8 @@ TEST_SUITE("e2e hardening") {
   TEST_CASE("deeply nested JSON: run, simulate and convert fail on one line and leave nothing") {
     TempDir dir;
     std::string text;
-    for (int i = 0; i < 30; ++i) text += fmt::format("{{\"id\":{},\"input\":{{\"seed\":{}}}}}\n", i, i);
+    for (int i = 0; i < 30; ++i)
+      text += fmt::format("{{\"id\":{},\"input\":{{\"seed\":{}}}}}\n", i, i);
     text += "{\"extra\":" + std::string(200000, '[') + std::string(200000, ']') + ",\"input\":{\"seed\":1}}\n";
     const std::string trace = dir.write("deep.jsonl", text);
     const std::string message = trace + ":31: nesting deeper than 64 arrays and objects";
@@ -81,16 +83,21 @@ TEST_SUITE("e2e hardening") {
 
   TEST_CASE("trace values out of range and control characters") {
     TempDir dir;
-    const std::string far = dir.write("far.jsonl", R"({"ts_ms":1e308,"input":{"seed":1}})" "\n");
+    const std::string far = dir.write("far.jsonl", R"({"ts_ms":1e308,"input":{"seed":1}})"
+                                                   "\n");
     check_error(run_cli({"run", model().model, "--trace", far, "--open-loop"}), 2,
                 far + ":1: 'ts_ms' 1e+308 is out of range (at most 9200000000000, about 290 years)");
     // In range, but --speed stretches it past what a clock holds.
-    const std::string slow =
-        dir.write("slow.jsonl", R"({"ts_ms":0,"input":{"seed":1}})" "\n" R"({"ts_ms":9000000000000,"input":{"seed":1}})" "\n");
+    const std::string slow = dir.write("slow.jsonl", R"({"ts_ms":0,"input":{"seed":1}})"
+                                                     "\n"
+                                                     R"({"ts_ms":9000000000000,"input":{"seed":1}})"
+                                                     "\n");
     check_error(run_cli({"run", model().model, "--trace", slow, "--open-loop", "--speed", "0.001"}), 2,
                 slow + ":2: 'ts_ms' 9000000000000 at --speed 0.001 is more than 290 years from the first request");
-    const std::string esc =
-        dir.write("esc.jsonl", R"({"event":"\u001b[2J\nhello","model":"m","version":"v"})" "\n" R"({"input":{"seed":1}})" "\n");
+    const std::string esc = dir.write("esc.jsonl", R"({"event":"\u001b[2J\nhello","model":"m","version":"v"})"
+                                                   "\n"
+                                                   R"({"input":{"seed":1}})"
+                                                   "\n");
     check_error(run_cli({"run", model().model, "--trace", esc}), 2,
                 esc + ":1: unknown event '\\x1b[2J\\nhello' (expected model_update)");
     const std::string csv = dir.write("neg.csv", "timestamp,key\n5,a\n-3,b\n");
@@ -102,19 +109,23 @@ TEST_SUITE("e2e hardening") {
     TempDir dir;
     const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 16), }\n";
     const std::string huge = dir.write("huge.npy", npy_bytes(header, 0xFFFFFFF0u, 192));
-    const std::string trace = dir.write("t.jsonl", R"({"id":7,"input":{"file":"huge.npy"}})" "\n");
+    const std::string trace = dir.write("t.jsonl", R"({"id":7,"input":{"file":"huge.npy"}})"
+                                                   "\n");
     check_error(run_cli({"run", model().model, "--trace", trace, "--out", dir.file("out")}), 2,
                 "input file '" + huge + "': header of 4294967280 bytes (at most 65536 supported)");
     CHECK(dir_is_empty_or_missing(dir.file("out")));
 
     const std::string wide_header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }\n";
-    const std::string wide = dir.write("wide.npy", npy_bytes(wide_header, static_cast<std::uint32_t>(wide_header.size()), 0));
-    const std::string t2 = dir.write("t2.jsonl", R"({"id":7,"input":{"file":"wide.npy"}})" "\n");
+    const std::string wide =
+        dir.write("wide.npy", npy_bytes(wide_header, static_cast<std::uint32_t>(wide_header.size()), 0));
+    const std::string t2 = dir.write("t2.jsonl", R"({"id":7,"input":{"file":"wide.npy"}})"
+                                                 "\n");
     check_error(run_cli({"run", model().model, "--trace", t2}), 2,
                 "input file '" + wide + "': shape [4611686018427387904, 4]: more bytes than fit in 64 bits");
 
     const std::string t3 =
-        dir.write("t3.jsonl", R"({"id":7,"input":{"file":"huge.npy","shape":[4294967296,4294967296,4]}})" "\n");
+        dir.write("t3.jsonl", R"({"id":7,"input":{"file":"huge.npy","shape":[4294967296,4294967296,4]}})"
+                              "\n");
     check_error(run_cli({"run", model().model, "--trace", t3}), 2,
                 t3 + ":1: 'input.shape' [4294967296, 4294967296, 4] has more elements than fit in 64 bits");
   }
@@ -136,7 +147,8 @@ TEST_SUITE("e2e hardening") {
 
     // 200 bytes flipped mid-archive: libtorch may well load it; the hash does not match.
     std::string bytes = slurp(model().model);
-    for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 200; ++i) bytes[i] = static_cast<char>(~bytes[i]);
+    for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 200; ++i)
+      bytes[i] = static_cast<char>(~bytes[i]);
     const std::string flipped = dir.write("flipped.pt", bytes);
     auto r = run_cli({"run", flipped, "--trace", model().trace, "--model-sha256", sha, "--out", dir.file("bad")});
     CHECK(r.code == 2);
@@ -168,8 +180,8 @@ TEST_SUITE("e2e hardening") {
         dir.write("run/summary.json", R"({"schema":"inferprof.summary/1","stages":5,"total":{"mean_us":10}})");
     check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", summary}), 2,
                 "--costs: " + summary + ": 'stages' is missing or not an object (is this an inferprof summary.json?)");
-    const std::string good = dir.write("run2/summary.json",
-                                       R"({"schema":"inferprof.summary/1","stages":{},"total":{"mean_us":10}})");
+    const std::string good =
+        dir.write("run2/summary.json", R"({"schema":"inferprof.summary/1","stages":{},"total":{"mean_us":10}})");
     dir.write("run2/requests.csv", "total_us,input_us,preprocess_us,cache,ok\n10,1,1,none,true\ninf,1,1,none,true\n");
     check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", good}), 2,
                 dir.file("run2/requests.csv") + ":3: 'inf' is not a number of µs in column 'total_us'");
@@ -192,8 +204,9 @@ TEST_SUITE("e2e hardening") {
     // A version folder linked the same way.
     fs::create_directories(root + "/n");
     fs::create_directory_symlink(dir.file("elsewhere/m/v1"), root + "/n/v1");
-    check_error(run_cli({"store", "rm", root, "n@v1"}), 2,
-                root + ": " + root + "/n/v1 is a symbolic link; a store's model and version folders must be real folders");
+    check_error(
+        run_cli({"store", "rm", root, "n@v1"}), 2,
+        root + ": " + root + "/n/v1 is a symbolic link; a store's model and version folders must be real folders");
     CHECK(fs::exists(dir.file("elsewhere/m/v1/model.pt")));
   }
 
@@ -212,11 +225,13 @@ TEST_SUITE("e2e hardening") {
     const std::string name(300, 'a');
     check_error(run_cli({"store", "put", root, name + "@v1", file}), 2,
                 "store put: the model: expected NAME@VERSION or NAME, each of letters, digits, '.', '_' and '-', at "
-                "most 128 characters (e.g. resnet@v2), got '" + name + "@v1'");
+                "most 128 characters (e.g. resnet@v2), got '" +
+                    name + "@v1'");
     fs::create_directories(root);
     check_error(run_cli({"store", "ls", root, name}), 2,
                 "store ls: the model name: expected NAME@VERSION or NAME, each of letters, digits, '.', '_' and '-', "
-                "at most 128 characters (e.g. resnet@v2), got '" + name + "'");
+                "at most 128 characters (e.g. resnet@v2), got '" +
+                    name + "'");
   }
 
   TEST_CASE("store: 10 concurrent puts all reach index.json") {

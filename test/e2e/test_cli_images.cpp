@@ -95,7 +95,8 @@ TEST_SUITE("e2e images") {
     REQUIRE(idat != std::string::npos);
     // The chunk's stored CRC, after its data (the length precedes "IDAT", big-endian).
     std::size_t len = 0;
-    for (int i = 4; i >= 1; --i) len = (len << 8) | static_cast<std::uint8_t>(bad_crc[idat - static_cast<std::size_t>(i)]);
+    for (int i = 4; i >= 1; --i)
+      len = (len << 8) | static_cast<std::uint8_t>(bad_crc[idat - static_cast<std::size_t>(i)]);
     bad_crc[idat + 4 + len] = static_cast<char>(bad_crc[idat + 4 + len] ^ 0x55);
     // A JPEG whose frame header says 30000 x 30000: refused from the header.
     std::string huge = f.bytes("64x48-0.jpg");

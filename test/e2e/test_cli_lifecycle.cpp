@@ -95,7 +95,8 @@ std::unique_ptr<Background> start(const std::vector<std::string>& args, const Te
   std::vector<std::string> all = {INFERPROF_BINARY};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
+  for (auto& a : all)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
@@ -185,9 +186,9 @@ void interrupt_a_run(int sig, int expected_code, const std::string& name) {
                    "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress"},
                   io);
   // Under way: the reports' temp files exist, Redis holds keys, the private folder is there.
-  REQUIRE_MESSAGE(wait_for([&] { return !names_with(out, ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0; },
-                           60s),
-                  slurp(bg->err));
+  REQUIRE_MESSAGE(
+      wait_for([&] { return !names_with(out, ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0; }, 60s),
+      slurp(bg->err));
   REQUIRE(l3_folders_of(bg->pid).size() == 1);
   std::this_thread::sleep_for(500ms);
   ::kill(bg->pid, sig);
@@ -205,7 +206,8 @@ void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   const double requests = json_number(summary["requests"]);
   CHECK(requests > 0);
   CHECK(requests < Fixture::kRequests);  // it stopped releasing them
-  for (const char* file : {"requests.csv", "stages.csv", "trace.json"}) CHECK(fs::is_regular_file(out / file));
+  for (const char* file : {"requests.csv", "stages.csv", "trace.json"})
+    CHECK(fs::is_regular_file(out / file));
   // Nothing left behind.
   CHECK(redis.integer("DBSIZE") == 0);
   CHECK(l3_folders_of(bg->pid).empty());
@@ -219,7 +221,9 @@ TEST_SUITE("e2e lifecycle") {
     interrupt_a_run(SIGINT, 130, "SIGINT");
   }
 
-  TEST_CASE("SIGTERM mid-run: the same, exit 143") { interrupt_a_run(SIGTERM, 143, "SIGTERM"); }
+  TEST_CASE("SIGTERM mid-run: the same, exit 143") {
+    interrupt_a_run(SIGTERM, 143, "SIGTERM");
+  }
 
   TEST_CASE("a second signal exits at once, after removing the keys, the LMDB folder and the temp files") {
     REQUIRE_REDIS_SERVER();
@@ -229,12 +233,12 @@ TEST_SUITE("e2e lifecycle") {
     const fs::path out = io.path() / "r";
     // Workers asleep until their next request's due time take up to 50 ms to
     // see the first signal; the second, right after it, comes first.
-    auto bg = start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--caches", "l1,l2,l3", "--redis",
-                     redis.url(), "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress",
-                     "--concurrency", "2"},
-                    io);
-    REQUIRE(wait_for([&] { return !names_with(out, ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0; },
-                     60s));
+    auto bg =
+        start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--caches", "l1,l2,l3", "--redis", redis.url(),
+               "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress", "--concurrency", "2"},
+              io);
+    REQUIRE(
+        wait_for([&] { return !names_with(out, ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0; }, 60s));
     // Two signals sent at once may merge into one (signals do not queue): a
     // moment apart, the second usually lands before the first's reports are
     // written. Either way the run must leave nothing behind.
@@ -282,10 +286,12 @@ TEST_SUITE("e2e lifecycle") {
       auto bg = start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--replicas", "2", "--caches", "l1,l2",
                        "--redis", redis.url(), "--warmup", "1", "--out", out.string(), "--no-progress"},
                       io);
-      REQUIRE(wait_for([&] {
-        return !names_with(out / "replica-0", ".requests.csv.tmp.").empty() &&
-               !names_with(out / "replica-1", ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0;
-      }, 60s));
+      REQUIRE(wait_for(
+          [&] {
+            return !names_with(out / "replica-0", ".requests.csv.tmp.").empty() &&
+                   !names_with(out / "replica-1", ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0;
+          },
+          60s));
       const std::vector<pid_t> replicas = children_of(bg->pid);
       REQUIRE(replicas.size() == 2);
       ::kill(bg->pid, sig);
@@ -388,10 +394,11 @@ TEST_SUITE("e2e lifecycle") {
     REQUIRE(::grantpt(master) == 0);
     REQUIRE(::unlockpt(master) == 0);
     const std::string slave = ::ptsname(master);
-    std::vector<std::string> all = {INFERPROF_BINARY, "run",    f.model,  "--trace", f.trace, "--open-loop",
-                                    "--limit",        "30",     "--warmup", "3"};
+    std::vector<std::string> all = {INFERPROF_BINARY, "run",     f.model, "--trace",  f.trace,
+                                    "--open-loop",    "--limit", "30",    "--warmup", "3"};
     std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
+    for (auto& a : all)
+      argv.push_back(a.data());
     argv.push_back(nullptr);
     const std::string out = io.file("out");
     pid_t pid = ::fork();

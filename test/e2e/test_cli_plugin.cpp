@@ -20,7 +20,8 @@ CliResult run_binary(const std::string& binary, const std::vector<std::string>& 
   const std::string out = io.file(fmt::format("o{}", counter)), err = io.file(fmt::format("e{}", counter));
   ++counter;
   std::string cmd = env + " " + shell_quote(binary);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
+  for (const auto& a : args)
+    cmd += " " + shell_quote(a);
   cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;
@@ -38,9 +39,10 @@ TEST_SUITE("plugin") {
     const std::string trace = dir.file("t.jsonl");
     REQUIRE(run_cli({"gen-trace", "--requests", "200", "--keys", "20", "-o", trace}).code == 0);
     // The loader's own trace of what it maps (glibc): no pipeline, no libtorch.
-    for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"--version"}, {"--help"}, {"simulate", "--trace", trace, "--tier", "l1=lru:10"},
-          {"convert", trace, "--to", dir.file("t.iptrace")}}) {
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"--version"},
+                                                 {"--help"},
+                                                 {"simulate", "--trace", trace, "--tier", "l1=lru:10"},
+                                                 {"convert", trace, "--to", dir.file("t.iptrace")}}) {
       auto r = run_cli(args, "LD_DEBUG=files");
       CAPTURE(args[0]);
       CHECK(r.code == 0);
@@ -98,8 +100,8 @@ TEST_SUITE("plugin") {
     { std::ofstream(bin + "/libinferprof_pipeline.so") << "not a library"; }
     auto bad = run_binary(copy, {"gen-model", "-o", dir.file("m4.pt")});
     CHECK(bad.code == 3);
-    CHECK(bad.err.rfind("inferprof: error: cannot load the model pipeline '" + bin + "/libinferprof_pipeline.so': ", 0) ==
-          0);
+    CHECK(bad.err.rfind("inferprof: error: cannot load the model pipeline '" + bin + "/libinferprof_pipeline.so': ",
+                        0) == 0);
     CHECK(count_lines(bad.err) == 1);
   }
 }

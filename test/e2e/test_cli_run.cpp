@@ -19,7 +19,9 @@ struct Fixture {
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("requests.jsonl");
   static constexpr int kRequests = 300;
-  Fixture() { make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "40", "--rate", "2000"}); }
+  Fixture() {
+    make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "40", "--rate", "2000"});
+  }
 };
 Fixture& fixture() {
   static Fixture f;
@@ -33,8 +35,7 @@ simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::stri
   return doc;
 }
 
-
-const std::vector<std::string> kReportFiles = {"summary.json", "requests.csv", "stages.csv",
+const std::vector<std::string> kReportFiles = {"summary.json",  "requests.csv",   "stages.csv",
                                                "stacks.folded", "flamegraph.svg", "trace.json"};
 
 void check_no_reports(const fs::path& out) {
@@ -54,7 +55,8 @@ TEST_SUITE("e2e run") {
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("r"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
-    for (const auto& name : kReportFiles) CHECK_MESSAGE(fs::is_regular_file(out.path() / "r" / name), name);
+    for (const auto& name : kReportFiles)
+      CHECK_MESSAGE(fs::is_regular_file(out.path() / "r" / name), name);
     // No temporary files remain next to them.
     CHECK(std::distance(fs::directory_iterator(out.path() / "r"), fs::directory_iterator{}) == 6);
     CHECK(r.out.find("compute") != std::string::npos);
@@ -101,8 +103,9 @@ TEST_SUITE("e2e run") {
 
     // flamegraph.svg is well-formed XML (checked by a real XML parser).
     std::string svg = (out.path() / "r" / "flamegraph.svg").string();
-    CHECK(std::system(("python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' " +
-                       shell_quote(svg)).c_str()) == 0);
+    CHECK(
+        std::system(("python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' " + shell_quote(svg))
+                        .c_str()) == 0);
     CHECK(slurp(svg).find("<title>") != std::string::npos);
 
     // trace.json is valid JSON with one complete event per span.
@@ -169,8 +172,9 @@ for r in rows:
 )";
     const std::string script = out.file("check.py");
     std::ofstream(script) << check;
-    CHECK(std::system(("python3 " + shell_quote(script) + " " +
-                       shell_quote((out.path() / "r" / "requests.csv").string())).c_str()) == 0);
+    CHECK(
+        std::system(("python3 " + shell_quote(script) + " " + shell_quote((out.path() / "r" / "requests.csv").string()))
+                        .c_str()) == 0);
 
     simdjson::dom::parser parser;
     auto summary = parse_json(parser, slurp(out.path() / "r" / "summary.json"));
@@ -186,8 +190,9 @@ for r in rows:
     CHECK(json_number(summary["total"]["cpu_mean_us"]) <= json_number(summary["total"]["mean_us"]) + 20);
 
     const std::string stages = slurp(out.path() / "r" / "stages.csv");
-    CHECK(stages.rfind("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,cpu_p99_us,off_cpu\n",
-                       0) == 0);
+    CHECK(stages.rfind(
+              "stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,cpu_p99_us,off_cpu\n", 0) ==
+          0);
   }
 
   TEST_CASE("--ops attributes compute to aten operators") {
@@ -200,7 +205,8 @@ for r in rows:
     simdjson::dom::parser parser;
     auto summary = parse_json(parser, slurp(out.path() / "r" / "summary.json"));
     std::set<std::string> ops;
-    for (auto op : summary["top_ops"].get_array()) ops.insert(std::string(op["name"].get_string().value()));
+    for (auto op : summary["top_ops"].get_array())
+      ops.insert(std::string(op["name"].get_string().value()));
     CHECK(ops.count("aten::linear") == 1);
     CHECK(ops.count("aten::relu") == 1);
   }
@@ -217,8 +223,8 @@ for r in rows:
     CHECK(json_number(summary["run"]["concurrency"]) == 2);
 
     // 2000 req/s trace replayed 4x faster: requests arrive faster than one worker serves some of them.
-    auto o = run_cli({"run", f.model, "--trace", f.trace, "--open-loop", "--speed", "4", "--limit", "100", "--out",
-                      out.file("o")});
+    auto o = run_cli(
+        {"run", f.model, "--trace", f.trace, "--open-loop", "--speed", "4", "--limit", "100", "--out", out.file("o")});
     REQUIRE_MESSAGE(o.code == 0, o.err);
     simdjson::dom::parser p2;
     auto open = parse_json(p2, slurp(out.path() / "o" / "summary.json"));
@@ -262,7 +268,8 @@ TEST_SUITE("e2e bad input") {
     std::vector<std::pair<std::string, std::string>> cases = {
         {good + "\n\n{\"id\": 2, \"input\": {\"seed\": 2}\n", "malformed JSON"},
         {R"({"id": "seven", "input": {"seed": 1}})", "field 'id' must be a non-negative integer"},
-        {R"({"id": 1, "input": {"shape": [1, 16]}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found none)"},
+        {R"({"id": 1, "input": {"shape": [1, 16]}})",
+         "'input' needs exactly one of seed, file, data, image or image_base64 (found none)"},
         {R"({"id": 1, "input": {"seed": 1, "data": [1]}})",
          "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and data)"},
     };
@@ -286,8 +293,8 @@ TEST_SUITE("e2e bad input") {
     std::string trace = write(dir, "late.jsonl", text);
     auto r = run_cli({"run", f.model, "--trace", trace, "--out", dir.file("out")});
     CHECK(r.code == 2);
-    CHECK(r.err == fmt::format("inferprof: error: {}:{}: field 'ts_ms' must be a number\n", trace,
-                               Fixture::kRequests + 1));
+    CHECK(r.err ==
+          fmt::format("inferprof: error: {}:{}: field 'ts_ms' must be a number\n", trace, Fixture::kRequests + 1));
     check_no_reports(dir.path() / "out");
 
     auto skip = run_cli({"run", f.model, "--trace", trace, "--skip-invalid", "--format", "json"});
@@ -305,9 +312,13 @@ TEST_SUITE("e2e bad input") {
     std::string truncated = dir.file("trunc.pt");
     fs::copy_file(f.model, truncated);
     fs::resize_file(truncated, fs::file_size(truncated) / 3);
-    std::string wrong_shape = write(dir, "shape.jsonl", R"({"id": 41, "input": {"shape": [1, 8], "seed": 1}})" "\n");
+    std::string wrong_shape = write(dir, "shape.jsonl",
+                                    R"({"id": 41, "input": {"shape": [1, 8], "seed": 1}})"
+                                    "\n");
     std::string empty = write(dir, "empty.jsonl", "\n\n");
-    std::string no_ts = write(dir, "nots.jsonl", R"({"id": 1, "input": {"seed": 1}})" "\n");
+    std::string no_ts = write(dir, "nots.jsonl",
+                              R"({"id": 1, "input": {"seed": 1}})"
+                              "\n");
     std::string bad_profile = write(dir, "bad.toml", "[[preprocess]]\nop = \"blur\"\n");
     std::string a_file = write(dir, "plain-file", "x");
 
@@ -318,8 +329,9 @@ TEST_SUITE("e2e bad input") {
          {3, fmt::format("cannot load model '{}': not a TorchScript archive, or a truncated one (", not_model)}},
         {{"run", truncated, "--trace", f.trace}, {3, fmt::format("cannot load model '{}': ", truncated)}},
         {{"run", f.model, "--trace", wrong_shape},
-         {3, "request 41: the model rejected its input of shape [1, 8] float32; the model expects [1, 16] float32: "
-             "mat1 and mat2 shapes cannot be multiplied (1x8 and 16x64)"}},
+         {3,
+          "request 41: the model rejected its input of shape [1, 8] float32; the model expects [1, 16] float32: "
+          "mat1 and mat2 shapes cannot be multiplied (1x8 and 16x64)"}},
         {{"run", f.model, "--trace", f.trace, "--profile", bad_profile},
          {2, fmt::format("{}:2: unknown preprocessing op 'blur' (expected one of: decode, to_tensor, to_float, "
                          "to_half, scale, normalize, resize, center_crop, layout)",

@@ -49,9 +49,9 @@ TEST_SUITE("e2e simulate") {
     auto& f = sim_fixture();
     // Single worker, closed loop, no TTL: the memory tiers run the same PolicyCache.
     // L3 lives on LMDB in a real replay and never evicts, so simulate gives it room for every key.
-    auto c = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "l1", "--caches", "l1,l2", "--caches",
-                      "l1,l2,l3", "--caches", "l3", "--tier", "l1=lru:8", "--tier", "l2=lfu:20", "--format", "json",
-                      "--no-progress"});
+    auto c =
+        run_cli({"compare", f.model, "--trace", f.trace, "--caches", "l1", "--caches", "l1,l2", "--caches", "l1,l2,l3",
+                 "--caches", "l3", "--tier", "l1=lru:8", "--tier", "l2=lfu:20", "--format", "json", "--no-progress"});
     REQUIRE_MESSAGE(c.code == 0, c.err);
     auto s = run_cli({"simulate", "--trace", f.trace, "--caches", "l1", "--caches", "l1,l2", "--caches", "l1,l2,l3",
                       "--caches", "l3", "--tier", "l1=lru:8", "--tier", "l2=lfu:20", "--tier", "l3=lru:1000000",
@@ -66,9 +66,9 @@ TEST_SUITE("e2e simulate") {
       CAPTURE(key.second);
       REQUIRE(simulated.count(key) == 1);
       const auto& v = simulated.at(key);
-      CHECK(v[0] == m[0]);  // lookups
-      CHECK(v[1] == m[1]);  // hits
-      CHECK(v[2] == m[2]);  // misses
+      CHECK(v[0] == m[0]);                          // lookups
+      CHECK(v[1] == m[1]);                          // hits
+      CHECK(v[2] == m[2]);                          // misses
       if (key.second != "l3") CHECK(v[3] == m[3]);  // evictions (the LMDB tier does not count them)
     }
     CHECK(measured.at({"l1,l2", "l2"})[1] > 0);

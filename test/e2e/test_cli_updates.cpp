@@ -34,16 +34,19 @@ struct StoreFixture {
     std::string lines;
     int line = 0;
     auto request = [&](int i) {
-      lines += fmt::format(R"({{"id": {}, {}"key": "k{}", "input": {{"shape": [1, 16], "dtype": "float32", "seed": {}}}}})",
-                           i, with_ts ? fmt::format(R"("ts_ms": {}, )", i * 2) : "", i % 5, i % 5) +
-               "\n";
+      lines +=
+          fmt::format(R"({{"id": {}, {}"key": "k{}", "input": {{"shape": [1, 16], "dtype": "float32", "seed": {}}}}})",
+                      i, with_ts ? fmt::format(R"("ts_ms": {}, )", i * 2) : "", i % 5, i % 5) +
+          "\n";
       ++line;
     };
-    for (int i = 0; i < before; ++i) request(i);
+    for (int i = 0; i < before; ++i)
+      request(i);
     lines += fmt::format(R"({{"event": "model_update", "model": "m", "version": "{}"{}}})", to_version,
                          with_ts ? fmt::format(R"(, "ts_ms": {})", before * 2 - 1) : "") +
              "\n";
-    for (int i = before; i < before + after; ++i) request(i);
+    for (int i = before; i < before + after; ++i)
+      request(i);
     trace = dir.write("requests.jsonl", lines);
   }
 };
@@ -61,8 +64,10 @@ std::map<int, std::string> versions_by_id(const std::string& csv) {
   auto fields = [](const std::string& row) {
     std::vector<std::string> cells(1);
     for (char c : row) {
-      if (c == ',') cells.emplace_back();
-      else cells.back() += c;
+      if (c == ',')
+        cells.emplace_back();
+      else
+        cells.back() += c;
     }
     return cells;
   };
@@ -112,7 +117,8 @@ TEST_SUITE("e2e model updates") {
     CHECK(json_number(s["stages"]["load"]["count"]) == 1);
     auto versions = versions_by_id(slurp(out.file("r") + "/requests.csv"));
     REQUIRE(versions.size() == static_cast<std::size_t>(f.before + f.after));
-    for (auto& [id, v] : versions) CHECK(v == (id < f.before ? "v1" : "v2"));
+    for (auto& [id, v] : versions)
+      CHECK(v == (id < f.before ? "v1" : "v2"));
     // The flame graph shows the load's parts.
     std::string folded = slurp(out.file("r") + "/stacks.folded");
     CHECK(folded.find("request;load;deserialize ") != std::string::npos);
@@ -132,15 +138,19 @@ TEST_SUITE("e2e model updates") {
     auto versions = versions_by_id(slurp(out.file("r") + "/requests.csv"));
     int old_after = 0;
     for (auto& [id, v] : versions) {
-      if (id < f.before) CHECK(v == "v1");
-      else old_after += v == "v1";
+      if (id < f.before)
+        CHECK(v == "v1");
+      else
+        old_after += v == "v1";
     }
     CHECK(json_number(u["stale_served"]) == old_after);
     // Once v2 served, v1 never did again.
     bool seen_v2 = false;
     for (auto& [id, v] : versions) {
-      if (v == "v2") seen_v2 = true;
-      else if (seen_v2) FAIL("request " << id << " got v1 after v2 went live");
+      if (v == "v2")
+        seen_v2 = true;
+      else if (seen_v2)
+        FAIL("request " << id << " got v1 after v2 went live");
     }
   }
 
@@ -207,11 +217,16 @@ TEST_SUITE("e2e model updates") {
   TEST_CASE("a request naming a version gets that version, before and after an update") {
     StoreFixture f;
     std::string lines;
-    lines += R"({"id": 1, "key": "a", "model": "m", "input": {"shape": [1, 16], "seed": 1}})" "\n";
-    lines += R"({"event": "model_update", "model": "m", "version": "v2"})" "\n";
-    lines += R"({"id": 2, "key": "a", "model": "m@v1", "input": {"shape": [1, 16], "seed": 1}})" "\n";
-    lines += R"({"id": 3, "key": "a", "input": {"shape": [1, 16], "seed": 1}})" "\n";
-    lines += R"({"id": 4, "key": "a", "model": "m@v1", "input": {"shape": [1, 16], "seed": 1}})" "\n";
+    lines += R"({"id": 1, "key": "a", "model": "m", "input": {"shape": [1, 16], "seed": 1}})"
+             "\n";
+    lines += R"({"event": "model_update", "model": "m", "version": "v2"})"
+             "\n";
+    lines += R"({"id": 2, "key": "a", "model": "m@v1", "input": {"shape": [1, 16], "seed": 1}})"
+             "\n";
+    lines += R"({"id": 3, "key": "a", "input": {"shape": [1, 16], "seed": 1}})"
+             "\n";
+    lines += R"({"id": 4, "key": "a", "model": "m@v1", "input": {"shape": [1, 16], "seed": 1}})"
+             "\n";
     std::string trace = f.dir.write("named.jsonl", lines);
     TempDir out;
     auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", trace, "--caches", "l1", "--verify", "--out",
@@ -226,7 +241,8 @@ TEST_SUITE("e2e model updates") {
     auto s = parser.parse(r.out);
     CHECK(json_number(s["updates"].at(0)["stale_served"]) == 0);
     CHECK(json_number(s["verify"]["mismatches"]) == 0);
-    auto other = f.dir.write("other.jsonl", R"({"id": 9, "model": "x@v1", "input": {"shape": [1, 16], "seed": 1}})" "\n");
+    auto other = f.dir.write("other.jsonl", R"({"id": 9, "model": "x@v1", "input": {"shape": [1, 16], "seed": 1}})"
+                                            "\n");
     auto bad = run_cli({"run", "m@v1", "--store", f.url, "--trace", other, "--no-progress"});
     CHECK(bad.code == 2);
     CHECK(bad.err.find("request 9 names model 'x', but this replay serves 'm'") != std::string::npos);
@@ -248,9 +264,10 @@ TEST_SUITE("e2e replicas") {
     // mid-replay when replica 0 publishes it.
     StoreFixture f("v2", /*with_ts=*/true);
     TempDir out;
-    auto r = run_cli({"run", "m@v1", "--store", f.url, "--store-redis", redis.url(1), "--trace", f.trace, "--caches",
-                      "l1,l2", "--redis", redis.url(), "--update", "async", "--open-loop", "--replicas", "3",
-                      "--warmup", "1", "--out", out.file("r")});
+    auto r = run_cli(
+        {"run",      "m@v1",     "--store", f.url,       "--store-redis", redis.url(1), "--trace",     f.trace,
+         "--caches", "l1,l2",    "--redis", redis.url(), "--update",      "async",      "--open-loop", "--replicas",
+         "3",        "--warmup", "1",       "--out",     out.file("r")});
     REQUIRE_MESSAGE(r.code == 0, std::string(r.err + r.out));
     CHECK(r.out.find("3 replicas") != std::string::npos);
     simdjson::dom::parser parser;
@@ -267,7 +284,8 @@ TEST_SUITE("e2e replicas") {
     CHECK(std::string_view(u["version"]) == "v2");
     CHECK(json_number(u["replicas_live"]) == 3);
     CHECK(json_number(u["skew_ms"]) >= 0);
-    for (int i = 0; i < 3; ++i) CHECK(fs::exists(out.file("r") + fmt::format("/replica-{}/summary.json", i)));
+    for (int i = 0; i < 3; ++i)
+      CHECK(fs::exists(out.file("r") + fmt::format("/replica-{}/summary.json", i)));
     // The shared namespace is cleared after the run; the model tier (db 1) keeps the models.
     CHECK(redis.integer("DBSIZE") == 0);
   }

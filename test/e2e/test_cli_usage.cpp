@@ -50,9 +50,10 @@ TEST_SUITE("e2e command line") {
   TEST_CASE("an unknown command or option is named with the closest match") {
     check_usage_error({"rn"}, "unknown command 'rn': did you mean run?");
     check_usage_error({"simulte", "--trace", "t.jsonl"}, "unknown command 'simulte': did you mean simulate?");
-    check_usage_error({"frobnicate"},
-                      "unknown command 'frobnicate' (commands: run, compare, gen-model, gen-trace, gen-images, store, diff, "
-                      "simulate, convert)");
+    check_usage_error(
+        {"frobnicate"},
+        "unknown command 'frobnicate' (commands: run, compare, gen-model, gen-trace, gen-images, store, diff, "
+        "simulate, convert)");
     check_usage_error({"run", "m.pt", "--trce", "t.jsonl"}, "unknown option --trce: did you mean --trace?");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurency=2"},
                       "unknown option --concurency: did you mean --concurrency?");
@@ -72,7 +73,8 @@ TEST_SUITE("e2e command line") {
   }
 
   TEST_CASE("renamed flags give an error naming the new spelling") {
-    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--cache", "l1,l2"}, "--cache was renamed: use --caches l1,l2");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--cache", "l1,l2"},
+                      "--cache was renamed: use --caches l1,l2");
     // Before any other complaint (here: --trace missing).
     check_usage_error({"run", "m.pt", "--cache=l1"}, "--cache was renamed: use --caches l1");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--preload-lead", "500"},
@@ -85,7 +87,8 @@ TEST_SUITE("e2e command line") {
                       "--trace-json-requests was replaced (trace.json is now capped by size): use --trace-json-max-mb");
     check_usage_error({"simulate", "--trace", "t.jsonl", "--warmup", "100"},
                       "--warmup was renamed: use --warmup-requests 100");
-    check_usage_error({"simulate", "--trace", "t.jsonl", "--threads", "2"}, "--threads was renamed: use --curve-threads 2");
+    check_usage_error({"simulate", "--trace", "t.jsonl", "--threads", "2"},
+                      "--threads was renamed: use --curve-threads 2");
   }
 
   TEST_CASE("single-valued options given twice, --speed without --open-loop, readable ranges") {
@@ -94,7 +97,8 @@ TEST_SUITE("e2e command line") {
                       "compare to measure several");
     check_usage_error({"simulate", "--trace", "t.jsonl", "--format", "json", "--format=csv"},
                       "--format given twice (json and csv): give it once");
-    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--verify", "--verify"}, "--verify given twice: give it once");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--verify", "--verify"},
+                      "--verify given twice: give it once");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--limit", "0"},
                       "--limit: expected a whole number of at least 1, got 0");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurrency", "0"},
@@ -131,8 +135,8 @@ TEST_SUITE("e2e command line") {
     auto& f = usage_fixture();
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--replicas", "2", "--format", "csv", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
-    CHECK(r.out.rfind("replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms\n", 0) ==
-          0);
+    CHECK(r.out.rfind("replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms\n",
+                      0) == 0);
     CHECK(r.out.find("\n0,ok,100,") != std::string::npos);
     CHECK(r.out.find("\n1,ok,100,") != std::string::npos);
     CHECK(count_lines(r.out) == 3);
@@ -146,8 +150,9 @@ TEST_SUITE("e2e command line") {
     TempDir dir;
     const std::string csv = dir.write("t.csv", "timestamp,key\n1,a\n2,b\n");
     check_usage_error({"run", "m.pt", "--trace", csv},
-                      csv + ": a CSV trace: run and compare read JSON lines (one request per line with its input, "
-                            "docs/trace-format.md); write one per row, or use 'inferprof simulate --trace " +
+                      csv +
+                          ": a CSV trace: run and compare read JSON lines (one request per line with its input, "
+                          "docs/trace-format.md); write one per row, or use 'inferprof simulate --trace " +
                           csv + "' for a cache what-if that needs no model");
     // Without the extension too: the first line gives it away.
     const std::string txt = dir.write("t.txt", "timestamp,key\n1,a\n");
@@ -160,8 +165,8 @@ TEST_SUITE("e2e command line") {
     auto& f = usage_fixture();
     TempDir out;
     // 5,000 bytes: a few requests' events, far fewer than the trace's 200.
-    auto r = run_cli({"run", f.model, "--trace", f.trace, "--trace-json-max-mb", "0.005", "--out", out.file("r"),
-                      "--no-progress"});
+    auto r = run_cli(
+        {"run", f.model, "--trace", f.trace, "--trace-json-max-mb", "0.005", "--out", out.file("r"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     simdjson::dom::parser parser;
     simdjson::dom::element summary;

@@ -49,7 +49,8 @@ std::string first_json_block(const std::string& text) {
 std::vector<std::string> code_spans(const std::string& cell) {
   static const std::regex span("`([^`]+)`");
   std::vector<std::string> out;
-  for (std::sregex_iterator it(cell.begin(), cell.end(), span), end; it != end; ++it) out.push_back((*it)[1]);
+  for (std::sregex_iterator it(cell.begin(), cell.end(), span), end; it != end; ++it)
+    out.push_back((*it)[1]);
   return out;
 }
 

@@ -113,7 +113,8 @@ class ReferenceCache {
   std::size_t size() const { return entries_.size(); }
   std::uint64_t bytes() const {
     std::uint64_t b = 0;
-    for (const auto& e : entries_) b += e.bytes;
+    for (const auto& e : entries_)
+      b += e.bytes;
     return b;
   }
 
@@ -172,7 +173,9 @@ class ReferenceCache {
 struct Empty {};
 
 // Deterministic across standard libraries (no std distributions).
-double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+double unit(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
 
 class KeyDraw {
  public:
@@ -182,7 +185,8 @@ class KeyDraw {
       total += zipf ? 1.0 / std::pow(static_cast<double>(r + 1), 1.1) : 1.0;
       cdf_.push_back(total);
     }
-    for (auto& x : cdf_) x /= total;
+    for (auto& x : cdf_)
+      x /= total;
   }
   std::size_t operator()(std::mt19937_64& rng) const {
     const auto it = std::lower_bound(cdf_.begin(), cdf_.end(), unit(rng));
@@ -194,7 +198,9 @@ class KeyDraw {
 };
 
 // Hand-built keys (not XXH3 output): the index must cope with them.
-CacheKey key_of(std::size_t i) { return CacheKey{static_cast<std::uint64_t>(i % 3), static_cast<std::uint64_t>(i)}; }
+CacheKey key_of(std::size_t i) {
+  return CacheKey{static_cast<std::uint64_t>(i % 3), static_cast<std::uint64_t>(i)};
+}
 
 struct TraceConfig {
   Policy policy;
@@ -335,7 +341,8 @@ class FakeBackend final : public BlobBackend {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->down) throw BackendError("connection refused");
     std::uint64_t b = 0;
-    for (const auto& kv : state_->values) b += kv.second.size();
+    for (const auto& kv : state_->values)
+      b += kv.second.size();
     return b;
   }
 
@@ -348,7 +355,9 @@ std::string sample_blob(float base = 1.5f) {
   return encode_tensor(DType::float32, {2, 3}, data.data(), data.size() * sizeof(float));
 }
 
-Blob blob_of(std::string s) { return std::make_shared<const std::string>(std::move(s)); }
+Blob blob_of(std::string s) {
+  return std::make_shared<const std::string>(std::move(s));
+}
 
 }  // namespace
 
@@ -541,8 +550,8 @@ TEST_SUITE("cache") {
     REQUIRE(e);
     CHECK(e->shape == std::vector<std::int64_t>{0, 1000});
     CHECK(e->bytes.empty());
-    for (DType d : {DType::uint8, DType::int8, DType::int16, DType::int32, DType::int64, DType::float16,
-                    DType::float32, DType::float64, DType::boolean}) {
+    for (DType d : {DType::uint8, DType::int8, DType::int16, DType::int32, DType::int64, DType::float16, DType::float32,
+                    DType::float64, DType::boolean}) {
       const std::vector<char> bytes(3 * dtype_size(d), 7);
       const auto v = decode_tensor(encode_tensor(d, {3}, bytes.data(), bytes.size()));
       REQUIRE(v);
@@ -690,7 +699,7 @@ TEST_SUITE("cache") {
       c.get(key_of(1), t0);
       c.get(key_of(1), t0);
       c.get(key_of(3), t0);
-      c.get(key_of(2), t0);       // 1: 3 uses; 2, 3: 2 uses, 3 least recent
+      c.get(key_of(2), t0);        // 1: 3 uses; 2, 3: 2 uses, 3 least recent
       c.put(key_of(4), 4, 1, t0);  // evicts 3
       CHECK_FALSE(c.contains(key_of(3)));
       c.put(key_of(5), 5, 1, t0);  // evicts 4 (1 use)
@@ -754,7 +763,8 @@ TEST_SUITE("cache") {
     for (std::uint64_t i = 0; i < n; ++i) {
       keys.push_back(i % 2 ? CacheKey{0, i} : CacheKey{i << 20, 0});  // sequential lo; lo zero, hi varying
     }
-    for (std::uint64_t i = 0; i < n; ++i) c.put(keys[i], i, 1, 0);
+    for (std::uint64_t i = 0; i < n; ++i)
+      c.put(keys[i], i, 1, 0);
     CHECK(c.size() == n);
     std::mt19937_64 rng(7);
     std::set<std::uint64_t> erased;
@@ -771,7 +781,8 @@ TEST_SUITE("cache") {
     CHECK(mismatches == 0);
     CHECK(c.size() == n - erased.size());
     // Refill through the free list.
-    for (std::uint64_t i : erased) c.put(keys[i], i, 1, 0);
+    for (std::uint64_t i : erased)
+      c.put(keys[i], i, 1, 0);
     CHECK(c.size() == n);
     for (std::uint64_t i = 0; i < n; i += 997) {
       REQUIRE(c.get(keys[i], 0) != nullptr);
@@ -797,8 +808,10 @@ TEST_SUITE("cache") {
   // ---- the memory tier --------------------------------------------------------
   TEST_CASE("memory tier: invalidate drops one version's results and nothing else") {
     auto tier = make_memory_tier(parse_tier_spec("l1", "lru:100", "t"));
-    for (const char* k : {"a", "b", "c"}) tier->put(result_key("v1", k), blob_of(sample_blob(1)), 0);
-    for (const char* k : {"a", "b"}) tier->put(result_key("v2", k), blob_of(sample_blob(2)), 0);
+    for (const char* k : {"a", "b", "c"})
+      tier->put(result_key("v1", k), blob_of(sample_blob(1)), 0);
+    for (const char* k : {"a", "b"})
+      tier->put(result_key("v2", k), blob_of(sample_blob(2)), 0);
     CHECK(tier->invalidate(version_tag("v1")) == 3);
     CHECK(tier->get(result_key("v1", "a"), 0) == nullptr);
     REQUIRE(tier->get(result_key("v2", "a"), 0));
@@ -902,7 +915,8 @@ TEST_SUITE("cache") {
           gets.fetch_add(my_gets);
         });
       }
-      for (auto& th : threads) th.join();
+      for (auto& th : threads)
+        th.join();
       const TierStats s = tier->stats();
       CHECK(wrong == 0);
       CHECK(s.lookups == gets);

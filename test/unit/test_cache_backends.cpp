@@ -20,10 +20,10 @@
 #include "test_util.hpp"
 
 using namespace inferprof;
-using inferprof::testing::RedisServer;
-using inferprof::testing::TempDir;
 using inferprof::testing::error_of;
 using inferprof::testing::random_bytes;
+using inferprof::testing::RedisServer;
+using inferprof::testing::TempDir;
 
 namespace {
 
@@ -162,7 +162,8 @@ TEST_SUITE("cache backends") {
     RedisServer server;
     auto a = make_redis_backend(server.url(), "ns");
     auto other = make_redis_backend(server.url(), "other");
-    for (int i = 0; i < 700; ++i) a->put(result_key("v1", std::to_string(i)), "old", 0);  // several SCAN steps
+    for (int i = 0; i < 700; ++i)
+      a->put(result_key("v1", std::to_string(i)), "old", 0);  // several SCAN steps
     a->put(result_key("v2", "0"), "new", 0);
     other->put(result_key("v1", "0"), "theirs", 0);
     CHECK(a->erase_version(version_tag("v1")) == 700);

@@ -388,7 +388,7 @@ TEST_SUITE("paired bootstrap") {
     std::vector<double> v;
     for (std::size_t i = 0; i < n; ++i) {
       const double x = 100.0 + static_cast<double>((i * 37) % 900);  // 100 … 999 µs
-      const double drift = i < n / 2 ? 1.0 : 1.8;                  // the machine got busy halfway
+      const double drift = i < n / 2 ? 1.0 : 1.8;                    // the machine got busy halfway
       v.push_back(x * drift);
     }
     return v;
@@ -397,7 +397,8 @@ TEST_SUITE("paired bootstrap") {
   TEST_CASE("paired bootstrap: an exact 2x per request reads 2.00 with a zero-width interval") {
     const std::vector<double> base = drifting_base(500);
     std::vector<double> half;
-    for (double b : base) half.push_back(b / 2);
+    for (double b : base)
+      half.push_back(b / 2);
     const Speedup paired = paired_bootstrap_speedup(base, half);
     CHECK(paired.value == doctest::Approx(2.0));
     CHECK(paired.low == doctest::Approx(2.0));
@@ -412,7 +413,8 @@ TEST_SUITE("paired bootstrap") {
     const std::vector<double> base = drifting_base(500);
     std::vector<double> same;
     // ±1 µs of alternating jitter per request: nothing saved on average.
-    for (std::size_t i = 0; i < base.size(); ++i) same.push_back(base[i] + (i % 2 == 0 ? 1.0 : -1.0));
+    for (std::size_t i = 0; i < base.size(); ++i)
+      same.push_back(base[i] + (i % 2 == 0 ? 1.0 : -1.0));
     const Speedup s = paired_bootstrap_speedup(base, same);
     CHECK(s.value == doctest::Approx(1.0).epsilon(0.001));
     CHECK(s.noise);
@@ -424,7 +426,8 @@ TEST_SUITE("paired bootstrap") {
     CHECK_THROWS_AS(paired_bootstrap_speedup({1, 2, 3}, {1, 2}), std::invalid_argument);
     const std::vector<double> base = drifting_base(300);
     std::vector<double> faster;
-    for (std::size_t i = 0; i < base.size(); ++i) faster.push_back(base[i] * (i % 3 == 0 ? 0.5 : 1.0));
+    for (std::size_t i = 0; i < base.size(); ++i)
+      faster.push_back(base[i] * (i % 3 == 0 ? 0.5 : 1.0));
     const Speedup a = paired_bootstrap_speedup(base, faster), b = paired_bootstrap_speedup(base, faster);
     CHECK(a.low == b.low);
     CHECK(a.high == b.high);

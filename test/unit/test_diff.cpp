@@ -111,25 +111,37 @@ TEST_SUITE("diff") {
     CHECK_THROWS_WITH(parse_gates("p99"), ("--max-regression: no '=' in 'p99'" + kGrammar).c_str());
     CHECK_THROWS_WITH(parse_gates("p95=10%"),
                       ("--max-regression: unknown metric 'p95' (expected one of mean, p50, p90, p99, max, "
-                       "throughput) in 'p95=10%'" + kGrammar).c_str());
+                       "throughput) in 'p95=10%'" +
+                       kGrammar)
+                          .c_str());
     CHECK_THROWS_WITH(parse_gates("gpu.p99=5%"),
                       ("--max-regression: unknown stage 'gpu' (expected one of queue, cache, load, input, "
-                       "preprocess, h2d, compute, d2h, overhead, total) in 'gpu.p99=5%'" + kGrammar).c_str());
+                       "preprocess, h2d, compute, d2h, overhead, total) in 'gpu.p99=5%'" +
+                       kGrammar)
+                          .c_str());
     CHECK_THROWS_WITH(parse_gates("p99=10"),
                       ("--max-regression: '10' is not a percentage (expected a number followed by %, e.g. 10%) in "
-                       "'p99=10'" + kGrammar).c_str());
+                       "'p99=10'" +
+                       kGrammar)
+                          .c_str());
     CHECK_THROWS_WITH(parse_gates("p99=ten%"),
                       ("--max-regression: 'ten%' is not a percentage (expected a number followed by %, e.g. 10%) in "
-                       "'p99=ten%'" + kGrammar).c_str());
+                       "'p99=ten%'" +
+                       kGrammar)
+                          .c_str());
     CHECK_THROWS_WITH(parse_gates("p99=10%+5"),
                       ("--max-regression: '5' is not a duration (expected a number followed by ms or us, e.g. "
-                       "+0.05ms) in 'p99=10%+5'" + kGrammar).c_str());
+                       "+0.05ms) in 'p99=10%+5'" +
+                       kGrammar)
+                          .c_str());
     CHECK_THROWS_WITH(parse_gates("compute.throughput=5%"),
                       ("--max-regression: throughput belongs to the whole run, not to a stage (write "
-                       "throughput=PCT%) in 'compute.throughput=5%'" + kGrammar).c_str());
-    CHECK_THROWS_WITH(parse_gates("p99=10%,p99=5%"),
-                      ("--max-regression: a second gate for the same metric (first: 'p99=10%') in 'p99=5%'" +
-                       kGrammar).c_str());
+                       "throughput=PCT%) in 'compute.throughput=5%'" +
+                       kGrammar)
+                          .c_str());
+    CHECK_THROWS_WITH(
+        parse_gates("p99=10%,p99=5%"),
+        ("--max-regression: a second gate for the same metric (first: 'p99=10%') in 'p99=5%'" + kGrammar).c_str());
     CHECK_THROWS_WITH(parse_gates(""), ("--max-regression: no gates given" + kGrammar).c_str());
     CHECK_THROWS_WITH(parse_gates("p99=10%,,mean=5%"),
                       ("--max-regression: an empty item in 'p99=10%,,mean=5%'" + kGrammar).c_str());
@@ -204,7 +216,8 @@ TEST_SUITE("diff") {
   TEST_CASE("diff_runs: a clear regression fails its gates") {
     auto base = spread_values(300, 1000, 50, 3);
     auto slower = base;
-    for (double& v : slower) v += 200;  // +20%: past mean 5% and p99 10%
+    for (double& v : slower)
+      v += 200;  // +20%: past mean 5% and p99 10%
     DiffResult r = diff_runs(run_of(base), run_of(slower), DiffConfig{});
     CHECK(r.intervals);
     CHECK(r.gated == 2);
@@ -255,7 +268,8 @@ TEST_SUITE("diff") {
 
     // Without per-request data the threshold alone decides, and the report says so.
     RunData b = run_of(base), n = run_of(now);
-    for (auto& v : b.per_request) v.clear();
+    for (auto& v : b.per_request)
+      v.clear();
     b.csv_path.clear();
     r = diff_runs(b, n, DiffConfig{});
     CHECK_FALSE(r.intervals);
@@ -266,7 +280,8 @@ TEST_SUITE("diff") {
   TEST_CASE("diff_runs: an improvement passes and the same run is ok") {
     auto base = spread_values(300, 1000, 50, 4);
     auto faster = base;
-    for (double& v : faster) v -= 300;
+    for (double& v : faster)
+      v -= 300;
     DiffResult r = diff_runs(run_of(base), run_of(faster), DiffConfig{});
     CHECK(r.improved == 2);
     CHECK_FALSE(r.failed());
@@ -352,15 +367,17 @@ TEST_SUITE("diff") {
 
   TEST_CASE("load_run: bad input names the file and what was expected") {
     TempDir dir;
-    CHECK_THROWS_WITH(load_run(dir.file("nope")),
-                      (dir.file("nope") + ": no such file or folder (expected a run's summary.json or its --out folder)")
-                          .c_str());
-    CHECK_THROWS_WITH(load_run(dir.path().string()),
-                      (dir.path().string() + ": no summary.json in this folder (expected a run's --out folder)").c_str());
+    CHECK_THROWS_WITH(
+        load_run(dir.file("nope")),
+        (dir.file("nope") + ": no such file or folder (expected a run's summary.json or its --out folder)").c_str());
+    CHECK_THROWS_WITH(
+        load_run(dir.path().string()),
+        (dir.path().string() + ": no summary.json in this folder (expected a run's --out folder)").c_str());
     std::ofstream(dir.file("summary.json")) << "{\"schema\": \"other/2\"}";
     CHECK_THROWS_WITH(load_run(dir.file("summary.json")),
                       (dir.file("summary.json") + ": not an inferprof summary (schema 'other/2', expected "
-                                                  "'inferprof.summary/1')").c_str());
+                                                  "'inferprof.summary/1')")
+                          .c_str());
     std::ofstream(dir.file("summary.json")) << "{\"schema\": ";
     CHECK_THROWS_WITH(load_run(dir.file("summary.json")),
                       doctest::Contains((dir.file("summary.json") + ": malformed JSON").c_str()));
@@ -371,6 +388,7 @@ TEST_SUITE("diff") {
     std::ofstream(dir.file("requests.csv")) << "seq,total_us,ok\n0,1.0,true\n";
     CHECK_THROWS_WITH(load_run(dir.file("summary.json")),
                       (dir.file("requests.csv") + ":1: no 'queue_us' column in the header (is this an inferprof "
-                                                  "requests.csv?)").c_str());
+                                                  "requests.csv?)")
+                          .c_str());
   }
 }

@@ -18,7 +18,9 @@ constexpr auto kH2d = static_cast<std::uint32_t>(Stage::h2d);
 constexpr auto kCompute = static_cast<std::uint32_t>(Stage::compute);
 constexpr auto kD2h = static_cast<std::uint32_t>(Stage::d2h);
 
-std::uint32_t kernel(const char* name) { return NameTable::global().intern(name); }
+std::uint32_t kernel(const char* name) {
+  return NameTable::global().intern(name);
+}
 
 Activity act(Kind kind, Nanos start, Nanos end, std::uint64_t external, std::uint32_t name = 0,
              std::uint64_t bytes = 0) {
@@ -34,11 +36,14 @@ Activity act(Kind kind, Nanos start, Nanos end, std::uint64_t external, std::uin
 
 std::map<std::string, Nanos> children_by_name(const gpu::RequestGpu& g) {
   std::map<std::string, Nanos> out;
-  for (const auto& [id, ns] : g.compute_children) out[std::string(NameTable::global().name(id))] += ns;
+  for (const auto& [id, ns] : g.compute_children)
+    out[std::string(NameTable::global().name(id))] += ns;
   return out;
 }
 
-Nanos stage(const RequestRecord& r, Stage s) { return r.stage[static_cast<std::size_t>(s)]; }
+Nanos stage(const RequestRecord& r, Stage s) {
+  return r.stage[static_cast<std::size_t>(s)];
+}
 
 // The collector's folded stacks by path, and their sum (µs).
 std::pair<std::map<std::string, std::uint64_t>, std::uint64_t> folded_of(const Collector& c) {
@@ -103,15 +108,16 @@ TEST_SUITE("gpu") {
     const std::uint64_t e = gpu::external_id(1, kCompute);
     const gpu::RequestGpu g = gpu::attribute({
         act(Kind::kernel, 0, 100, e, kernel("a_kernel")),
-        act(Kind::kernel, 50, 150, e, kernel("b_kernel")),   // overlaps a by 50
-        act(Kind::kernel, 60, 80, e, kernel("c_kernel")),    // inside both
+        act(Kind::kernel, 50, 150, e, kernel("b_kernel")),  // overlaps a by 50
+        act(Kind::kernel, 60, 80, e, kernel("c_kernel")),   // inside both
     });
     CHECK(g.compute == 150);
     CHECK(g.kernels == 3);
     CHECK(g.idle == 0);
     const auto kids = children_by_name(g);
     Nanos sum = 0;
-    for (const auto& [name, ns] : kids) sum += ns;
+    for (const auto& [name, ns] : kids)
+      sum += ns;
     CHECK(sum == g.compute);
     // 0..50 a alone; 50..60 a,b; 60..80 a,b,c (20 / 3 = 6 r 2); 80..100 a,b; 100..150 b alone.
     CHECK(kids.at("a_kernel") == 50 + 5 + 8 + 10);
@@ -207,7 +213,7 @@ TEST_SUITE("gpu") {
     RequestRecord r;
     r.start = 0;
     r.add(name_id(Stage::input), -1, 0, 100);
-    r.add(name_id(Stage::h2d), -1, 100, 900);      // host waited 900 for a 400 ns copy
+    r.add(name_id(Stage::h2d), -1, 100, 900);  // host waited 900 for a 400 ns copy
     r.add(name_id(Stage::compute), -1, 1000, 1500);
     r.add(name_id(Stage::d2h), -1, 2500, 300);
     const std::uint64_t t = 5;
@@ -285,7 +291,7 @@ TEST_SUITE("gpu") {
     s.info.gpu.peak_h2d_pageable_gbps = 10;
     s.info.gpu.peak_h2d_pinned_gbps = 25;
     s.stages[static_cast<std::size_t>(Stage::h2d)].total_us = 1000;  // 10 requests x 100 µs
-    s.h2d_bytes = 10'000'000;                                       // 1 MB each: 10 GB/s
+    s.h2d_bytes = 10'000'000;                                        // 1 MB each: 10 GB/s
     s.gpu_kernels = 520;
     s.gpu_idle_us = 50;
     const std::string table = render_table(s);

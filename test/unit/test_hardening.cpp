@@ -3,14 +3,13 @@
 // characters echoed in errors, values out of range, a degraded cache row.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <cstdint>
 #include <limits>
 #include <string>
 #include <thread>
@@ -26,7 +25,6 @@
 #include "inferprof/trace.hpp"
 #include "report/cache_report.hpp"
 #include "store/store_detail.hpp"
-
 #include "temp_dir.hpp"
 
 using namespace inferprof;
@@ -54,7 +52,8 @@ std::string npy(const std::string& header, int major = 1, std::string data = "",
   out += static_cast<char>(major);
   out += '\0';
   const std::uint32_t n = length != std::numeric_limits<std::uint32_t>::max() ? length : header.size();
-  for (int i = 0; i < (major == 1 ? 2 : 4); ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
+  for (int i = 0; i < (major == 1 ? 2 : 4); ++i)
+    out += static_cast<char>((n >> (8 * i)) & 0xff);
   return out + header + data;
 }
 
@@ -77,10 +76,10 @@ TEST_SUITE("hardening") {
     const std::string in = R"("input":{"seed":1})";
     const std::string expected = ": nesting deeper than 64 arrays and objects";
     for (const std::string& line : {"{\"extra\":" + deep + "," + in + "}",          // an unknown field
-                                    "{" + in + ",\"id\":" + deep + "}",               // a known field of the wrong type
-                                    "{\"input\":{\"seed\":1,\"x\":" + deep + "}}",    // inside input
-                                    "{\"input\":{\"data\":" + deep + "}}",            // an input's array
-                                    deep}) {                                          // the root
+                                    "{" + in + ",\"id\":" + deep + "}",             // a known field of the wrong type
+                                    "{\"input\":{\"seed\":1,\"x\":" + deep + "}}",  // inside input
+                                    "{\"input\":{\"data\":" + deep + "}}",          // an input's array
+                                    deep}) {                                        // the root
       const std::string path = dir.write("deep.jsonl", "{\"input\":{\"seed\":1}}\n" + line + "\n");
       CHECK(read_error(path) == path + ":2" + expected);
     }
@@ -97,19 +96,21 @@ TEST_SUITE("hardening") {
       const std::string path = dir.write("t.jsonl", line + "\n");
       CHECK(read_error(path) == path + ":1: " + what);
     };
-    check(R"({"ts_ms":1e308,"input":{"seed":1}})", "'ts_ms' 1e+308 is out of range (at most 9200000000000, about 290 years)");
+    check(R"({"ts_ms":1e308,"input":{"seed":1}})",
+          "'ts_ms' 1e+308 is out of range (at most 9200000000000, about 290 years)");
     check(R"({"input":{"shape":[4294967296,4294967296,4],"file":"a.npy"}})",
           "'input.shape' [4294967296, 4294967296, 4] has more elements than fit in 64 bits");
     check(R"({"input":{"shape":[9223372036854775807,2],"seed":1}})",
           "'input.shape' [9223372036854775807, 2] has more elements than fit in 64 bits");
-    const std::string path = dir.write("t.jsonl", R"({"ts_ms":9199999999999,"input":{"seed":1}})" "\n");
+    const std::string path = dir.write("t.jsonl", R"({"ts_ms":9199999999999,"input":{"seed":1}})"
+                                                  "\n");
     CHECK(read_error(path).empty());
   }
 
   TEST_CASE("trace strings echoed in errors stay on one line") {
     TempDir dir;
-    const std::string path =
-        dir.write("t.jsonl", R"({"event":"x\ny\u001b[31mred\r","model":"m","version":"v"})" "\n");
+    const std::string path = dir.write("t.jsonl", R"({"event":"x\ny\u001b[31mred\r","model":"m","version":"v"})"
+                                                  "\n");
     const std::string e = read_error(path);
     CHECK(e == path + ":1: unknown event 'x\\ny\\x1b[31mred\\r' (expected model_update)");
     CHECK(e.find('\n') == std::string::npos);
@@ -122,9 +123,10 @@ TEST_SUITE("hardening") {
     CHECK(printable("\x1b[2J") == "\\x1b[2J");
     CHECK(printable(std::string("nul\0x", 5)) == "nul\\x00x");
     CHECK(printable("\x7f") == "\\x7f");
-    CHECK(printable("\xc2\x9b" "31m") == "\\u009b31m");  // C1 CSI
+    CHECK(printable("\xc2\x9b"
+                    "31m") == "\\u009b31m");  // C1 CSI
     CHECK(printable("\xff\xfe") == "\\xff\\xfe");
-    CHECK(printable("\xe6\x97") == "\\xe6\\x97");  // a truncated sequence
+    CHECK(printable("\xe6\x97") == "\\xe6\\x97");           // a truncated sequence
     CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a UTF-16 surrogate
   }
 
@@ -187,7 +189,8 @@ TEST_SUITE("hardening") {
       }
       return std::string();
     };
-    CHECK(error("[model]\nthreads = 99999999999\n") == ":2: 'threads' in [model] must be between 0 and 1024 (got 99999999999)");
+    CHECK(error("[model]\nthreads = 99999999999\n") ==
+          ":2: 'threads' in [model] must be between 0 and 1024 (got 99999999999)");
     CHECK(error("[model]\nwarmup = 99999999999\n") ==
           ":2: 'warmup' in [model] must be between 0 and 2147483647 (got 99999999999)");
     CHECK(error("[[preprocess]]\nop = \"scale\"\nfactor = nan\n") == ":3: 'factor' must be a finite number");
@@ -229,7 +232,8 @@ TEST_SUITE("hardening") {
             ++failed;
           }
         });
-      for (auto& t : threads) t.join();
+      for (auto& t : threads)
+        t.join();
       CHECK(failed.load() == 0);
       CHECK(open_remote_store(dir.str())->list().size() == 10);
       std::ifstream in(dir.file("index.json"));
@@ -262,7 +266,8 @@ TEST_SUITE("hardening") {
   TEST_CASE("file store: an empty model, and metadata that is not a bounded regular file") {
     TempDir dir;
     auto store = open_remote_store(dir.str());
-    CHECK_THROWS_WITH(store->put(ModelRef{"m", "v1"}, ""), (dir.str() + ": m@v1: the model is empty (0 bytes)").c_str());
+    CHECK_THROWS_WITH(store->put(ModelRef{"m", "v1"}, ""),
+                      (dir.str() + ": m@v1: the model is empty (0 bytes)").c_str());
     // A FIFO where meta.json belongs would block a reader forever; a huge file would be read whole.
     std::filesystem::create_directories(dir.file("m/v1"));
     REQUIRE(::mkfifo(dir.file("m/v1/meta.json").c_str(), 0600) == 0);

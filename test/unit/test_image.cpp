@@ -56,7 +56,8 @@ std::string decode_error(const std::string& bytes) {
 std::string png_claiming(std::uint32_t width, std::uint32_t height) {
   std::string png = image::encode_png(image::synth_picture(1, 1, 1), 1, 1);
   auto put32 = [&](std::size_t at, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) png[at + i] = static_cast<char>((v >> (24 - 8 * i)) & 0xFF);
+    for (int i = 0; i < 4; ++i)
+      png[at + i] = static_cast<char>((v >> (24 - 8 * i)) & 0xFF);
   };
   put32(16, width);  // IHDR data starts at 16: width, height
   put32(20, height);
@@ -94,7 +95,8 @@ TraceRequest image_request(const std::string& file, std::uint64_t line) {
 
 std::vector<std::string> span_names(const RequestRecord& r) {
   std::vector<std::string> names;
-  for (const auto& s : r.spans) names.emplace_back(NameTable::global().name(s.name));
+  for (const auto& s : r.spans)
+    names.emplace_back(NameTable::global().name(s.name));
   return names;
 }
 
@@ -131,14 +133,16 @@ TEST_SUITE("image") {
     const std::string rgb = image::synth_picture(64, 48, 3);
     const std::string jpg = image::encode_jpeg(rgb, 64, 48, 90);
     const std::string png = image::encode_png(rgb, 64, 48);
-    CHECK(decode_error(jpg.substr(0, jpg.size() / 2)) == "corrupt or truncated JPEG (libjpeg: Premature end of JPEG file)");
+    CHECK(decode_error(jpg.substr(0, jpg.size() / 2)) ==
+          "corrupt or truncated JPEG (libjpeg: Premature end of JPEG file)");
     CHECK(decode_error(jpg.substr(0, 20)).rfind("corrupt or truncated JPEG (libjpeg: ", 0) == 0);
     std::string bad_crc = png;
     const auto idat = bad_crc.find("IDAT");
     REQUIRE(idat != std::string::npos);
     // The chunk's stored CRC, after its data (the length precedes "IDAT", big-endian).
     std::size_t len = 0;
-    for (int i = 4; i >= 1; --i) len = (len << 8) | static_cast<std::uint8_t>(bad_crc[idat - static_cast<std::size_t>(i)]);
+    for (int i = 4; i >= 1; --i)
+      len = (len << 8) | static_cast<std::uint8_t>(bad_crc[idat - static_cast<std::size_t>(i)]);
     bad_crc[idat + 4 + len] = static_cast<char>(bad_crc[idat + 4 + len] ^ 0x55);
     CHECK(decode_error(bad_crc) == "corrupt or truncated PNG (libpng: IDAT: CRC error)");
     CHECK(decode_error(png.substr(0, png.size() - 30)).rfind("corrupt or truncated PNG (libpng: ", 0) == 0);
@@ -199,11 +203,13 @@ size = 8
 [[preprocess]]
 op = "center_crop"
 size = [2, 2]
-)", "geo.toml");
+)",
+                                "geo.toml");
     // 32x18: the shorter side 18 -> 8, the longer int(8 * 32 / 18) = 14. uint8 in, uint8 out.
-    at::Tensor s = inferprof::detail::Preprocessor(std::vector<PreprocessOp>(geo.preprocess.begin(), geo.preprocess.end() - 1))
-                       .run(bytes_tensor(image::encode_png(image::synth_picture(32, 18, 1), 32, 18)),
-                            image_request("w.png", 1), r, -1);
+    at::Tensor s =
+        inferprof::detail::Preprocessor(std::vector<PreprocessOp>(geo.preprocess.begin(), geo.preprocess.end() - 1))
+            .run(bytes_tensor(image::encode_png(image::synth_picture(32, 18, 1), 32, 18)), image_request("w.png", 1), r,
+                 -1);
     CHECK((s.sizes().vec() == std::vector<std::int64_t>{1, 3, 8, 14}));
     CHECK((s.scalar_type() == at::kByte));
     // Crop offsets are Python's round((extent - crop) / 2): 14 - 2 = 12 -> 6; of 9 - 2 = 7 -> round(3.5) = 4.
@@ -221,14 +227,17 @@ size = [2, 2]
                                  std::to_string(jpg.size()) +
                                  "]: an image input needs 'decode' as the profile's first op (e.g. --profile "
                                  "image-classification-jpeg)";
-    CHECK_THROWS_WITH(inferprof::detail::Preprocessor(none.preprocess).run(bytes_tensor(jpg), image_request("x.jpg", 2), r, -1),
-                      expected.c_str());
+    CHECK_THROWS_WITH(
+        inferprof::detail::Preprocessor(none.preprocess).run(bytes_tensor(jpg), image_request("x.jpg", 2), r, -1),
+        expected.c_str());
   }
 
   TEST_CASE("image-classification-jpeg matches PIL + torchvision (skipped without them)") {
     const std::string script = INFERPROF_TEST_REFERENCE_SCRIPT;
     if (std::system("/usr/bin/python3 -c 'import PIL, torchvision, numpy' >/dev/null 2>&1") != 0) {
-      MESSAGE("skipped: /usr/bin/python3 lacks PIL, numpy or torchvision (apt-get install python3-pil python3-torchvision)");
+      MESSAGE(
+          "skipped: /usr/bin/python3 lacks PIL, numpy or torchvision (apt-get install python3-pil "
+          "python3-torchvision)");
       return;
     }
     TempDir dir;
@@ -247,7 +256,8 @@ size = [2, 2]
     for (const Case& c : cases) {
       const std::string rgb = image::synth_picture(c.w, c.h, 11);
       encoded.push_back(c.png ? image::encode_png(rgb, c.w, c.h) : image::encode_jpeg(rgb, c.w, c.h, 90));
-      cmd += " " + dir.write(c.name, encoded.back()) + " " + dir.file(c.name + ".rgb") + " " + dir.file(c.name + ".f32");
+      cmd +=
+          " " + dir.write(c.name, encoded.back()) + " " + dir.file(c.name + ".rgb") + " " + dir.file(c.name + ".f32");
     }
     REQUIRE(std::system((cmd + " >/dev/null").c_str()) == 0);
     for (std::size_t i = 0; i < cases.size(); ++i) {

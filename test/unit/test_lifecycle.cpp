@@ -2,8 +2,8 @@
 // the sweep of stale ones. The signals themselves are tested end to end
 // (test/e2e/test_cli_lifecycle.cpp).
 #include <doctest/doctest.h>
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -30,7 +30,9 @@ pid_t dead_pid() {
   return pid;
 }
 
-void touch(const fs::path& p) { std::ofstream(p) << "x"; }
+void touch(const fs::path& p) {
+  std::ofstream(p) << "x";
+}
 
 }  // namespace
 
@@ -106,11 +108,14 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("own temp files go, others' and finished reports stay") {
     TempDir dir;
     const int me = ::getpid();
-    const std::vector<std::string> names = {
-        fmt::format(".requests.csv.tmp.{}.3", me), fmt::format(".trace.json.tmp.{}.0", me),
-        fmt::format(".summary.json.tmp.{}", me),   fmt::format(".requests.csv.tmp.{}7.1", me),
-        "summary.json",                            ".requests.csv.tmp.1.1"};
-    for (const std::string& name : names) touch(dir.path() / name);
+    const std::vector<std::string> names = {fmt::format(".requests.csv.tmp.{}.3", me),
+                                            fmt::format(".trace.json.tmp.{}.0", me),
+                                            fmt::format(".summary.json.tmp.{}", me),
+                                            fmt::format(".requests.csv.tmp.{}7.1", me),
+                                            "summary.json",
+                                            ".requests.csv.tmp.1.1"};
+    for (const std::string& name : names)
+      touch(dir.path() / name);
     lifecycle::remove_own_temp_files(dir.str());
     std::vector<std::string> kept = {fmt::format(".requests.csv.tmp.{}7.1", me), ".requests.csv.tmp.1.1",
                                      "summary.json"};

@@ -32,14 +32,16 @@ TraceRequest seed_request(std::uint64_t id, std::vector<std::int64_t> shape = {}
 
 std::vector<std::string> span_names(const RequestRecord& r) {
   std::vector<std::string> names;
-  for (const auto& s : r.spans) names.emplace_back(NameTable::global().name(s.name));
+  for (const auto& s : r.spans)
+    names.emplace_back(NameTable::global().name(s.name));
   return names;
 }
 
 // A minimal .npy writer for the tests: float32, C order.
 void write_npy(const std::string& path, const std::vector<float>& values, const std::string& shape) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  while ((10 + header.size() + 1) % 64 != 0)
+    header += ' ';
   header += '\n';
   std::ofstream out(path, std::ios::binary);
   out.write("\x93NUMPY\x01\x00", 8);
@@ -177,7 +179,8 @@ size = [8, 10]
 [[preprocess]]
 op = "center_crop"
 size = [4, 4]
-)", "geo.toml");
+)",
+                                "geo.toml");
     inferprof::detail::Preprocessor g(geo.preprocess);
     at::Tensor img = at::rand({1, 6, 6, 3});
     CHECK(g.run(img, req, r, -1).sizes().vec() == std::vector<std::int64_t>{1, 3, 4, 4});
@@ -203,9 +206,9 @@ size = [4, 4]
       FAIL("expected an error");
     } catch (const Error& e) {
       CHECK(e.exit_code() == 3);
-      CHECK(std::string(e.what()).rfind("cannot load model '" + dir.file("text.pt") +
-                                            "': not a TorchScript archive, or a truncated one (",
-                                        0) == 0);
+      CHECK(std::string(e.what()).rfind(
+                "cannot load model '" + dir.file("text.pt") + "': not a TorchScript archive, or a truncated one (",
+                0) == 0);
     }
     generate_model({"mlp", 1, dir.file("m.pt")});
     std::filesystem::resize_file(dir.file("m.pt"), std::filesystem::file_size(dir.file("m.pt")) / 2);

@@ -48,7 +48,8 @@ op = "center_crop"
 size = [224, 224]
 [[preprocess]]
 op = "to_half"
-)", "all.toml");
+)",
+                              "all.toml");
     REQUIRE(p.preprocess.size() == 4);
     CHECK(p.preprocess[0].from == "NHWC");
     CHECK(p.preprocess[1].size == std::vector<std::int64_t>{256, 256});
@@ -67,7 +68,8 @@ mode = "bicubic"
 antialias = true
 [[preprocess]]
 op = "to_tensor"
-)", "img.toml");
+)",
+                              "img.toml");
     REQUIRE(p.preprocess.size() == 3);
     CHECK(p.preprocess[0].max_pixels == 1000);
     CHECK(p.preprocess[1].size == std::vector<std::int64_t>{256});
@@ -75,7 +77,8 @@ op = "to_tensor"
     CHECK(p.preprocess[1].antialias);
     // antialias changes the tensor, so it changes the L3 key.
     Profile q = parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 256\nmode = \"bicubic\"\n", "q.toml");
-    Profile q_aa = parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 256\nmode = \"bicubic\"\nantialias = true\n", "q.toml");
+    Profile q_aa =
+        parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 256\nmode = \"bicubic\"\nantialias = true\n", "q.toml");
     CHECK(q.preprocess_fingerprint() != q_aa.preprocess_fingerprint());
 
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"to_float\"\n[[preprocess]]\nop = \"decode\"\n", "p.toml"),
@@ -84,9 +87,9 @@ op = "to_tensor"
                       "p.toml:3: 'size' of resize must be > 0");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"resize\"\nsize = [1, 2, 3]\n", "p.toml"),
                       "p.toml:3: 'size' of resize must be [height, width], or one integer: the shorter side");
-    CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 8\nmode = \"nearest\"\nantialias = true\n",
-                                    "p.toml"),
-                      "p.toml:5: 'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
+    CHECK_THROWS_WITH(
+        parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 8\nmode = \"nearest\"\nantialias = true\n", "p.toml"),
+        "p.toml:5: 'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 8\nantialias = 1\n", "p.toml"),
                       "p.toml:4: 'antialias' of resize must be true or false");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"decode\"\nmax_pixels = 0\n", "p.toml"),
@@ -94,7 +97,8 @@ op = "to_tensor"
 
     Profile shipped = load_profile(std::string(INFERPROF_TEST_PROFILES_DIR) + "/image-classification-jpeg.toml");
     std::vector<std::string> ops;
-    for (const auto& op : shipped.preprocess) ops.push_back(op.op);
+    for (const auto& op : shipped.preprocess)
+      ops.push_back(op.op);
     CHECK((ops == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"}));
     CHECK(shipped.preprocess[1].antialias);
   }
@@ -107,10 +111,10 @@ op = "to_tensor"
                       "p.toml:2: 'threads' in [model] must be an integer");
     CHECK_THROWS_WITH(parse_profile("[model]\nthread = 2\n", "p.toml"),
                       "p.toml:2: unknown key 'thread' in [model] (expected device, threads, warmup, update)");
-  CHECK_THROWS_WITH(parse_profile("[model]\nupdate = \"later\"\n", "p.toml"),
-                    "p.toml:2: 'update' in [model] must be \"sync\", \"async\" or \"preload\" (got 'later')");
-  CHECK(parse_profile("[model]\nupdate = \"preload\"\n", "p.toml").model.update == "preload");
-  CHECK(parse_profile("", "p.toml").model.update == "sync");
+    CHECK_THROWS_WITH(parse_profile("[model]\nupdate = \"later\"\n", "p.toml"),
+                      "p.toml:2: 'update' in [model] must be \"sync\", \"async\" or \"preload\" (got 'later')");
+    CHECK(parse_profile("[model]\nupdate = \"preload\"\n", "p.toml").model.update == "preload");
+    CHECK(parse_profile("", "p.toml").model.update == "sync");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"scale\"\n", "p.toml"),
                       "p.toml:1: preprocess op 'scale' needs 'factor'");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"normalize\"\nmean = [1, 2]\nstd = [1]\n", "p.toml"),
@@ -118,8 +122,7 @@ op = "to_tensor"
     CHECK_THROWS_WITH(parse_profile("[input]\ndtype = \"float8\"\n", "p.toml"),
                       "p.toml:2: 'dtype' in [input] must be one of uint8, int8, int16, int32, int64, float16, "
                       "float32, float64, bool (got 'float8')");
-    CHECK_THROWS_WITH(parse_profile("name = \n", "p.toml"),
-                      doctest::Contains("p.toml:1: invalid TOML: "));
+    CHECK_THROWS_WITH(parse_profile("name = \n", "p.toml"), doctest::Contains("p.toml:1: invalid TOML: "));
     try {
       parse_profile("[model]\nwarmup = -1\n", "p.toml");
       FAIL("expected an error");
@@ -131,7 +134,8 @@ op = "to_tensor"
 
   TEST_CASE("missing profiles") {
     CHECK_THROWS_WITH(load_profile("no/such.toml"), "profile 'no/such.toml' not found");
-    CHECK_THROWS_WITH(load_profile("nosuchprofile"), doctest::Contains("no profile named 'nosuchprofile' (available: "));
+    CHECK_THROWS_WITH(load_profile("nosuchprofile"),
+                      doctest::Contains("no profile named 'nosuchprofile' (available: "));
   }
 
   TEST_CASE("sections of later issues are accepted, unknown ones are not") {

@@ -3,9 +3,9 @@
 #include <fstream>
 #include <thread>
 
+#include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
-#include "inferprof/compare.hpp"
 #include "inferprof/replay.hpp"
 #include "replay/bounded_queue.hpp"
 #include "temp_dir.hpp"
@@ -35,11 +35,13 @@ TEST_SUITE("replay") {
   TEST_CASE("bounded queue: order, close drains, abort stops") {
     detail::BoundedQueue<int> q(4);
     std::thread producer([&] {
-      for (int i = 0; i < 100; ++i) REQUIRE(q.push(int(i)));
+      for (int i = 0; i < 100; ++i)
+        REQUIRE(q.push(int(i)));
       q.close();
     });
     int v = 0, expected = 0;
-    while (q.pop(v)) CHECK(v == expected++);
+    while (q.pop(v))
+      CHECK(v == expected++);
     producer.join();
     CHECK(expected == 100);
 
@@ -100,8 +102,10 @@ TEST_SUITE("replay") {
   TEST_CASE("a failing request aborts the run with its error") {
     TempDir dir;
     RunConfig c = small_run(dir, 10);
-    std::ofstream(dir.file("bad.jsonl")) << R"({"id": 1, "input": {"seed": 1}})" "\n"
-                                         << R"({"id": 2, "input": {"shape": [1, 3], "seed": 1}})" "\n";
+    std::ofstream(dir.file("bad.jsonl")) << R"({"id": 1, "input": {"seed": 1}})"
+                                            "\n"
+                                         << R"({"id": 2, "input": {"shape": [1, 3], "seed": 1}})"
+                                            "\n";
     c.trace_path = dir.file("bad.jsonl");
     c.out_dir = dir.file("out");
     CHECK_THROWS_WITH(run_replay(c), doctest::Contains("request 2: the model rejected its input of shape [1, 3]"));
@@ -173,7 +177,8 @@ TEST_SUITE("replay") {
     CHECK(s.verify.checked == l1.hits + s.caches[1].stats.hits);
     CHECK(s.verify.mismatches == 0);
     std::uint64_t served = 0;
-    for (const auto& o : s.outcomes) served += o.count;
+    for (const auto& o : s.outcomes)
+      served += o.count;
     CHECK(served == 300);
   }
 }

@@ -55,8 +55,7 @@ TEST_SUITE("saved run") {
                   "served_by": [{"outcome": "miss", "requests": 4, "mean_us": 90}],
                   "caches": [{"tier": "l1", "entries": 2, "bytes": 200, "hit_ratio": 0.5}],
                   "updates": [{"to_version": "v2", "live_unix_ms": null, "stalled": 3, "stall_ms": 1.5}]})");
-    CHECK_THROWS_WITH(report::read_saved_run(dir.file("run")),
-                      doctest::Contains("'run' is missing or not an object"));
+    CHECK_THROWS_WITH(report::read_saved_run(dir.file("run")), doctest::Contains("'run' is missing or not an object"));
     report::SavedRun r = report::read_saved_run(dir.file("run"), report::SummaryCheck::partial);
     CHECK(r.summary_path == dir.file("run/summary.json"));
     CHECK(r.csv_path.empty());
@@ -74,10 +73,10 @@ TEST_SUITE("saved run") {
     CHECK(r.updates[0].stalled == 3);
 
     dir.write("bad/summary.json", R"({"schema": "other/1"})");
-    CHECK_THROWS_WITH(report::read_saved_run(dir.file("bad"), report::SummaryCheck::partial),
-                      (dir.file("bad/summary.json") +
-                       ": not an inferprof summary (schema 'other/1', expected 'inferprof.summary/1')")
-                          .c_str());
+    CHECK_THROWS_WITH(
+        report::read_saved_run(dir.file("bad"), report::SummaryCheck::partial),
+        (dir.file("bad/summary.json") + ": not an inferprof summary (schema 'other/1', expected 'inferprof.summary/1')")
+            .c_str());
   }
 
   TEST_CASE("requests.csv: columns by name, required ones named when missing") {

@@ -20,11 +20,13 @@ namespace {
 std::vector<std::uint64_t> zipf_keys(std::size_t n, std::uint64_t distinct, double skew, std::uint64_t seed) {
   std::vector<double> cdf(distinct);
   double sum = 0;
-  for (std::uint64_t k = 0; k < distinct; ++k) cdf[k] = sum += 1.0 / std::pow(static_cast<double>(k + 1), skew);
+  for (std::uint64_t k = 0; k < distinct; ++k)
+    cdf[k] = sum += 1.0 / std::pow(static_cast<double>(k + 1), skew);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, sum);
   std::vector<std::uint64_t> keys(n);
-  for (auto& k : keys) k = static_cast<std::uint64_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin()) * 7919 + 1;
+  for (auto& k : keys)
+    k = static_cast<std::uint64_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin()) * 7919 + 1;
   return keys;
 }
 
@@ -33,7 +35,9 @@ std::string request_line(std::string_view key, std::optional<double> ts = std::n
                      ts ? fmt::format(" \"ts_ms\": {},", *ts) : std::string());
 }
 
-TierSpec tier(const char* name, const char* spec) { return parse_tier_spec(name, spec, "test"); }
+TierSpec tier(const char* name, const char* spec) {
+  return parse_tier_spec(name, spec, "test");
+}
 
 const SimTierResult& tier_of(const SimConfigResult& c, std::string_view name) {
   for (const auto& t : c.tiers)
@@ -76,7 +80,8 @@ TEST_SUITE("simulate") {
   TEST_CASE("multi-tier: L1 -> L2 -> L3 -> compute, a lower hit fills the tiers above") {
     TempDir dir;
     std::string text;
-    for (const char* k : {"a", "b", "a", "c", "a", "b"}) text += request_line(k);
+    for (const char* k : {"a", "b", "a", "c", "a", "b"})
+      text += request_line(k);
     SimulateConfig c;
     c.trace_path = dir.write("t.jsonl", text);
     c.tiers = {tier("l1", "lru:1"), tier("l2", "lru:2"), tier("l3", "lru:1")};
@@ -110,9 +115,9 @@ TEST_SUITE("simulate") {
     c.configurations = {{"l1"}, {"l3"}};
     SimulateResult r = run_simulate(c);
     CHECK(r.model_updates == 1);
-    CHECK(r.configurations[0].tiers[0].hits == 2);    // a, a | v2: a (miss), a
+    CHECK(r.configurations[0].tiers[0].hits == 2);  // a, a | v2: a (miss), a
     CHECK(r.configurations[0].tiers[0].misses == 2);
-    CHECK(r.configurations[1].tiers[0].hits == 3);    // L3 keeps serving across versions
+    CHECK(r.configurations[1].tiers[0].hits == 3);  // L3 keeps serving across versions
     c.warmup = 2;
     r = run_simulate(c);
     CHECK(r.measured == 2);
@@ -131,10 +136,11 @@ TEST_SUITE("simulate") {
     SimulateResult r = run_simulate(c);
     CHECK(tier_of(r.configurations[0], "l1").entries == 1);  // only v2's a
     CHECK(tier_of(r.configurations[0], "l2").entries == 1);
-    CHECK(tier_of(r.configurations[0], "l3").entries == 2);  // preprocessed keys outlive versions
+    CHECK(tier_of(r.configurations[0], "l3").entries == 2);    // preprocessed keys outlive versions
     CHECK(tier_of(r.configurations[0], "l1").evictions == 0);  // dropped entries are not evictions
     bool said = false;
-    for (const auto& w : r.warnings) said = said || w.find("one-pass LRU curve keeps") != std::string::npos;
+    for (const auto& w : r.warnings)
+      said = said || w.find("one-pass LRU curve keeps") != std::string::npos;
     CHECK(said);
   }
 
@@ -209,7 +215,8 @@ TEST_SUITE("simulate") {
     CHECK(r.configurations[0].tiers[0].evictions == 4);
 
     c.trace_path = dir.write("bad.csv", "time,obj_id,bytes\n1,a,600\n2,b,lots\n");
-    CHECK_THROWS_WITH(run_simulate(c), (c.trace_path + ":3: size 'lots': expected a non-negative integer (bytes)").c_str());
+    CHECK_THROWS_WITH(run_simulate(c),
+                      (c.trace_path + ":3: size 'lots': expected a non-negative integer (bytes)").c_str());
     c.trace_path = dir.write("nokey.csv", "time,key\n1,a\n");
     CHECK_THROWS_WITH(run_simulate(c), doctest::Contains(":1: no key column 'obj_id'"));
     CHECK_THROWS_AS(parse_csv_columns("tss=x"), Error);
@@ -241,7 +248,8 @@ TEST_SUITE("simulate") {
     c.trace_path = dir.write("nots.csv", "obj_id,bytes\na,1\n");
     c.csv = parse_csv_columns("ts=time,key=obj_id,size=bytes");
     CHECK_THROWS_WITH(run_simulate(c), (c.trace_path + ":1: no ts column 'time' in the header 'obj_id,bytes' (named by "
-                                        "--csv-columns ts=time)").c_str());
+                                                       "--csv-columns ts=time)")
+                                           .c_str());
     c.csv = parse_csv_columns("key=obj_id,size=sz");
     CHECK_THROWS_WITH(run_simulate(c), doctest::Contains(":1: no size column 'sz'"));
     c.csv = parse_csv_columns("key=obj_id");
@@ -305,7 +313,8 @@ TEST_SUITE("simulate") {
                   "total": {"mean_us": 100}, "caches": [], "served_by": []})");
     SimulateConfig c;
     std::string text;
-    for (int i = 0; i < 10; ++i) text += request_line(i < 5 ? "hot" : fmt::format("k{}", i));
+    for (int i = 0; i < 10; ++i)
+      text += request_line(i < 5 ? "hot" : fmt::format("k{}", i));
     c.trace_path = dir.write("t.jsonl", text);
     c.tiers = {tier("l1", "lru:10"), tier("l3", "lru:10")};
     c.configurations = {{"l1"}, {"l3"}};
@@ -323,8 +332,9 @@ TEST_SUITE("simulate") {
     CHECK(!r.costs->notes.empty());
 
     // With requests.csv: per-request costs, so a p99.
-    std::string csv = "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
-                      "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error\n";
+    std::string csv =
+        "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
+        "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error\n";
     for (int i = 0; i < 100; ++i)
       csv += fmt::format("{0},{0},{0},k,0,0,0,{1},0,0,0,10,30,,{2},,0,none,true,\n", i, i == 99 ? 1000 : 100,
                          i == 99 ? 960 : 60);

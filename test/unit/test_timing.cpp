@@ -1,17 +1,18 @@
 #include <doctest/doctest.h>
 
-#include "inferprof/error.hpp"
-#include "inferprof/timing.hpp"
-
 #include <chrono>
 #include <thread>
+
+#include "inferprof/error.hpp"
+#include "inferprof/timing.hpp"
 
 using namespace inferprof;
 
 TEST_SUITE("timing") {
   TEST_CASE("stage names are pre-interned at their enum values") {
     auto& names = NameTable::global();
-    for (std::size_t i = 0; i < kStageCount; ++i) CHECK(names.name(static_cast<std::uint32_t>(i)) == kStageNames[i]);
+    for (std::size_t i = 0; i < kStageCount; ++i)
+      CHECK(names.name(static_cast<std::uint32_t>(i)) == kStageNames[i]);
     CHECK(names.name(kRequestNameId) == "request");
     CHECK(names.intern("compute") == name_id(Stage::compute));
     auto id = names.intern("aten::addmm");
@@ -84,7 +85,8 @@ TEST_SUITE("timing") {
       ScopedSpan busy(r, Stage::compute);
       const Nanos until = thread_cpu_ns() + 5'000'000;
       volatile std::uint64_t x = 0;
-      while (thread_cpu_ns() < until) x = x + 1;
+      while (thread_cpu_ns() < until)
+        x = x + 1;
     }
     {
       ScopedSpan idle(r, Stage::input);

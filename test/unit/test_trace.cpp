@@ -14,7 +14,6 @@
 
 #include "inferprof/error.hpp"
 #include "inferprof/trace.hpp"
-
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -28,7 +27,8 @@ std::vector<TraceRecord> read_all(const std::string& path, TraceReader::Options 
   TraceReader reader(path, options);
   std::vector<TraceRecord> records;
   TraceRecord record;
-  while (reader.next(record)) records.push_back(record);
+  while (reader.next(record))
+    records.push_back(record);
   return records;
 }
 
@@ -57,7 +57,8 @@ TEST_SUITE("trace") {
   TEST_CASE("dtype names, sizes and shapes") {
     const DType all[] = {DType::uint8,   DType::int8,    DType::int16,   DType::int32,  DType::int64,
                          DType::float16, DType::float32, DType::float64, DType::boolean};
-    for (DType d : all) CHECK(parse_dtype(dtype_name(d)) == d);
+    for (DType d : all)
+      CHECK(parse_dtype(dtype_name(d)) == d);
     CHECK(dtype_name(DType::boolean) == "bool");
     CHECK(parse_dtype("bool") == DType::boolean);
     CHECK_FALSE(parse_dtype("boolean").has_value());
@@ -137,7 +138,8 @@ TEST_SUITE("trace") {
           "{\"id\":1,\"key\":\"k-0\",\"input\":{\"shape\":[1,16],\"dtype\":\"float32\",\"seed\":0}}\n"
           "{\"id\":2,\"key\":\"k-0\",\"input\":{\"shape\":[1,16],\"dtype\":\"float32\",\"seed\":0}}\n"
           "{\"id\":3,\"key\":\"k-0\",\"input\":{\"shape\":[1,16],\"dtype\":\"float32\",\"seed\":0}}\n");
-    for (const TraceRecord& r : read_all(path)) CHECK_FALSE(r.request.ts_ms.has_value());
+    for (const TraceRecord& r : read_all(path))
+      CHECK_FALSE(r.request.ts_ms.has_value());
 
     options.requests = 1000;
     options.keys = 10;
@@ -183,9 +185,11 @@ TEST_SUITE("trace") {
       const std::string path = dir.file(fmt::format("zipf-{}.jsonl", zipf));
       generate_trace(options, path);
       std::map<std::string, std::uint64_t> by_key;
-      for (const TraceRecord& r : read_all(path)) ++by_key[r.request.key];
+      for (const TraceRecord& r : read_all(path))
+        ++by_key[r.request.key];
       std::vector<std::uint64_t> sorted;
-      for (const auto& [key, n] : by_key) sorted.push_back(n);
+      for (const auto& [key, n] : by_key)
+        sorted.push_back(n);
       std::sort(sorted.rbegin(), sorted.rend());
       return std::make_pair(by_key, sorted);
     };
@@ -238,7 +242,9 @@ TEST_SUITE("trace") {
                       "trace generator: rate must be a finite number >= 0 (got -5)");
     CHECK_THROWS_WITH(gen([](GenTraceOptions& o) { o.shape = {}; }),
                       "trace generator: shape must be non-empty with positive extents (got [])");
-    CHECK_THROWS_WITH(gen([](GenTraceOptions& o) { o.shape = {1, 0}; }),
+    CHECK_THROWS_WITH(gen([](GenTraceOptions& o) {
+                        o.shape = {1, 0};
+                      }),
                       "trace generator: shape must be non-empty with positive extents (got [1, 0])");
     CHECK_THROWS_WITH(gen([](GenTraceOptions& o) {
                         o.rate = 0;
@@ -268,13 +274,14 @@ TEST_SUITE("trace") {
 
   TEST_CASE("reader: every field and defaults") {
     TempDir dir;
-    const std::string path = dir.write(
-        "t.jsonl",
-        "{\"id\": 17, \"ts_ms\": 12.5, \"key\": \"img-42\", \"model\": \"resnet@v1\", "
-        "\"input\": {\"shape\": [1,3,224,224], \"dtype\": \"uint8\", \"seed\": 42}, \"extra\": {\"a\": [1, null, true]}}\n"
-        "{\"input\": {\"shape\": [1,2], \"dtype\": \"float64\", \"data\": [0.5, -1e3]}}\n"
-        "{\"event\": \"model_update\", \"model\": \"resnet\", \"version\": \"v2\", \"ts_ms\": 900.0}\n"
-        "{\"input\": {\"data\": [1, 2, 3]}}\n");
+    const std::string path =
+        dir.write("t.jsonl",
+                  "{\"id\": 17, \"ts_ms\": 12.5, \"key\": \"img-42\", \"model\": \"resnet@v1\", "
+                  "\"input\": {\"shape\": [1,3,224,224], \"dtype\": \"uint8\", \"seed\": 42}, \"extra\": {\"a\": [1, "
+                  "null, true]}}\n"
+                  "{\"input\": {\"shape\": [1,2], \"dtype\": \"float64\", \"data\": [0.5, -1e3]}}\n"
+                  "{\"event\": \"model_update\", \"model\": \"resnet\", \"version\": \"v2\", \"ts_ms\": 900.0}\n"
+                  "{\"input\": {\"data\": [1, 2, 3]}}\n");
     const auto records = read_all(path);
     REQUIRE(records.size() == 4);
 
@@ -341,7 +348,9 @@ TEST_SUITE("trace") {
       check("{\"key\":\"a\xff\"," + in + "}", json_error(simdjson::UTF8_ERROR));
       check("nope", json_error(simdjson::N_ATOM_ERROR));
       check("[1, 2", json_error(simdjson::INCOMPLETE_ARRAY_OR_OBJECT));
-      check(R"({"id":1,"input":{"seed":1}})" "\x01", json_error(simdjson::INCOMPLETE_ARRAY_OR_OBJECT));
+      check(R"({"id":1,"input":{"seed":1}})"
+            "\x01",
+            json_error(simdjson::INCOMPLETE_ARRAY_OR_OBJECT));
       // Unknown fields are not interpreted, but their JSON is still checked.
       check(R"({"extra":[1,{"a":nul}],)" + in + "}", json_error(simdjson::N_ATOM_ERROR));
       check(R"({"extra":01,)" + in + "}", json_error(simdjson::NUMBER_ERROR));
@@ -380,13 +389,16 @@ TEST_SUITE("trace") {
     SUBCASE("input spec") {
       check(R"({"id":1})", "request has no 'input'");
       check(R"({"input":{}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found none)");
-      check(R"({"input":{"shape":[1,2]}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found none)");
-      check(R"({"input":{"seed":1,"data":[1]}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and data)");
+      check(R"({"input":{"shape":[1,2]}})",
+            "'input' needs exactly one of seed, file, data, image or image_base64 (found none)");
+      check(R"({"input":{"seed":1,"data":[1]}})",
+            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and data)");
       check(R"({"input":{"file":"a.npy","seed":1}})",
             "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and file)");
       check(R"({"input":{"data":[1],"file":"a.npy","seed":1}})",
             "'input' needs exactly one of seed, file, data, image or image_base64 (found seed, file and data)");
-      check(R"({"input":{"shape":[1,16],"data":[1,2,3,4,5]}})", "'input.data' has 5 numbers but shape [1, 16] needs 16");
+      check(R"({"input":{"shape":[1,16],"data":[1,2,3,4,5]}})",
+            "'input.data' has 5 numbers but shape [1, 16] needs 16");
     }
     SUBCASE("image inputs") {
       check(R"({"input":{"image":3}})", "field 'input.image' must be a path to a JPEG or PNG file");
@@ -424,7 +436,8 @@ TEST_SUITE("trace") {
     TraceReader reader(path, options);
     TraceRecord record;
     std::vector<std::uint64_t> ids;
-    while (reader.next(record)) ids.push_back(record.request.id);
+    while (reader.next(record))
+      ids.push_back(record.request.id);
     CHECK(ids.size() == 14);
     CHECK(ids.front() == 1);
     CHECK(ids.back() == 20);
@@ -438,7 +451,8 @@ TEST_SUITE("trace") {
   TEST_CASE("reader: lines longer than the buffer, CRLF, no final newline, blank lines") {
     TempDir dir;
     std::string data;
-    for (int i = 0; i < 2000; ++i) data += fmt::format("{}{}.25", i ? "," : "", i);
+    for (int i = 0; i < 2000; ++i)
+      data += fmt::format("{}{}.25", i ? "," : "", i);
     REQUIRE(data.size() > 10000);
     const std::string long_line = R"({"id":5,"input":{"shape":[2000],"data":[)" + data + "]}}";
     const std::string small = R"({"input":{"seed":9}})";
@@ -451,7 +465,8 @@ TEST_SUITE("trace") {
       TraceReader reader(path, options);
       std::vector<TraceRecord> records;
       TraceRecord record;
-      while (reader.next(record)) records.push_back(record);
+      while (reader.next(record))
+        records.push_back(record);
       REQUIRE(records.size() == 5);
       CHECK(records[0].line == 1);
       CHECK(records[0].request.input.seed == 9);

@@ -5,6 +5,8 @@
 // for each CUDA API call, an EXTERNAL_CORRELATION record mapping the call's
 // correlation id to ours, and each kernel/memcpy/memset record carries the
 // call's correlation id. Joining the two puts every activity on its request.
+#include "gpu/cuda/cuda_tracer.hpp"
+
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <cxxabi.h>
@@ -19,7 +21,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gpu/cuda/cuda_tracer.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof::gpu::cuda {
@@ -46,8 +47,11 @@ constexpr std::size_t kBufferBytes = 8u << 20;  // per activity buffer
 constexpr std::size_t kAlign = 8;
 constexpr CUpti_ExternalCorrelationKind kExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,          CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 };
 
 std::string demangle(const char* name) {
@@ -90,13 +94,15 @@ class Session {
     configure();
     std::lock_guard<std::mutex> lock(start_mutex_);
     calibrate();
-    for (CUpti_ActivityKind k : kKinds) CUPTI_CHECK(cuptiActivityEnable(k));
+    for (CUpti_ActivityKind k : kKinds)
+      CUPTI_CHECK(cuptiActivityEnable(k));
   }
 
   void stop() {
     std::lock_guard<std::mutex> lock(start_mutex_);
     CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-    for (CUpti_ActivityKind k : kKinds) CUPTI_CHECK(cuptiActivityDisable(k));
+    for (CUpti_ActivityKind k : kKinds)
+      CUPTI_CHECK(cuptiActivityDisable(k));
   }
 
   // Converts CUPTI's clock to steady_clock: an offset measured between two
@@ -214,10 +220,18 @@ class Session {
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy5*>(record);
           switch (r->copyKind) {
-            case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: a.kind = Activity::Kind::memcpy_h2d; break;
-            case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: a.kind = Activity::Kind::memcpy_d2h; break;
-            case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: a.kind = Activity::Kind::memcpy_d2d; break;
-            default: a.kind = Activity::Kind::memcpy_other; break;
+            case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+              a.kind = Activity::Kind::memcpy_h2d;
+              break;
+            case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+              a.kind = Activity::Kind::memcpy_d2h;
+              break;
+            case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+              a.kind = Activity::Kind::memcpy_d2d;
+              break;
+            default:
+              a.kind = Activity::Kind::memcpy_other;
+              break;
           }
           a.bytes = r->bytes;
           a.pinned = r->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED || r->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
@@ -334,8 +348,8 @@ class CuptiTracer final : public Tracer {
 
   void begin_stage(Stage stage) override {
     if (!trace_) return;
-    CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(kExternalKind,
-                                                       external_id(t_token, static_cast<std::uint32_t>(stage))));
+    CUPTI_CHECK(
+        cuptiActivityPushExternalCorrelationId(kExternalKind, external_id(t_token, static_cast<std::uint32_t>(stage))));
     nvtxEventAttributes_t a = attributes(stage_names_[static_cast<std::size_t>(stage)]);
     nvtxDomainRangePushEx(domain_, &a);
   }
