@@ -66,8 +66,8 @@ struct CompareResult {
   std::vector<CompareRow> rows;  // the configurations with at least one completed replay
   int repeat = 1;
   CompareMode mode = CompareMode::sequential;
-  std::uint64_t paired = 0;  // lockstep: the (repeat, request) pairs the interval resamples
-  std::string interval;      // which interval the speedups show, in words
+  std::uint64_t paired = 0;          // lockstep: the (repeat, request) pairs the interval resamples
+  std::string interval;              // which interval the speedups show, in words
   std::string interrupted_by;        // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
   std::vector<std::string> not_run;  // configurations an interrupt left without a completed replay
   std::vector<std::string> warnings;

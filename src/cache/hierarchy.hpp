@@ -18,10 +18,14 @@ inline constexpr int kCacheOutcomes = 4;
 // The name reports use (requests.csv's cache column, summary.json).
 constexpr std::string_view outcome_name(CacheOutcome o) noexcept {
   switch (o) {
-    case CacheOutcome::l1_hit: return "l1_hit";
-    case CacheOutcome::l2_hit: return "l2_hit";
-    case CacheOutcome::l3_hit: return "l3_hit";
-    case CacheOutcome::miss: return "miss";
+    case CacheOutcome::l1_hit:
+      return "l1_hit";
+    case CacheOutcome::l2_hit:
+      return "l2_hit";
+    case CacheOutcome::l3_hit:
+      return "l3_hit";
+    case CacheOutcome::miss:
+      return "miss";
   }
   return "miss";
 }

@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
+#include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/gpu.hpp"
-#include "cache/hierarchy.hpp"
 #include "pipeline/torch_detail.hpp"
 
 namespace inferprof {

@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
-#include "cache/hierarchy.hpp"
 #include "replay/engine.hpp"
 
 namespace inferprof {
@@ -230,10 +230,12 @@ CompareResult run_compare(const CompareConfig& config) {
         run.tiers = row.tiers;
         run.cache_namespace = run_namespace(c, rep);
         const bool last = rep == config.repeat - 1;
-        run.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(row.name)).string() : "";
+        run.out_dir =
+            last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(row.name)).string() : "";
         if (observer)
-          observer->context(fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
-                                        config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
+          observer->context(
+              fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
+                          config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
         RunOutcome outcome;
         bool cut_short = false;
         try {
@@ -298,8 +300,8 @@ CompareResult run_compare(const CompareConfig& config) {
     row.p99_us = row.last.total.p99_us;
     row.rps = row.wall_s > 0 ? static_cast<double>(row.last.requests) / row.wall_s : 0;
     row.outliers_dominate = outliers_dominate(samples[c]);
-    row.outcome_costs = mode == CompareMode::lockstep ? outcome_costs(paired[c], paired_outcome[c])
-                                                      : outcome_costs(row.last.outcomes);
+    row.outcome_costs =
+        mode == CompareMode::lockstep ? outcome_costs(paired[c], paired_outcome[c]) : outcome_costs(row.last.outcomes);
     result.verify_mismatches += row.last.verify.mismatches;
     if (c == 0) {
       row.mean_speedup = row.wall_speedup = Speedup{};
@@ -335,8 +337,8 @@ CompareResult run_compare(const CompareConfig& config) {
     result.interval = fmt::format("paired bootstrap over {} requests{}", result.paired,
                                   config.repeat > 1 ? fmt::format(" ({} lockstep repeats)", config.repeat) : "");
   } else {
-    result.interval = fmt::format("bootstrap over pooled requests of {} repeat{}", config.repeat,
-                                  config.repeat == 1 ? "" : "s");
+    result.interval =
+        fmt::format("bootstrap over pooled requests of {} repeat{}", config.repeat, config.repeat == 1 ? "" : "s");
   }
   if (mode == CompareMode::sequential && config.repeat < 3)
     result.warnings.push_back(

@@ -21,8 +21,9 @@ namespace fs = std::filesystem;
 LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<LockstepTarget>& targets) {
   check_replay_config(base);
   if (base.open_loop || base.concurrency != 1)
-    throw bad_input("lockstep serves one request at a time under every configuration: it needs a closed loop with "
-                    "--concurrency 1");
+    throw bad_input(
+        "lockstep serves one request at a time under every configuration: it needs a closed loop with "
+        "--concurrency 1");
   const std::size_t n = targets.size();
   ReplayObserver* observer = base.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there

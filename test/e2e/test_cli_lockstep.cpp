@@ -102,8 +102,8 @@ TEST_SUITE("e2e lockstep") {
     auto& f = fixture();
     auto open = run_cli({"compare", f.model, "--trace", f.trace, "--mode", "lockstep", "--open-loop"});
     CHECK(open.code == 2);
-    CHECK(open.err.rfind("inferprof: error: --mode lockstep serves each request under every configuration in turn", 0) ==
-          0);
+    CHECK(open.err.rfind("inferprof: error: --mode lockstep serves each request under every configuration in turn",
+                         0) == 0);
     CHECK(open.err.find("--open-loop") != std::string::npos);
     CHECK(open.err.find("--mode sequential") != std::string::npos);
     CHECK(count_lines(open.err) == 1);

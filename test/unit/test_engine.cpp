@@ -94,12 +94,14 @@ TEST_SUITE("engine") {
     StandIn server;
     const TraceRequest req = request_of(1, "k");
     std::vector<double> us;
-    warm_up(server, req, 3, [] { return false; }, [&](int, double t) { us.push_back(t); });
+    warm_up(
+        server, req, 3, [] { return false; }, [&](int, double t) { us.push_back(t); });
     CHECK(us.size() == 3);
     for (const auto& call : server.calls)
       CHECK(call.first == nullptr);
     int stops = 0;
-    warm_up(server, req, 5, [&] { return ++stops > 2; }, nullptr);
+    warm_up(
+        server, req, 5, [&] { return ++stops > 2; }, nullptr);
     CHECK(server.calls.size() == 5);
   }
 
@@ -145,7 +147,8 @@ TEST_SUITE("engine") {
       r = request_of(++line, "k");
       return true;
     };
-    CHECK(drive_lockstep(server, lanes, endless, [] { return false; }, 5) == 5);
+    CHECK(drive_lockstep(
+              server, lanes, endless, [] { return false; }, 5) == 5);
     int polls = 0;
     std::vector<LockstepLane> more(2);
     CHECK(drive_lockstep(server, more, endless, [&] { return ++polls > 3; }) == 3);
