@@ -24,8 +24,15 @@
 namespace inferprof {
 
 enum class CompareMode : std::uint8_t { lockstep, sequential };
-std::string_view compare_mode_name(CompareMode m);
-std::optional<CompareMode> parse_compare_mode(std::string_view name);
+// Inline: the report module renders the name without depending on replay.
+inline std::string_view compare_mode_name(CompareMode m) {
+  return m == CompareMode::lockstep ? "lockstep" : "sequential";
+}
+inline std::optional<CompareMode> parse_compare_mode(std::string_view name) {
+  if (name == "lockstep") return CompareMode::lockstep;
+  if (name == "sequential") return CompareMode::sequential;
+  return std::nullopt;
+}
 
 struct CompareConfig {
   RunConfig base;                           // model, trace, profile and replay settings; base.out_dir unused

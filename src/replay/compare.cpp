@@ -125,15 +125,6 @@ Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vec
   return s;
 }
 
-std::string_view compare_mode_name(CompareMode m) {
-  return m == CompareMode::lockstep ? "lockstep" : "sequential";
-}
-std::optional<CompareMode> parse_compare_mode(std::string_view name) {
-  if (name == "lockstep") return CompareMode::lockstep;
-  if (name == "sequential") return CompareMode::sequential;
-  return std::nullopt;
-}
-
 CompareResult run_compare(const CompareConfig& config) {
   if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
   if (config.repeat < 1) throw bad_input("--repeat must be at least 1");

@@ -121,7 +121,7 @@ TEST_CASE("cache walk: an L3 hit skips prepare and the L3 insert, still computes
   CHECK(joined(r.log) == "cache l2 get l2 /l2 l3 get l3 /l3 /cache compute cache l2 encode /l2 l2 put l2 /l2 /cache");
 }
 
-TEST_CASE("cache walk: L3 alone stores no result unless the caller wants it; uncacheable outputs store nothing") {
+TEST_CASE("cache walk: L3 alone stores no result unless the caller wants it, uncacheable outputs store nothing") {
   Recorder r;
   r.on = {CacheLevel::l3};
   CHECK(walk_hierarchy(r) == CacheOutcome::miss);
