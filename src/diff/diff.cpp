@@ -105,14 +105,29 @@ const GateSpec* gate_for(const std::vector<GateSpec>& gates, const std::string& 
   return wildcard;
 }
 
-// Whether the runs of one side differ among themselves by more than `allowed(mean)`.
-template <typename Allowed>
-bool disagree(const std::vector<double>& runs, std::optional<double>& spread, Allowed allowed) {
-  if (runs.size() < 2) return false;
+// (max - min) / mean of a side's runs, with two runs or more.
+std::optional<double> spread_of(const std::vector<double>& runs) {
+  if (runs.size() < 2) return std::nullopt;
   const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
   const double mean = mean_of(runs);
-  spread = mean != 0 ? (*hi - *lo) / std::abs(mean) : 0;
-  return *hi - *lo > allowed(mean);
+  return mean != 0 ? (*hi - *lo) / std::abs(mean) : 0;
+}
+
+// A row's figures from the figure of each run of each side.
+void set_runs(DiffRow& row, std::vector<double> base_runs, std::vector<double> new_runs) {
+  row.base_runs = std::move(base_runs);
+  row.new_runs = std::move(new_runs);
+  row.change = Change{mean_of(row.base_runs), mean_of(row.new_runs), std::nullopt};
+  row.base_spread = spread_of(row.base_runs);
+  row.new_spread = spread_of(row.new_runs);
+}
+
+// Whether the runs of one side differ among themselves by more than `allowed(mean)`.
+template <typename Allowed>
+bool disagree(const std::vector<double>& runs, Allowed allowed) {
+  if (runs.size() < 2) return false;
+  const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+  return *hi - *lo > allowed(mean_of(runs));
 }
 
 void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_better = false) {
@@ -124,10 +139,23 @@ void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_bet
   row.limit = allowed(row.change.base);
   row.verdict = judge(row.change, row.limit, higher_is_better);
   // Past the threshold while a side cannot agree with itself by that much:
-  // the change is not what differs most, so it is not judged.
-  const bool unsure =
-      disagree(row.base_runs, row.base_spread, allowed) | disagree(row.new_runs, row.new_spread, allowed);
-  if (unsure && row.verdict != Verdict::ok) row.verdict = Verdict::unstable;
+  // the change may be the machine's, so it is not judged, unless the sides
+  // are apart anyway: every run of one beyond every run of the other by
+  // more than the threshold.
+  const bool unsure = disagree(row.base_runs, allowed) || disagree(row.new_runs, allowed);
+  if (unsure && row.verdict != Verdict::ok) {
+    // Each side's lowest and highest run, oriented so that larger is worse.
+    auto range = [&](const std::vector<double>& v) {
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      return higher_is_better ? std::pair{-*hi, -*lo} : std::pair{*lo, *hi};
+    };
+    const auto [base_lo, base_hi] = range(row.base_runs);
+    const auto [new_lo, new_hi] = range(row.new_runs);
+    const bool apart = row.verdict == Verdict::regression ? new_lo - base_hi > row.limit
+                       : row.verdict == Verdict::improved ? base_lo - new_hi > row.limit
+                                                          : false;
+    if (!apart) row.verdict = Verdict::unstable;
+  }
   ++r.gated;
   if (row.verdict == Verdict::regression) ++r.regressions;
   if (row.verdict == Verdict::noise) ++r.noise;
@@ -370,9 +398,7 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
         row.clock = clock;
         row.metric = std::string(metric);
         auto value = [&](const RunData& d) { return metric_of(d.stages[i], clock, metric); };
-        row.base_runs = per_run(r.base, value);
-        row.new_runs = per_run(r.now, value);
-        row.change = Change{mean_of(row.base_runs), mean_of(row.new_runs), std::nullopt};
+        set_runs(row, per_run(r.base, value), per_run(r.now, value));
         const std::size_t m = interval_index(metric);
         if (with_ci && m < 4) {
           row.change.interval = ci.mean_p50_p90_p99[m];
@@ -395,9 +421,8 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
   tp.stage = "throughput";
   tp.metric = "req/s";
   tp.unit = "req/s";
-  tp.base_runs = per_run(r.base, [](const RunData& d) { return d.throughput_rps; });
-  tp.new_runs = per_run(r.now, [](const RunData& d) { return d.throughput_rps; });
-  tp.change = Change{mean_of(tp.base_runs), mean_of(tp.new_runs), std::nullopt};
+  auto throughput = [](const RunData& d) { return d.throughput_rps; };
+  set_runs(tp, per_run(r.base, throughput), per_run(r.now, throughput));
   tp.note = "threshold only: one figure per run";
   apply(tp, gate_for(r.gates, "", "wall", "throughput"), r, true);
   r.rows.push_back(std::move(tp));
@@ -414,9 +439,8 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
     row.stage = tier + " hit ratio";
     row.metric = "ratio";
     row.unit = "ratio";
-    row.base_runs = per_run(r.base, [&](const RunData& d) { return *ratio_of(d, tier); });
-    row.new_runs = per_run(r.now, [&](const RunData& d) { return *ratio_of(d, tier); });
-    row.change = Change{mean_of(row.base_runs), mean_of(row.new_runs), std::nullopt};
+    auto ratio = [&](const RunData& d) { return *ratio_of(d, tier); };
+    set_runs(row, per_run(r.base, ratio), per_run(r.now, ratio));
     r.rows.push_back(std::move(row));
   }
   return r;

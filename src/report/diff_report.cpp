@@ -133,7 +133,8 @@ std::vector<std::string> footnotes(const DiffResult& r) {
   if (r.unstable > 0)
     out.push_back(
         "unstable: past the threshold while the runs of one side spread (max - min over their mean) wider than the "
-        "threshold — the change cannot be told from the machine's own variation");
+        "threshold, and the two sides' runs are not apart by more than it — the change cannot be told from the "
+        "machine's own variation");
   for (const auto& m : r.mismatches)
     out.push_back(fmt::format("warning (--force): {}", m));
   for (const auto& n : r.notes)

@@ -154,6 +154,15 @@ TEST_SUITE("diff over several runs") {
     CHECK(junit.find("failures=\"0\" errors=\"0\" skipped=\"2\"") != std::string::npos);
     CHECK(junit.find("<skipped message=\"unstable: the runs of one side differ by more than total.mean=5%\"/>") !=
           std::string::npos);
+    // A side that disagrees beyond the threshold, but every new run beyond
+    // every base run by more than it: the change is the code's, a REGRESSION.
+    config.gates = "total.mean=5%";
+    DiffResult apart = diff_runs(side({0.0, 0.08, -0.02}, 1000, 55), side({1.0, 1.05, 0.98}, 1000, 65), config);
+    const DiffRow& far = row_of(apart, "total", "wall", "mean");
+    REQUIRE(far.base_spread);
+    CHECK(*far.base_spread > 0.08);
+    CHECK(far.verdict == Verdict::regression);
+    CHECK(apart.exit_code() == 1);
     // The same runs, but the change within the threshold: the gate passes however much a side spreads.
     config.gates = "total.mean=50%";
     CHECK(diff_runs(base, now, config).exit_code() == 0);
