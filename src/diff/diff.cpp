@@ -215,10 +215,10 @@ std::string intervals_note(const DiffResult& r, bool thinned) {
         "DIR...)",
         r.confidence * 100, r.resamples, requests_of(r.base), requests_of(r.now), thin);
   std::string out = fmt::format(
-      "{:.0f}% hierarchical bootstrap intervals ({} resamples, each drawing {} base and {} new runs with "
+      "{:.0f}% hierarchical bootstrap intervals ({} resamples, each drawing {} base and {} new run{} with "
       "replacement, then the requests of each drawn run; {} base vs {} new requests from requests.csv{}): the "
       "variation between runs is inside the interval",
-      r.confidence * 100, r.resamples, nb, nn, requests_of(r.base), requests_of(r.now), thin);
+      r.confidence * 100, r.resamples, nb, nn, nn == 1 ? "" : "s", requests_of(r.base), requests_of(r.now), thin);
   if (nb == 1 || nn == 1)
     out +=
         fmt::format("; the {} side has one run, so its own run-to-run variation is not seen", nb == 1 ? "base" : "new");

@@ -13,14 +13,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // Two runs of a CNN on 16x16 images with the default profile (base), two
-// more of the same (same), two with a profile that resizes up to 1024x1024
-// and back (slow: many times the CPU time, far past any noise), and one of
-// another model file.
+// with a profile that resizes up to 1024x1024 and back (slow: many times the
+// CPU time, far past any noise), and one of another model file. How often
+// runs of identical code fail a gate is a timing question:
+// bench/diff_stability.sh.
 struct MultiFixture {
   TempDir dir;
   std::string model = dir.file("cnn.pt"), other_model = dir.file("cnn2.pt"), trace = dir.file("t.jsonl");
   std::string heavy = dir.file("heavy.toml");
-  std::vector<std::string> base, same, slow;
+  std::vector<std::string> base, slow;
   std::string other = dir.file("other");
   MultiFixture() {
     must({"gen-model", "--arch", "cnn", "-o", model});
@@ -31,7 +32,6 @@ struct MultiFixture {
                             "[[preprocess]]\nop = \"resize\"\nsize = [16, 16]\n";
     for (int i = 0; i < 2; ++i) {
       base.push_back(run(model, "base" + std::to_string(i)));
-      same.push_back(run(model, "same" + std::to_string(i)));
       slow.push_back(run(model, "slow" + std::to_string(i), heavy));
     }
     run(other_model, "other");
@@ -69,10 +69,10 @@ TEST_SUITE("e2e diff over several runs") {
   TEST_CASE("diff --base --new: several runs per side, the hierarchical interval, in every format") {
     auto& f = fixture();
     TempDir out;
-    // Identical code: never a REGRESSION (0, or 4 when this loaded machine made a side's runs disagree).
-    auto r = run_cli(diff_args(f.base, f.same, {"--junit", out.file("junit.xml")}));
-    CHECK_MESSAGE((r.code == 0 || r.code == 4), r.out << r.err);
-    CHECK(r.out.find("REGRESSION") == std::string::npos);
+    // The same two runs on both sides (in another order): no change at all.
+    auto r = run_cli(diff_args(f.base, {f.base[1], f.base[0]}, {"--junit", out.file("junit.xml")}));
+    CHECK_MESSAGE(r.code == 0, r.out << r.err);
+    CHECK(r.out.find("ok: 2 gates passed\n") != std::string::npos);
     CHECK(r.out.find("  base: 2 runs · 80 requests\n    1: " + f.base[0] + "/summary.json") != std::string::npos);
     CHECK(r.out.find("95% hierarchical bootstrap intervals (1000 resamples, each drawing 2 base and 2 new runs") !=
           std::string::npos);
@@ -124,23 +124,23 @@ TEST_SUITE("e2e diff over several runs") {
   TEST_CASE("diff over several runs: bad input is one line and exit 2") {
     auto& f = fixture();
     TempDir empty;
-    auto r = run_cli(diff_args({f.base[0], empty.path().string()}, f.same));
+    auto r = run_cli(diff_args({f.base[0], empty.path().string()}, f.base));
     CHECK(r.code == 2);
     CHECK(r.err == "inferprof: error: " + empty.path().string() +
                        ": no summary.json in this folder (expected a run's --out folder)\n");
-    r = run_cli(diff_args({f.base[0], f.other}, f.same));
+    r = run_cli(diff_args({f.base[0], f.other}, f.base));
     CHECK(r.code == 2);
     CHECK(count_lines(r.err) == 1);
     CHECK(r.err.find("are not comparable: models differ: base 1 xxh3:") != std::string::npos);
     CHECK(r.err.find(" vs base 2 xxh3:") != std::string::npos);
-    r = run_cli(diff_args(f.base, {f.same[0], f.other}));
+    r = run_cli(diff_args(f.base, {f.base[0], f.other}));
     CHECK(r.code == 2);
     CHECK(r.err.find("models differ: base 1 xxh3:") != std::string::npos);
     CHECK(r.err.find(" vs new 2 xxh3:") != std::string::npos);
     r = run_cli({"diff", "--base", f.base[0]});
     CHECK(r.code == 2);
     CHECK(r.err == "inferprof: error: diff: --base given without --new (expected --base DIR... --new DIR...)\n");
-    r = run_cli({"diff", f.base[0], "--new", f.same[0]});
+    r = run_cli({"diff", f.base[0], "--new", f.base[1]});
     CHECK(r.code == 2);
     CHECK(r.err == "inferprof: error: diff: give BASE NEW, or --base DIR... --new DIR..., not both\n");
     r = run_cli({"diff", f.base[0]});
