@@ -147,8 +147,9 @@ struct DiffResult {
   std::vector<DiffRow> rows;
   int gated = 0, regressions = 0, noise = 0, improved = 0, unstable = 0;
   bool failed() const { return regressions > 0; }
-  // 1 on a regression, kExitUnstable when a gate could not be judged, else 0.
-  int exit_code() const;
+  // 1 on a regression, kExitUnstable when a gate could not be judged, else 0
+  // (inline: the renderers, in the report layer, print it too).
+  int exit_code() const { return regressions > 0 ? 1 : unstable > 0 ? kExitUnstable : 0; }
 };
 
 // Loads every run, checks they are comparable (Error(bad_input) naming the

@@ -305,11 +305,6 @@ MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, cons
   return hierarchical_intervals({base}, {now}, confidence, resamples);
 }
 
-int DiffResult::exit_code() const {
-  if (regressions > 0) return static_cast<int>(ExitCode::check_failed);
-  return unstable > 0 ? kExitUnstable : 0;
-}
-
 DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const DiffConfig& config) {
   if (base.empty() || now.empty()) throw bad_input("diff: no base or no new run given (expected at least one of each)");
   DiffResult r;
