@@ -48,11 +48,22 @@ trap 'exit 130' INT TERM
 "$B" gen-trace --requests "$REQUESTS" --keys "$KEYS" --zipf "$ZIPF" --rate 0 --shape "$SHAPE" -o "$D/t.jsonl" \
   >/dev/null
 MODE=()
-if "$B" compare --help | grep -q -- '--mode'; then MODE=(--mode lockstep); fi
+if "$B" compare --help | grep -qE -- '--mode([^a-z-]|$)'; then MODE=(--mode lockstep); fi
 CMP_A=(taskset -c "$CORES" "$B" compare "$D/m.pt" --trace "$D/t.jsonl" "${MODE[@]}" --caches none --caches l1
   --caches l1,l2 --caches l3 --no-progress --format json)
 CMP_B=(taskset -c "$CORES" "$B" compare "$D/m.pt" --trace "$D/t.jsonl" --limit "$NULL_REQUESTS" "${MODE[@]}"
   --caches none --caches l3 --no-progress --format json)
+
+# One compare; on failure its stderr and the command, then exit.
+run_json() {
+  local out=$1
+  shift
+  if ! "$@" >"$out" 2>"$D/err"; then
+    tail -5 "$D/err" >&2
+    echo "failed: $*" >&2
+    exit 3
+  fi
+}
 
 for PHASE in $PHASES; do
   if [[ $PHASE == loaded ]]; then
@@ -63,10 +74,10 @@ for PHASE in $PHASES; do
   fi
   echo "== $PHASE: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   for i in $(seq "$RUNS"); do
-    "${CMP_A[@]}" >"$D/a-$PHASE-$i.json" 2>/dev/null
+    run_json "$D/a-$PHASE-$i.json" "${CMP_A[@]}"
   done
   for i in $(seq "$NULL_RUNS"); do
-    "${CMP_B[@]}" >"$D/b-$PHASE-$i.json" 2>/dev/null
+    run_json "$D/b-$PHASE-$i.json" "${CMP_B[@]}"
   done
   echo "$(cut -d' ' -f1-3 /proc/loadavg)" >"$D/load-$PHASE"
   stop_load

@@ -25,7 +25,7 @@ D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 # Lockstep is the default for a closed loop with one worker; name it when the binary knows the flag.
 MODE=()
-if "$B" compare --help | grep -q -- '--mode'; then MODE=(--mode lockstep); fi
+if "$B" compare --help | grep -qE -- '--mode([^a-z-]|$)'; then MODE=(--mode lockstep); fi
 TIERS=(--tier "l1=$L1" --tier "l2=$L2")
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -44,10 +44,10 @@ for ARCH in $ARCHS; do
     -o "$W/t.jsonl" >/dev/null
   CMP=("$B" compare "$W/m.pt" --trace "$W/t.jsonl" "${PROFILE[@]}" "${MODE[@]}" --caches none --caches l1
     --caches l1,l2 "${TIERS[@]}" --no-progress --format json)
-  "${CMP[@]}" >"$W/compare.json" 2>"$W/compare.err"
+  "${CMP[@]}" >"$W/compare.json" 2>"$W/compare.err" || { tail -5 "$W/compare.err" >&2; exit 3; }
   COSTS=("$B" run "$W/m.pt" --trace "$W/t.jsonl" "${PROFILE[@]}" --caches l1,l2 "${TIERS[@]}" --no-progress
     --out "$W/costs")
-  "${COSTS[@]}" >/dev/null 2>"$W/costs.err"
+  "${COSTS[@]}" >/dev/null 2>"$W/costs.err" || { tail -5 "$W/costs.err" >&2; exit 3; }
   SIM=("$B" simulate --trace "$W/t.jsonl" "${TIERS[@]}" --caches l1 --caches l1,l2 --costs "$W/costs" --format json)
   "${SIM[@]}" >"$W/simulate.json"
   echo
@@ -61,7 +61,8 @@ cmp = json.load(open(sys.argv[1]))
 sim = json.load(open(sys.argv[2]))
 limit = float(sys.argv[3])
 measured = {c["name"]: c for c in cmp["configurations"]}
-print(f"   {'config':8} {'measured':>9} {'interval':>16} {'predicted':>9} {'error':>7}  {'cache µs/req':>12}")
+print(f"   {'config':8} {'measured':>9} {'interval':>16} {'predicted':>9} {'error':>7}  {'cache µs/req':>12}"
+      f"  {'computed (run/sim)':>18}")
 bad = False
 for c in sim["configurations"]:
     m = measured[c["name"]]
@@ -69,7 +70,10 @@ for c in sim["configurations"]:
     err = 100 * (ps - ms) / ms
     bad = bad or abs(err) > limit
     interval = f"[{m['speedup']['low']:.3f}, {m['speedup']['high']:.3f}]"
-    print(f"   {c['name']:8} {ms:8.3f}x {interval:>16} {ps:8.3f}x {err:6.1f}%  {c['predicted']['cache_us']:12.1f}")
+    computed = sum(o["requests"] for o in m["served_by"] if o["outcome"] in ("miss", "l3_hit"))
+    sim_computed = c["served_by"]["compute"] + c["served_by"]["l3"]
+    print(f"   {c['name']:8} {ms:8.3f}x {interval:>16} {ps:8.3f}x {err:6.1f}%  {c['predicted']['cache_us']:12.1f}"
+          f"  {computed:>8.0f}/{sim_computed:<8}")
 for w in sim["warnings"]:
     print("   simulate warning:", w)
 sys.exit(1 if bad else 0)
