@@ -104,12 +104,12 @@ struct SimTierCosts {
 // costs leave out the run's cache work (its cache_us), which a prediction
 // adds back per configuration.
 struct SimCosts {
-  std::string source;         // the summary.json path
-  bool per_request = false;   // requests.csv was read
-  std::uint64_t rows = 0;     // requests.csv rows read
-  double miss_mean_us = 0;    // a request computed from scratch, cache work left out
-  double l3_hit_mean_us = 0;  // input and preprocessing skipped, cache work left out
-  double hit_mean_us = 0;     // an L1/L2 hit outside its cache work (bookkeeping)
+  std::string source;                              // the summary.json path
+  bool per_request = false;                        // requests.csv was read
+  std::uint64_t rows = 0;                          // requests.csv rows read
+  double miss_mean_us = 0;                         // a request computed from scratch, cache work left out
+  double l3_hit_mean_us = 0;                       // input and preprocessing skipped, cache work left out
+  double hit_mean_us = 0;                          // an L1/L2 hit outside its cache work (bookkeeping)
   std::vector<double> miss_us, l3_hit_us, hit_us;  // samples (bounded), when per_request
   std::string spans_source;                        // the trace.json read; empty: none
   std::uint64_t span_requests = 0;                 // requests of trace.json read
@@ -169,10 +169,10 @@ struct SimTierResult {
 struct SimPrediction {
   bool available = false;
   double mean_us = 0;
-  double cache_us = 0;                   // of mean_us: lookups and inserts per request
-  double outcome_us[4] = {0, 0, 0, 0};   // a request served by l1, l2, l3, compute
-  std::optional<double> p99_us;  // needs per-request costs
-  double speedup = 1;            // predicted no-cache mean / this mean
+  double cache_us = 0;                  // of mean_us: lookups and inserts per request
+  double outcome_us[4] = {0, 0, 0, 0};  // a request served by l1, l2, l3, compute
+  std::optional<double> p99_us;         // needs per-request costs
+  double speedup = 1;                   // predicted no-cache mean / this mean
 };
 struct SimConfigResult {
   std::string name;  // "l1,l2"

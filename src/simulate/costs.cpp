@@ -259,9 +259,9 @@ SimCacheCosts cache_costs(const SimCosts& c, bool l1, bool l2, bool l3) {
     const SimTierCosts& o = c.tiers[1 - t];
     if (o.store_us) {
       if (o.insert_us && k.insert_us) {
-        assume(t, "store",
-               fmt::format("not measured, taken as {}'s store with its insert swapped for this tier's",
-                           kTierName[1 - t]));
+        assume(
+            t, "store",
+            fmt::format("not measured, taken as {}'s store with its insert swapped for this tier's", kTierName[1 - t]));
         return std::max(0.0, *o.store_us - *o.insert_us + *k.insert_us);
       }
       assume(t, "store", fmt::format("not measured, taken as {}'s", kTierName[1 - t]));

@@ -48,9 +48,9 @@ TEST_SUITE("simulate costs") {
     SUBCASE("l1,l2,l3") {
       const SimCacheCosts k = cache_costs(c, true, true, true);
       CHECK(k.assumed.empty());
-      CHECK(k.total(0) == doctest::Approx(1));           // L1 found it
-      CHECK(k.lookup_us[1] == doctest::Approx(2 + 6));   // L1 missed, L2 found
-      CHECK(k.insert_us[1] == doctest::Approx(3));       // L1 filled
+      CHECK(k.total(0) == doctest::Approx(1));          // L1 found it
+      CHECK(k.lookup_us[1] == doctest::Approx(2 + 6));  // L1 missed, L2 found
+      CHECK(k.insert_us[1] == doctest::Approx(3));      // L1 filled
       CHECK(k.lookup_us[2] == doctest::Approx(2 + 3 + 8));
       CHECK(k.insert_us[2] == doctest::Approx(21 + 6));  // output encoded into L1, then L2
       CHECK(k.lookup_us[3] == doctest::Approx(2 + 3 + 4));
