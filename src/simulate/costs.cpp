@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 
+#include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/simulate.hpp"
 #include "report/saved_run.hpp"
@@ -270,25 +271,47 @@ SimCacheCosts cache_costs(const SimCosts& c, bool l1, bool l2, bool l3) {
     assume(t, "store (encoding the output)", "not measured, taken as 0 µs");
     return 0.0;
   };
-  const bool results = l1 || l2;
-  const int first = l1 ? 0 : 1;
-  // Served by l1: its lookup found the entry.
-  if (l1) out.lookup_us[0] = lookup(0, true);
-  // By l2: L1 missed, L2 found, L1 is filled.
-  if (l2) {
-    out.lookup_us[1] = (l1 ? lookup(0, false) : 0) + lookup(1, true);
-    if (l1) out.insert_us[1] = insert(0);
+  // The walk `run` takes (cache/hierarchy.hpp), steered to each outcome, adds
+  // up the work it does: each lookup, and each insert, the first put after
+  // encoding the output being the store.
+  struct CostSteps {
+    const bool on[3];
+    const int want;  // the outcome to steer to
+    double lookups = 0, inserts = 0;
+    bool encoded = false;
+    decltype(lookup)& lookup_cost;
+    decltype(insert)& insert_cost;
+    decltype(store)& store_cost;
+    static int tier(CacheLevel l) { return static_cast<int>(l); }
+    bool has(CacheLevel l) const { return on[tier(l)]; }
+    int phase() { return 0; }
+    int at(CacheLevel) { return 0; }
+    bool get_result(CacheLevel l) {
+      const bool hit = want == tier(l);
+      lookups += lookup_cost(tier(l), hit);
+      return hit;
+    }
+    void put_result(CacheLevel l, bool) {
+      inserts += encoded ? store_cost(tier(l)) : insert_cost(tier(l));
+      encoded = false;
+    }
+    bool get_input() { return get_result(CacheLevel::l3); }
+    bool prepare() { return true; }
+    void put_input(bool) { inserts += insert_cost(2); }
+    bool compute(bool) { return true; }
+    bool cacheable(bool) { return true; }
+    bool wants_result() { return false; }
+    bool encode(bool) { return encoded = true; }
+    void serve(bool) {}
+  };
+  const bool on[3] = {l1, l2, l3};
+  for (int o = 0; o < 4; ++o) {
+    if (o < 3 && !on[o]) continue;  // an outcome this configuration cannot have
+    CostSteps steps{{l1, l2, l3}, o, 0, 0, false, lookup, insert, store};
+    walk_hierarchy(steps);
+    out.lookup_us[o] = steps.lookups;
+    out.insert_us[o] = steps.inserts;
   }
-  // By l3 or compute: every tier looked and missed (L3 found, for an L3
-  // hit); L3 stores the preprocessed input on a miss; the results go in.
-  const double result_lookups = (l1 ? lookup(0, false) : 0) + (l2 ? lookup(1, false) : 0);
-  const double result_inserts = results ? store(first) + (l1 && l2 ? insert(1) : 0) : 0;
-  if (l3) {
-    out.lookup_us[2] = result_lookups + lookup(2, true);
-    out.insert_us[2] = result_inserts;
-  }
-  out.lookup_us[3] = result_lookups + (l3 ? lookup(2, false) : 0);
-  out.insert_us[3] = result_inserts + (l3 ? insert(2) : 0);
   std::sort(out.assumed.begin(), out.assumed.end());
   out.assumed.erase(std::unique(out.assumed.begin(), out.assumed.end()), out.assumed.end());
   return out;
