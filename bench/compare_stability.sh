@@ -91,19 +91,29 @@ import json, sys
 d, runs, null_runs, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 def configs(path):
     return {c["name"]: c["speedup"] for c in json.load(open(path))["configurations"]}
+def cpu_speedups(path):
+    # The same ratio of means in thread CPU time: what the compute cost without the time other processes took.
+    confs = json.load(open(path))["configurations"]
+    base = confs[0].get("cpu_mean_us")
+    return {c["name"]: base / c["cpu_mean_us"] for c in confs if base and c.get("cpu_mean_us")}
 bad = False
 print()
-print(f"{'phase':8} {'load avg':>16}  {'config':7} {'min':>7} {'max':>7} {'max/min':>8}  target <= 1.06")
+print(f"{'phase':8} {'load avg':>16}  {'config':7} {'min':>7} {'max':>7} {'max/min':>8}  target <= 1.06"
+      f"  {'cpu max/min':>11}")
 for phase in phases:
     load = open(f"{d}/load-{phase}").read().strip()
     a = [configs(f"{d}/a-{phase}-{i}.json") for i in range(1, runs + 1)]
+    cpu = [cpu_speedups(f"{d}/a-{phase}-{i}.json") for i in range(1, runs + 1)]
     for name in a[0]:
         if name == "none":
             continue
         v = [r[name]["value"] for r in a]
         ratio = max(v) / min(v)
         bad = bad or ratio > 1.06
-        print(f"{phase:8} {load:>16}  {name:7} {min(v):7.3f} {max(v):7.3f} {ratio:8.3f}  {'ok' if ratio <= 1.06 else 'FAIL'}")
+        c = [r[name] for r in cpu if name in r]
+        cpu_ratio = f"{max(c) / min(c):11.3f}" if len(c) == len(cpu) else f"{'n/a':>11}"
+        print(f"{phase:8} {load:>16}  {name:7} {min(v):7.3f} {max(v):7.3f} {ratio:8.3f}  "
+              f"{'ok' if ratio <= 1.06 else 'FAIL':14}  {cpu_ratio}")
 print()
 need = -(-19 * null_runs // 20)  # 19 of 20, scaled
 print(f"{'phase':8} {'l3 reads 1.00 inside its interval':>34} {'speedups (min..max)':>22}  target >= {need}/{null_runs}")
