@@ -81,6 +81,12 @@ std::string interval_line(const CompareResult& r) {
                      r.interval.empty() ? std::string("bootstrap over requests") : r.interval);
 }
 
+std::string single_wall_note(const CompareResult& r) {
+  return r.mode == CompareMode::lockstep
+             ? "wall speedup without an interval: one lockstep pass; --repeat 3 or more for one\n"
+             : "wall speedup without an interval: one replay per configuration; repeat for one\n";
+}
+
 std::string times(double v) {
   return std::isfinite(v) ? fmt::format("{:.2f}\u00d7", v) : "n/a";
 }
@@ -332,7 +338,7 @@ std::string render_compare_table(const CompareResult& r) {
   const bool single_wall = r.rows.size() > 1 && degenerate_wall_interval(r);
   if (noise || single_wall) out += '\n';
   if (noise) out += fmt::format("~ {}\n", kNoiseNote);
-  if (single_wall) out += "wall speedup without an interval: one replay per configuration; repeat for one\n";
+  if (single_wall) out += single_wall_note(r);
 
   if (r.rows.size() > 1) {
     out += "\nwhere the time went:\n";
@@ -378,7 +384,7 @@ std::string render_compare_markdown(const CompareResult& r) {
   if (noise || single_wall) out += '\n';
   if (noise) out += fmt::format("\\~ {}\n", kNoiseNote);
   if (noise && single_wall) out += '\n';
-  if (single_wall) out += "wall speedup without an interval: one replay per configuration; repeat for one\n";
+  if (single_wall) out += single_wall_note(r);
   if (r.rows.size() > 1) {
     out += "\n**Where the time went**\n\n";
     for (std::size_t i = 1; i < r.rows.size(); ++i) {
