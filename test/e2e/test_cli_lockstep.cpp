@@ -84,19 +84,26 @@ TEST_SUITE("e2e lockstep") {
     for (auto row : rows)
       CHECK(json_number(row["requests"]) == CnnFixture::kRequests);
     // L1: all but the first request of each of the 10 keys hit, at a fraction of a miss's cost.
+    // The truth is about 6x (50 of 60 requests hit at a fraction of a miss's
+    // cost). The interval's lower end is not checked: on a loaded machine one
+    // descheduled miss (tens of ms) widens it, and a test must not flake;
+    // bench/compare_stability.sh measures how often the intervals hold.
     const Interval l1 = speedup_of(rows.at(1));
     CAPTURE(text);
-    CHECK(l1.low > 1.0);
+    CHECK(l1.value > 1.5);
+    CHECK(l1.low <= l1.value);
+    CHECK(l1.value <= l1.high);
     simdjson::dom::element costs = rows.at(1)["outcome_costs"];
     const double misses = json_number(costs["miss"]["count"]);
     CHECK(misses <= 10);
     CHECK(json_number(costs["l1_hit"]["count"]) == CnnFixture::kRequests - misses);
     CHECK(json_number(costs["l1_hit"]["mean_us"]) < json_number(costs["miss"]["mean_us"]));
     // L3 under the default profile skips a preprocessing that costs next to
-    // nothing: the paired interval holds 1.00.
+    // nothing: about 1.00x. (That its 95% interval holds 1.00 in at least 19
+    // runs of 20 is bench/compare_stability.sh's check, not a single run's.)
     const Interval l3 = speedup_of(rows.at(2));
-    CHECK(l3.low <= 1.0);
-    CHECK(l3.high >= 1.0);
+    CHECK(l3.value > 0.7);
+    CHECK(l3.value < 1.43);
     CHECK(json_number(rows.at(2)["outcome_costs"]["l3_hit"]["count"]) == CnnFixture::kRequests - misses);
 
     // compare.csv says the mode on every row.
