@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   const Profile p = parse_profile(
       fmt::format("[[preprocess]]\nop = \"tokenize\"\nmodel = \"{}\"\nmax_length = 128\n", model), "bench.toml");
-  detail::Preprocessor pre(p.preprocess);
+  inferprof::detail::Preprocessor pre(p.preprocess);
   std::vector<TraceRequest> requests(texts.size());
   for (std::size_t i = 0; i < texts.size(); ++i) {
     requests[i].input.kind = InputSpec::Kind::text;
@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     for (const TraceRequest& req : requests) {
       record.spans.clear();
-      detail::Inputs x;
-      x.tensors.push_back(detail::make_input(req, {}, DType::float32, ""));
+      inferprof::detail::Inputs x;
+      x.tensors.push_back(inferprof::detail::make_input(req, {}, DType::float32, ""));
       x.specs.push_back(&req.input);
       x = pre.run(std::move(x), req, record, -1);
     }

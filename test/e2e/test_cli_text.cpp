@@ -61,7 +61,10 @@ TEST_SUITE("e2e text") {
       return;
     }
     TempDir dir;
-    dir.write("texts/long.txt", std::string(3000, 'z') + " the model serves a request\n");
+    std::string long_text;
+    for (int i = 0; i < 200; ++i)
+      long_text += "the model serves a request. ";
+    dir.write("texts/long.txt", long_text + "\n");
     const std::string trace = dir.write("t.jsonl", R"({"id": 1, "input": {"text": "the model serves a request"}}
 {"id": 2, "input": {"text_file": "texts/long.txt"}}
 {"id": 3, "input": {"text": ""}}

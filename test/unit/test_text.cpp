@@ -125,16 +125,16 @@ TEST_SUITE("text") {
   TEST_CASE("a file that is not a SentencePiece model is refused, naming the profile line") {
     TempDir dir;
     const std::string junk = dir.write("junk.model", "this is not a model\n");
-    CHECK_THROWS_AS(text::Tokenizer(junk), text::TokenizerError);
-    CHECK_THROWS_AS(text::Tokenizer(dir.file("missing.model")), text::TokenizerError);
+    CHECK_THROWS_AS(text::Tokenizer{junk}, text::TokenizerError);
+    CHECK_THROWS_AS(text::Tokenizer{dir.file("missing.model")}, text::TokenizerError);
     const Profile p = text_profile(junk, 8);
     try {
-      detail::Preprocessor pre(p.preprocess, "t.jsonl", "/p/t.toml");
+      inferprof::detail::Preprocessor pre(p.preprocess, "t.jsonl", "/p/t.toml");
       FAIL("no error");
     } catch (const Error& e) {
       CHECK(e.code() == ExitCode::bad_input);
       const std::string what = e.what();
-      CHECK_MESSAGE(what.rfind("/p/t.toml:2: tokenize: model '" + junk + "': not a SentencePiece model", 0) == 0, what);
+      CHECK_MESSAGE(what.rfind("/p/t.toml:1: tokenize: model '" + junk + "': not a SentencePiece model", 0) == 0, what);
       CHECK(what.find('\n') == std::string::npos);
     }
   }
@@ -143,11 +143,11 @@ TEST_SUITE("text") {
     if (spm().path.empty()) return;
     const Profile p = text_profile(spm().path, 8);
     REQUIRE(p.preprocess.size() == 1);
-    detail::Preprocessor pre(p.preprocess, "t.jsonl");
+    inferprof::detail::Preprocessor pre(p.preprocess, "t.jsonl");
     const TraceRequest shorter = text_request("the model");
     RequestRecord record;
-    detail::Inputs x;
-    x.tensors.push_back(detail::make_input(shorter, {}, DType::float32, ""));
+    inferprof::detail::Inputs x;
+    x.tensors.push_back(inferprof::detail::make_input(shorter, {}, DType::float32, ""));
     x.specs.push_back(&shorter.input);
     x = pre.run(std::move(x), shorter, record, -1);
     REQUIRE(x.tensors.size() == 2);
@@ -156,7 +156,7 @@ TEST_SUITE("text") {
     text::Tokenizer(spm().path).encode("the model", ids);
     REQUIRE(ids.size() < 8);
     for (const at::Tensor& t : x.tensors) {
-      CHECK(t.scalar_type() == at::kLong);
+      CHECK((t.scalar_type() == at::kLong));
       CHECK(t.sizes().vec() == std::vector<std::int64_t>{1, 8});
     }
     const auto got = values(x.tensors[0]), mask = values(x.tensors[1]);
@@ -175,8 +175,8 @@ TEST_SUITE("text") {
 
     const TraceRequest longer = text_request(std::string(200, 'x') + " the model serves a request cache hit miss");
     RequestRecord r2;
-    detail::Inputs y;
-    y.tensors.push_back(detail::make_input(longer, {}, DType::float32, ""));
+    inferprof::detail::Inputs y;
+    y.tensors.push_back(inferprof::detail::make_input(longer, {}, DType::float32, ""));
     y.specs.push_back(&longer.input);
     y = pre.run(std::move(y), longer, r2, -1);
     CHECK(values(y.tensors[1]) == std::vector<std::int64_t>(8, 1));
@@ -186,7 +186,7 @@ TEST_SUITE("text") {
   TEST_CASE("named inputs: the mask takes mask_input's name; other inputs pass through tokenize") {
     if (spm().path.empty()) return;
     const Profile p = text_profile(spm().path, 4, "mask_input = \"attention_mask\"\n");
-    detail::Preprocessor pre(p.preprocess);
+    inferprof::detail::Preprocessor pre(p.preprocess);
     TraceRequest r;
     r.inputs.resize(2);
     r.inputs_named = true;
@@ -199,7 +199,7 @@ TEST_SUITE("text") {
     r.inputs[1].range = std::array<std::int64_t, 2>{0, 2};
     r.inputs[1].name = "token_type_ids";
     RequestRecord record;
-    detail::Inputs x = pre.run(detail::make_inputs(r, {}, DType::float32, ""), r, record, -1);
+    inferprof::detail::Inputs x = pre.run(inferprof::detail::make_inputs(r, {}, DType::float32, ""), r, record, -1);
     CHECK(x.names == std::vector<std::string>{"input_ids", "attention_mask", "token_type_ids"});
     REQUIRE(x.tensors.size() == 3);
     const auto types = values(x.tensors[2]);
@@ -208,11 +208,11 @@ TEST_SUITE("text") {
   }
 
   TEST_CASE("a text input without tokenize, and an image op on text, say what to use") {
-    detail::Preprocessor pre(parse_profile("[[preprocess]]\nop = \"to_float\"\n", "p.toml").preprocess);
+    inferprof::detail::Preprocessor pre(parse_profile("[[preprocess]]\nop = \"to_float\"\n", "p.toml").preprocess);
     const TraceRequest r = text_request("hello");
     RequestRecord record;
     try {
-      pre.run(detail::make_input(r, {}, DType::float32, ""), r, record, -1);
+      pre.run(inferprof::detail::make_input(r, {}, DType::float32, ""), r, record, -1);
       FAIL("no error");
     } catch (const Error& e) {
       CHECK(std::string(e.what()).find("a text input needs 'tokenize' as the profile's first op") != std::string::npos);
@@ -225,11 +225,11 @@ TEST_SUITE("text") {
     r.input.seed = 5;
     r.input.shape = {1, 1000};
     r.input.range = std::array<std::int64_t, 2>{100, 30522};
-    at::Tensor ids = detail::make_input(r, {}, DType::int64, "");
-    CHECK(ids.scalar_type() == at::kLong);
+    at::Tensor ids = inferprof::detail::make_input(r, {}, DType::int64, "");
+    CHECK((ids.scalar_type() == at::kLong));
     CHECK(ids.min().item<std::int64_t>() >= 100);
     CHECK(ids.max().item<std::int64_t>() < 30522);
-    at::Tensor f = detail::make_input(r, {}, DType::float32, "");
+    at::Tensor f = inferprof::detail::make_input(r, {}, DType::float32, "");
     CHECK(f.min().item<float>() >= 100.0f);
     CHECK(f.max().item<float>() <= 30522.0f);
   }
