@@ -82,7 +82,7 @@ TEST_SUITE("e2e text") {
     CHECK(json_number(summary_of(parser, dir.file("r"))["requests"]) == 4);
   }
 
-  TEST_CASE("--caches l1 serves the tuple output again; --caches l3 serves ids and mask from one blob") {
+  TEST_CASE("--caches l1 serves the tuple output again, --caches l3 serves ids and mask from one blob") {
     auto& f = fixture();
     if (f.profile.empty()) return;
     TempDir dir;

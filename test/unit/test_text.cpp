@@ -183,7 +183,7 @@ TEST_SUITE("text") {
     CHECK(spans(r2, "truncate") == 1);
   }
 
-  TEST_CASE("named inputs: the mask takes mask_input's name; other inputs pass through tokenize") {
+  TEST_CASE("named inputs: the mask takes mask_input's name, other inputs pass through tokenize") {
     if (spm().path.empty()) return;
     const Profile p = text_profile(spm().path, 4, "mask_input = \"attention_mask\"\n");
     inferprof::detail::Preprocessor pre(p.preprocess);
@@ -305,7 +305,7 @@ TEST_SUITE("tensor sets") {
     return v;
   }
 
-  TEST_CASE("a tuple, a list and a dict of tensors round-trip; one tensor stays a plain IPTB blob") {
+  TEST_CASE("a tuple, a list and a dict of tensors round-trip, one tensor stays a plain IPTB blob") {
     const auto a = floats(6);
     const std::vector<std::int64_t> b = {1, 2, 3};
     const std::vector<TensorPart> parts = {{"logits", DType::float32, {2, 3}, a.data(), a.size() * 4},
