@@ -173,11 +173,13 @@ std::uint32_t get_u32(const char* p) {
 
 std::string encode_tensors(TensorSet::Kind kind, const std::vector<TensorPart>& parts) {
   if (kind == TensorSet::Kind::single) {
-    if (parts.size() != 1) throw runtime_failure(fmt::format("a single-tensor value needs 1 tensor, got {}", parts.size()));
+    if (parts.size() != 1)
+      throw runtime_failure(fmt::format("a single-tensor value needs 1 tensor, got {}", parts.size()));
     return encode_tensor(parts[0].dtype, parts[0].shape, parts[0].data, parts[0].nbytes);
   }
   if (parts.size() > kMaxTensorSetSize)
-    throw runtime_failure(fmt::format("cannot cache {} tensors in one value (at most {})", parts.size(), kMaxTensorSetSize));
+    throw runtime_failure(
+        fmt::format("cannot cache {} tensors in one value (at most {})", parts.size(), kMaxTensorSetSize));
   std::string out;
   out.append(kSetMagic, 4);
   out.push_back(static_cast<char>(kSetVersion));
@@ -187,8 +189,8 @@ std::string encode_tensors(TensorSet::Kind kind, const std::vector<TensorPart>& 
   put_u32(out, 0);
   for (const TensorPart& part : parts) {
     if (part.name.size() > kMaxTensorNameBytes)
-      throw runtime_failure(fmt::format("cannot cache a tensor named with {} bytes (at most {})", part.name.size(),
-                                        kMaxTensorNameBytes));
+      throw runtime_failure(
+          fmt::format("cannot cache a tensor named with {} bytes (at most {})", part.name.size(), kMaxTensorNameBytes));
     put_u64(out, part.name.size());
     out.append(part.name);
     out.append(padded8(part.name.size()) - part.name.size(), '\0');
@@ -225,7 +227,8 @@ std::optional<TensorSet> decode_tensors(std::string_view blob, std::string* why)
     fail(why, fmt::format("unsupported tensor set version {} (expected {})", version, kSetVersion));
     return std::nullopt;
   }
-  if (kind == static_cast<std::uint8_t>(TensorSet::Kind::single) || kind > static_cast<std::uint8_t>(TensorSet::Kind::dict)) {
+  if (kind == static_cast<std::uint8_t>(TensorSet::Kind::single) ||
+      kind > static_cast<std::uint8_t>(TensorSet::Kind::dict)) {
     fail(why, fmt::format("unknown tensor set kind {}", kind));
     return std::nullopt;
   }

@@ -197,8 +197,9 @@ Inputs make_inputs(const TraceRequest& request, const std::vector<std::int64_t>&
   return x;
 }
 
-at::Tensor make_input(const TraceRequest& request, const InputSpec& spec, const std::vector<std::int64_t>& default_shape,
-                      DType default_dtype, const std::string& trace_path) {
+at::Tensor make_input(const TraceRequest& request, const InputSpec& spec,
+                      const std::vector<std::int64_t>& default_shape, DType default_dtype,
+                      const std::string& trace_path) {
   DType dtype = spec.dtype.value_or(default_dtype);
   auto options = at::TensorOptions().dtype(to_scalar_type(dtype));
   switch (spec.kind) {

@@ -119,7 +119,7 @@ Blob encode_inputs(const detail::Inputs& x) {
   std::vector<at::Tensor> keep;
   for (std::size_t i = 0; i < x.tensors.size(); ++i)
     if (!part_of(x.tensors[i], x.names.empty() ? std::string() : x.names[i], parts, keep)) return nullptr;
-  const TensorSet::Kind kind = !x.names.empty()      ? TensorSet::Kind::dict
+  const TensorSet::Kind kind = !x.names.empty()    ? TensorSet::Kind::dict
                                : parts.size() == 1 ? TensorSet::Kind::single
                                                    : TensorSet::Kind::list;
   return std::make_shared<const std::string>(encode_tensors(kind, parts));
@@ -465,8 +465,7 @@ c10::IValue Pipeline::Impl::run_module(LoadedModel& model, const TraceRequest& r
       given += fmt::format("{}{}{}", i ? ", " : "", x.names.empty() ? "" : x.names[i] + " ", describe(x.tensors[i]));
     throw runtime_failure(fmt::format("{}: the model rejected its input{} {}{}: {}",
                                       detail::request_where(options.trace_path, request),
-                                      x.tensors.size() == 1 ? " of shape" : "s", given, expected,
-                                      torch_error_line(e)));
+                                      x.tensors.size() == 1 ? " of shape" : "s", given, expected, torch_error_line(e)));
   }
 }
 

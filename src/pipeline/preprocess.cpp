@@ -60,9 +60,8 @@ at::Tensor decode(const at::Tensor& bytes, const PreprocessOp& op, const InputSp
                         return static_cast<std::uint8_t*>(pixels.data_ptr());
                       });
   } catch (const image::DecodeError& e) {
-    const std::string what = spec.kind == InputSpec::Kind::image
-                                 ? fmt::format("image '{}'", printable(spec.file))
-                                 : std::string("input.image_base64");
+    const std::string what = spec.kind == InputSpec::Kind::image ? fmt::format("image '{}'", printable(spec.file))
+                                                                 : std::string("input.image_base64");
     throw bad_input(fmt::format("{}: {}: {}", request_where(trace_path, request), what, e.what));
   }
   return pixels.permute({0, 3, 1, 2});
@@ -226,9 +225,10 @@ Inputs Preprocessor::run(Inputs x, const TraceRequest& request, RequestRecord& r
           "{}: a text input needs 'tokenize' as the profile's first op (e.g. --profile text-classification)",
           request_where(trace_path_, request)));
     if (is_image(spec) && steps_.empty())
-      throw runtime_failure(fmt::format("{}: an image input needs 'decode' as the profile's first op (e.g. --profile "
-                                        "image-classification-jpeg)",
-                                        request_where(trace_path_, request)));
+      throw runtime_failure(
+          fmt::format("{}: an image input needs 'decode' as the profile's first op (e.g. --profile "
+                      "image-classification-jpeg)",
+                      request_where(trace_path_, request)));
   }
   return x;
 }

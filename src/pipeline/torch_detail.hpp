@@ -38,8 +38,9 @@ struct Inputs {
 // An image input becomes its encoded bytes and a text input its UTF-8 bytes
 // (a 1-D uint8 tensor): reading or receiving them is the `input` stage; the
 // profile's `decode` or `tokenize` op turns them into tensors.
-at::Tensor make_input(const TraceRequest& request, const InputSpec& spec, const std::vector<std::int64_t>& default_shape,
-                      DType default_dtype, const std::string& trace_path);
+at::Tensor make_input(const TraceRequest& request, const InputSpec& spec,
+                      const std::vector<std::int64_t>& default_shape, DType default_dtype,
+                      const std::string& trace_path);
 // Every input of the request (its `input`, or each of its `inputs`).
 at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape, DType default_dtype,
                       const std::string& trace_path);  // of request.input
@@ -66,11 +67,11 @@ class Preprocessor {
  private:
   struct Step {
     PreprocessOp op;
-    std::uint32_t name;                     // interned span name
-    at::Tensor mean, std;                   // normalize, shaped [1, C, 1, 1]
-    std::vector<std::int64_t> permutation;  // layout
+    std::uint32_t name;                                // interned span name
+    at::Tensor mean, std;                              // normalize, shaped [1, C, 1, 1]
+    std::vector<std::int64_t> permutation;             // layout
     std::shared_ptr<const text::Tokenizer> tokenizer;  // tokenize
-    std::int64_t pad_id = 0;                // tokenize
+    std::int64_t pad_id = 0;                           // tokenize
   };
   void tokenize(const Step& step, Inputs& x, const TraceRequest& request, RequestRecord& record,
                 std::int32_t span) const;

@@ -172,8 +172,7 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
     }
     op.pad_id = get_int(ctx, *t, "pad_id", where, -1, 0, std::numeric_limits<std::int32_t>::max());
     op.mask_input = get_string(ctx, *t, "mask_input", where, "mask");
-    if (index != 0)
-      ctx.fail(&node, "'tokenize' must be the first preprocessing op (it turns the text into ids)");
+    if (index != 0) ctx.fail(&node, "'tokenize' must be the first preprocessing op (it turns the text into ids)");
   } else if (op.op == "layout") {
     reject_unknown_keys(ctx, *t, where, {"op", "from", "to"});
     op.from = get_string(ctx, *t, "from", where, "");
@@ -255,8 +254,8 @@ std::vector<fs::path> search_dirs() {
 }  // namespace
 
 const std::vector<std::string_view>& preprocess_op_names() {
-  static const std::vector<std::string_view> names = {"decode", "to_tensor",   "to_float", "to_half", "scale",
-                                                      "normalize", "resize", "center_crop", "layout", "tokenize"};
+  static const std::vector<std::string_view> names = {"decode",    "to_tensor", "to_float",    "to_half", "scale",
+                                                      "normalize", "resize",    "center_crop", "layout",  "tokenize"};
   return names;
 }
 

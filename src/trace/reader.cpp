@@ -551,9 +551,13 @@ class LineParser {
   void check_input(InputSpec& in, const Sources& seen, std::string_view label) {
     if (!in.shape.empty() && !checked_element_count(in.shape))
       return fail(fmt::format("'{}.shape' {} has more elements than fit in 64 bits", label, format_shape(in.shape)));
-    const std::pair<bool, std::string_view> parts[] = {
-        {seen.seed, "seed"},   {seen.file, "file"},         {seen.data, "data"},         {seen.image, "image"},
-        {seen.image_base64, "image_base64"}, {seen.text, "text"}, {seen.text_file, "text_file"}};
+    const std::pair<bool, std::string_view> parts[] = {{seen.seed, "seed"},
+                                                       {seen.file, "file"},
+                                                       {seen.data, "data"},
+                                                       {seen.image, "image"},
+                                                       {seen.image_base64, "image_base64"},
+                                                       {seen.text, "text"},
+                                                       {seen.text_file, "text_file"}};
     int kinds = 0;
     for (const auto& part : parts)
       kinds += int{part.first};
@@ -588,15 +592,13 @@ class LineParser {
                                 format_shape(in.shape), needed));
       }
     }
-    const bool has_path = in.kind == InputSpec::Kind::file || in.kind == InputSpec::Kind::image ||
-                          in.kind == InputSpec::Kind::text_file;
+    const bool has_path =
+        in.kind == InputSpec::Kind::file || in.kind == InputSpec::Kind::image || in.kind == InputSpec::Kind::text_file;
     if (has_path && !folder_.empty()) {
       const std::filesystem::path file(in.file);
       if (file.is_relative()) in.file = (folder_ / file).string();
     }
   }
-
-
 
   // Checks that need the whole line: which kind of record it is and whether
   // the input spec is complete.

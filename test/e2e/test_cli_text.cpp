@@ -21,8 +21,8 @@ struct TextFixture {
     auto m = run_cli({"gen-model", "--arch", "text", "-o", model});
     if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
     if (train_spm_model(dir, "text-classification").empty()) return;
-    profile = dir.write("text-classification.toml",
-                        slurp(fs::path(INFERPROF_PROFILES_DIR) / "text-classification.toml"));
+    profile =
+        dir.write("text-classification.toml", slurp(fs::path(INFERPROF_PROFILES_DIR) / "text-classification.toml"));
   }
 };
 TextFixture& fixture() {
@@ -45,8 +45,8 @@ double tier_hits(simdjson::dom::element summary, std::string_view tier) {
 }
 
 CliResult run_text(const std::string& trace, const std::string& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"run",    fixture().model, "--trace",        trace, "--profile", fixture().profile,
-                                   "--warmup", "0",           "--no-progress", "--out", out};
+  std::vector<std::string> args = {"run", fixture().model, "--trace", trace, "--profile", fixture().profile, "--warmup",
+                                   "0",   "--no-progress", "--out",   out};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_cli(args);
 }
@@ -123,8 +123,8 @@ TEST_SUITE("e2e text") {
     auto& f = fixture();
     TempDir dir;
     const std::string none = dir.write("none.toml", "name = \"none\"\n");
-    const std::string junk_profile = dir.write(
-        "junk.toml", "name = \"junk\"\n[[preprocess]]\nop = \"tokenize\"\nmodel = \"junk.model\"\n");
+    const std::string junk_profile =
+        dir.write("junk.toml", "name = \"junk\"\n[[preprocess]]\nop = \"tokenize\"\nmodel = \"junk.model\"\n");
     dir.write("junk.model", "this is not a tokenizer\n");
     const std::string ok_line = R"({"input": {"text": "hello"}})";
     const std::string text_trace = dir.write("text.jsonl", ok_line + "\n");
@@ -132,15 +132,19 @@ TEST_SUITE("e2e text") {
         "unknown.jsonl",
         R"({"inputs": {"ids": {"seed": 1, "shape": [1, 4], "dtype": "int64", "range": [0, 9]}, "segments": {"seed": 2, "shape": [1, 4], "dtype": "int64"}}})"
         "\n");
-    const std::string missing = dir.write(
-        "missing.jsonl",
-        "\n" R"({"inputs": {"ids": {"seed": 1, "shape": [1, 4], "dtype": "int64", "range": [0, 9]}}})" "\n");
+    const std::string missing =
+        dir.write("missing.jsonl",
+                  "\n"
+                  R"({"inputs": {"ids": {"seed": 1, "shape": [1, 4], "dtype": "int64", "range": [0, 9]}}})"
+                  "\n");
     const std::string too_many = dir.write(
-        "many.jsonl", R"({"inputs": [{"seed": 1, "shape": [1, 4], "dtype": "int64", "range": [0, 9]}, {"seed": 2, "shape": [1, 4], "dtype": "int64"}, {"seed": 3, "shape": [1, 4]}]})"
-                      "\n");
+        "many.jsonl",
+        R"({"inputs": [{"seed": 1, "shape": [1, 4], "dtype": "int64", "range": [0, 9]}, {"seed": 2, "shape": [1, 4], "dtype": "int64"}, {"seed": 3, "shape": [1, 4]}]})"
+        "\n");
     const std::string bad_dtype = dir.write(
-        "dtype.jsonl", R"({"inputs": [{"seed": 1, "shape": [1, 4], "dtype": "float32"}, {"seed": 2, "shape": [1, 4], "dtype": "int64"}]})"
-                       "\n");
+        "dtype.jsonl",
+        R"({"inputs": [{"seed": 1, "shape": [1, 4], "dtype": "float32"}, {"seed": 2, "shape": [1, 4], "dtype": "int64"}]})"
+        "\n");
     struct Case {
       std::string trace, profile;
       int code;
@@ -152,17 +156,17 @@ TEST_SUITE("e2e text") {
         {unknown, none, 2,
          fmt::format("{}:1: input 'segments': the model has no such argument (the model's forward takes ids, mask)",
                      unknown)},
-        {missing, none, 2,
-         fmt::format("{}:2: input 'mask' is missing (the model's forward takes ids, mask)", missing)},
+        {missing, none, 2, fmt::format("{}:2: input 'mask' is missing (the model's forward takes ids, mask)", missing)},
         {too_many, none, 2,
          fmt::format("{}:1: 3 inputs given, the model takes 2 (the model's forward takes ids, mask)", too_many)},
-        {bad_dtype, none, 3, fmt::format("{}:1: the model rejected its inputs [1, 4] float32, [1, 4] int64", bad_dtype)},
+        {bad_dtype, none, 3,
+         fmt::format("{}:1: the model rejected its inputs [1, 4] float32, [1, 4] int64", bad_dtype)},
         {text_trace, none, 3, "a text input needs 'tokenize' as the profile's first op"},
     };
     for (const Case& c : cases) {
       const std::string out = dir.file("out-" + fs::path(c.trace).stem().string());
-      auto r = run_cli({"run", f.model, "--trace", c.trace, "--profile", c.profile, "--warmup", "0", "--no-progress",
-                        "--out", out});
+      auto r = run_cli(
+          {"run", f.model, "--trace", c.trace, "--profile", c.profile, "--warmup", "0", "--no-progress", "--out", out});
       CHECK_MESSAGE(r.code == c.code, c.message << "\n" << r.err);
       CHECK_MESSAGE(r.err.find(c.message) != std::string::npos, r.err);
       CHECK_MESSAGE(count_lines(r.err) == 1, r.err);

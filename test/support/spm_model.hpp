@@ -4,9 +4,9 @@
 // binary model is checked in. Both return "" / nothing when the tool is missing.
 #include <cstdint>
 #include <cstdlib>
-#include <stdexcept>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,9 +20,9 @@ inline bool have_tool(const std::string& name) {
 
 // Sentences over a small vocabulary, the same every time.
 inline std::string spm_corpus(int lines = 400) {
-  static const char* words[] = {"the",   "model",   "serves", "a",      "request", "cache",  "hit",   "miss",
-                                "text",  "token",   "image",  "latency", "fast",   "slow",   "input", "output",
-                                "queue", "profile", "trace",  "replay", "tensor", "layer",  "batch", "user"};
+  static const char* words[] = {"the",   "model",   "serves", "a",       "request", "cache", "hit",   "miss",
+                                "text",  "token",   "image",  "latency", "fast",    "slow",  "input", "output",
+                                "queue", "profile", "trace",  "replay",  "tensor",  "layer", "batch", "user"};
   std::string out;
   std::uint64_t x = 12345;
   for (int i = 0; i < lines; ++i) {

@@ -12,10 +12,10 @@
 #undef CHECK_GT
 #undef CHECK_GE
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <xxhash.h>
 
 #include <cstring>
-#include <fmt/format.h>
 
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
@@ -39,9 +39,9 @@ Model& spm() {
 }
 
 Profile text_profile(const std::string& model, std::int64_t max_length, const std::string& extra = "") {
-  return parse_profile(fmt::format("[[preprocess]]\nop = \"tokenize\"\nmodel = \"{}\"\nmax_length = {}\n{}", model,
-                                   max_length, extra),
-                       "/p/t.toml");
+  return parse_profile(
+      fmt::format("[[preprocess]]\nop = \"tokenize\"\nmodel = \"{}\"\nmax_length = {}\n{}", model, max_length, extra),
+      "/p/t.toml");
 }
 
 TraceRequest text_request(std::string text) {
@@ -278,8 +278,9 @@ TEST_SUITE("text") {
     CHECK(trace_error(R"({"input": {"text_file": ""}})") == "field 'input.text_file' must be a path to a text file");
     CHECK(trace_error(R"({"input": {"text": "a", "dtype": "int64"}})") ==
           "'input.shape' and 'input.dtype' do not apply to text (the profile's tokenize op makes int64 ids)");
-    CHECK(trace_error(R"({"input": {"text": "a", "seed": 1}})") ==
-          "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed and text)");
+    CHECK(
+        trace_error(R"({"input": {"text": "a", "seed": 1}})") ==
+        "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed and text)");
     CHECK(trace_error(R"({"input": {"seed": 1, "range": [5, 5]}})") ==
           "field 'input.range' must be [low, high] with integers low < high");
     CHECK(trace_error(R"({"input": {"seed": 1, "range": [0, 1.5]}})") ==
@@ -290,7 +291,8 @@ TEST_SUITE("text") {
     CHECK(trace_error(R"({"inputs": [{"seed": 1}, 3]})") == "field 'inputs[1]' must be an object");
     CHECK(trace_error(R"({"inputs": [{"seed": 1}, {}]})") ==
           "'inputs[1]' needs exactly one of seed, file, data, image, image_base64, text or text_file (found none)");
-    CHECK(trace_error(R"({"inputs": {"ids": {"seed": "x"}}})") == "field 'inputs.ids.seed' must be a non-negative integer");
+    CHECK(trace_error(R"({"inputs": {"ids": {"seed": "x"}}})") ==
+          "field 'inputs.ids.seed' must be a non-negative integer");
     CHECK(trace_error(R"({"inputs": {"a": {"seed": 1}, "a": {"seed": 2}}})") == "'inputs' names 'a' twice");
     CHECK(trace_error(R"({"input": {"seed": 1}, "inputs": [{"seed": 1}]})") ==
           "a request gives 'input' or 'inputs', not both");
@@ -334,15 +336,15 @@ TEST_SUITE("tensor sets") {
     CHECK(set->kind == TensorSet::Kind::single);
     CHECK_FALSE(decode_tensor(encode_tensors(TensorSet::Kind::tuple, parts)));  // old readers see a foreign value
     CHECK_THROWS_AS(encode_tensors(TensorSet::Kind::single, parts), Error);
-    CHECK_THROWS_AS(encode_tensors(TensorSet::Kind::dict, {{std::string(kMaxTensorNameBytes + 1, 'n'), DType::int64,
-                                                            {3}, b.data(), 24}}),
+    CHECK_THROWS_AS(encode_tensors(TensorSet::Kind::dict,
+                                   {{std::string(kMaxTensorNameBytes + 1, 'n'), DType::int64, {3}, b.data(), 24}}),
                     Error);
   }
 
   TEST_CASE("corrupt tensor sets are refused, never misread: truncation, bit flips, forged headers") {
     const auto a = floats(4);
-    const std::string blob = encode_tensors(TensorSet::Kind::dict, {{"x", DType::float32, {4}, a.data(), 16},
-                                                                    {"y", DType::float32, {2, 2}, a.data(), 16}});
+    const std::string blob = encode_tensors(
+        TensorSet::Kind::dict, {{"x", DType::float32, {4}, a.data(), 16}, {"y", DType::float32, {2, 2}, a.data(), 16}});
     for (std::size_t n = 0; n < blob.size(); ++n)
       CHECK_FALSE(decode_tensors(std::string_view(blob).substr(0, n)));
     for (std::size_t i = 0; i < blob.size(); ++i) {
