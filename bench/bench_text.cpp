@@ -5,6 +5,7 @@
 // A tiny model is trained here with spm_train, as the tests do.
 //
 //   build/bench_text [LINES] [RUNS]     (defaults 20000 lines, 5 runs; prints the best run)
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <algorithm>
