@@ -105,7 +105,8 @@ Runner add_simulate_command(CLI::App& app) {
                   "A configuration to simulate, e.g. l1 or l1,l2 (repeatable; default: all --tier tiers together)");
   cmd->add_option("--costs", a->costs,
                   "A run's summary.json (or its folder): measured stage costs for predicted mean/p99 latency and "
-                  "speedup; its requests.csv is read when next to it");
+                  "speedup; its requests.csv and trace.json (each tier's lookup and insert costs) are read when next "
+                  "to it");
   cmd->add_option("--warmup-requests", a->warmup, "The first N requests only fill the caches (not counted)")
       ->check(whole_at_least(0))
       ->capture_default_str();
@@ -166,7 +167,7 @@ Runner add_convert_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "convert", "Convert a trace (JSON lines or CSV) to the compact binary .iptrace form that simulate reads fastest");
   cmd->add_option("trace", *in, "The trace to convert")->required();
-  cmd->add_option("--to", *out, "Output file, e.g. requests.iptrace")->required();
+  cmd->add_option("-o,--output", *out, "Output file, e.g. requests.iptrace")->required();
   cmd->add_option("--csv-columns", *cols, "CSV column names, e.g. ts=time,key=obj_id,size=bytes");
   return [in, out, cols] {
     CsvColumns csv = cols->empty() ? CsvColumns{} : parse_csv_columns(*cols);

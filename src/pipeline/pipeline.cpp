@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/gpu.hpp"
 #include "pipeline/torch_detail.hpp"
@@ -542,71 +543,65 @@ void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, 
     if (served) *served = encode_output(out);
     return;
   }
-  const TierNames& names = tier_names();
-  const bool results = caches->l1 || caches->l2;
-  CacheKey rkey, pkey;
-  detail::Inputs x;
-  {
-    ScopedSpan cache(record, Stage::cache);
-    if (results) rkey = result_key(model->info.version, request.key);
-    if (caches->l1) {
-      ScopedSpan span(record, names.l1, cache.index());
-      if (Blob hit = caches->l1->get(rkey, now_ns())) {
-        record.cache_outcome = "l1_hit";
-        if (served) *served = std::move(hit);
-        return;
-      }
+  struct Steps {
+    Impl& m;
+    LoadedModel& model;
+    const TraceRequest& request;
+    RequestRecord& record;
+    const CacheSet& caches;
+    Blob* served;
+    gpu::Tracer* tracer;
+    const TierNames& names = tier_names();
+    std::int32_t cache_span = -1;  // the open `cache` phase's span
+    std::optional<CacheKey> rkey{}, pkey{};
+
+    CacheTier* tier(CacheLevel l) const {
+      return l == CacheLevel::l1 ? caches.l1 : l == CacheLevel::l2 ? caches.l2 : caches.l3;
     }
-    if (caches->l2) {
-      Blob hit;
-      {
-        ScopedSpan span(record, names.l2, cache.index());
-        hit = caches->l2->get(rkey, now_ns());
-      }
-      if (hit) {
-        if (caches->l1) {
-          ScopedSpan span(record, names.l1, cache.index());
-          caches->l1->put(rkey, hit, now_ns());
-        }
-        record.cache_outcome = "l2_hit";
-        if (served) *served = std::move(hit);
-        return;
-      }
+    bool has(CacheLevel l) const { return tier(l) != nullptr; }
+    struct Phase {
+      ScopedSpan span;
+      std::int32_t& open;
+      Phase(RequestRecord& r, std::int32_t& o) : span(r, Stage::cache), open(o) { open = span.index(); }
+      ~Phase() { open = -1; }
+    };
+    Phase phase() { return Phase(record, cache_span); }
+    ScopedSpan at(CacheLevel l) {
+      const std::uint32_t name = l == CacheLevel::l1 ? names.l1 : l == CacheLevel::l2 ? names.l2 : names.l3;
+      return ScopedSpan(record, name, cache_span);
     }
-    if (caches->l3) {
-      ScopedSpan span(record, names.l3, cache.index());
+    const CacheKey& result_key_() {
+      if (!rkey) rkey = result_key(model.info.version, request.key);
+      return *rkey;
+    }
+    Blob get_result(CacheLevel l) { return tier(l)->get(result_key_(), now_ns()); }
+    void put_result(CacheLevel l, const Blob& b) { tier(l)->put(result_key_(), b, now_ns()); }
+    // The preprocessed inputs (one blob holding all); empty: not cached (an L3
+    // miss, or a blob that does not decode).
+    std::optional<detail::Inputs> get_input() {
       pkey = preprocessed_key(m.fingerprint, request.key);
-      if (Blob hit = caches->l3->get(pkey, now_ns())) x = inputs_of(hit);
+      Blob hit = caches.l3->get(*pkey, now_ns());
+      detail::Inputs x = hit ? inputs_of(hit) : detail::Inputs();
+      return x.empty() ? std::nullopt : std::optional<detail::Inputs>(std::move(x));
     }
-  }
-  const bool l3_hit = !x.empty();
-  record.cache_outcome = l3_hit ? "l3_hit" : "miss";
-  if (!l3_hit) {
-    x = m.prepare(request, record);
-    if (caches->l3) {
-      ScopedSpan cache(record, Stage::cache);
-      ScopedSpan span(record, names.l3, cache.index());
-      if (Blob blob = encode_inputs(x)) caches->l3->put(pkey, std::move(blob), now_ns());
+    std::optional<detail::Inputs> prepare() { return m.prepare(request, record); }
+    void put_input(const std::optional<detail::Inputs>& x) {
+      if (Blob blob = encode_inputs(*x)) caches.l3->put(*pkey, std::move(blob), now_ns());
     }
-  }
-  c10::IValue out = m.forward(*model, request, x, record, m.options.record_ops, t);
-  // Outputs other than a tensor or a tuple, list or dict of them are served uncached.
-  if (!out.isTensor() && !out.isTuple() && !out.isList() && !out.isGenericDict()) return;
-  if (results || served) {
-    ScopedSpan cache(record, Stage::cache);
-    Blob blob;
-    {
-      // Serialising the output is the price of caching it: charged to the first tier that stores it.
-      ScopedSpan span(record, caches->l1 ? names.l1 : names.l2, cache.index());
-      blob = encode_output(out);
-      if (blob && caches->l1) caches->l1->put(rkey, blob, now_ns());
+    c10::IValue compute(const std::optional<detail::Inputs>& x) {
+      return m.forward(model, request, *x, record, m.options.record_ops, tracer);
     }
-    if (blob && caches->l2) {
-      ScopedSpan span(record, names.l2, cache.index());
-      caches->l2->put(rkey, blob, now_ns());
+    // A tensor, or a tuple, list or dict of them; other outputs are served uncached.
+    bool cacheable(const c10::IValue& out) const {
+      return out.isTensor() || out.isTuple() || out.isList() || out.isGenericDict();
     }
-    if (served) *served = std::move(blob);
-  }
+    bool wants_result() const { return served != nullptr; }
+    Blob encode(const c10::IValue& out) const { return encode_output(out); }
+    void serve(Blob b) {
+      if (served) *served = std::move(b);
+    }
+  } steps{m, *model, request, record, *caches, served, t};
+  record.cache_outcome = std::string(outcome_name(walk_hierarchy(steps)));
 }
 
 double Pipeline::verify(const TraceRequest& request, const Blob& served, const ModelHandle& use) {
