@@ -9,6 +9,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev libsimdjson-dev libtomlplusplus-dev
   libhiredis-dev liblmdb-dev libxxhash-dev libcurl4-openssl-dev libssl-dev libzstd-dev
   libjpeg62-turbo-dev libpng-dev
+  libsentencepiece-dev sentencepiece
   clang-format
   doctest-dev libbenchmark-dev
   redis-server

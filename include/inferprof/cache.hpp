@@ -111,6 +111,35 @@ std::string encode_tensor(DType dtype, const std::vector<std::int64_t>& shape, c
 // "checksum mismatch ...".
 std::optional<TensorView> decode_tensor(std::string_view blob, std::string* why = nullptr);
 
+// Several tensors (a model's tuple, list or dict output; a request's several
+// preprocessed inputs) in one value:
+//   "IPTS" | version u8 (1) | kind u8 | reserved u16 (0) | count u32 (<= 1024) | reserved u32 (0) |
+//   count x (u64 name length (<= 4096) | name, zero-padded to 8 | u64 blob length | IPTB blob, zero-padded to 8) |
+//   u64 XXH3-64 of everything before it
+// Each tensor stays 8-aligned relative to the value. A single tensor is
+// stored as a plain IPTB blob, as before this format existed.
+inline constexpr std::size_t kMaxTensorSetSize = 1024;
+inline constexpr std::size_t kMaxTensorNameBytes = 4096;
+struct TensorSet {
+  enum class Kind : std::uint8_t { single, list, tuple, dict };
+  Kind kind = Kind::single;
+  std::vector<std::string> names;  // dict keys (or the forward's argument names); empty strings otherwise
+  std::vector<TensorView> tensors;
+};
+struct TensorPart {
+  std::string name;
+  DType dtype = DType::float32;
+  std::vector<std::int64_t> shape;
+  const void* data = nullptr;
+  std::size_t nbytes = 0;
+};
+// kind single needs exactly one part (and writes a plain IPTB blob). Throws
+// Error(runtime) as encode_tensor does, or for too many parts or too long a name.
+std::string encode_tensors(TensorSet::Kind kind, const std::vector<TensorPart>& parts);
+// Either format; nullopt (with `why` set) for anything decode_tensor would
+// refuse, in the set or in any of its tensors.
+std::optional<TensorSet> decode_tensors(std::string_view blob, std::string* why = nullptr);
+
 using Blob = std::shared_ptr<const std::string>;
 
 // ---- Backends ------------------------------------------------------------
@@ -179,7 +208,7 @@ class CacheTier {
 std::unique_ptr<CacheTier> make_memory_tier(const TierSpec& spec);
 // Over a backend: BackendError is counted (errors, degraded) and is a miss or
 // a skipped insert; a value that fails decode_tensor is counted (corrupt and
-// errors) and is a miss -- so values stored here must be encode_tensor blobs.
+// errors) and is a miss -- so values stored here must be encode_tensor(s) blobs.
 // puts pass spec.ttl_s to the backend; clear() also resets the counters.
 std::unique_ptr<CacheTier> make_backend_tier(const TierSpec& spec, std::unique_ptr<BlobBackend> backend);
 

@@ -140,7 +140,7 @@ std::string libtorch_version();
 std::string file_version(const std::string& path);
 
 struct GenModelOptions {
-  std::string arch = "mlp";  // mlp | cnn | resnet18
+  std::string arch = "mlp";  // mlp | cnn | resnet18 | text
   std::uint64_t seed = 0;
   std::string out_path;
 };

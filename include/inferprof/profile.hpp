@@ -15,15 +15,20 @@ namespace inferprof {
 
 // One preprocessing op with its parameters (only those its kind uses are set).
 struct PreprocessOp {
-  std::string op;                 // decode, to_tensor, to_float, to_half, scale, normalize, resize, center_crop, layout
-  double factor = 1.0;            // scale
-  std::vector<double> mean, std;  // normalize (per channel, dim 1)
-  std::vector<std::int64_t> size;  // resize: [height, width] or [shorter side]; center_crop: [height, width]
-  std::string mode = "bilinear";   // resize: bilinear | bicubic | nearest
-  bool antialias = false;          // resize: low-pass filter when shrinking, as PIL and torchvision do
-  std::uint64_t max_pixels = 0;    // decode: refuse larger images (0: the built-in limit)
-  std::string from, to;            // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
-  std::size_t line = 0;            // where it is defined, for errors
+  std::string op;       // decode, to_tensor, to_float, to_half, scale, normalize, resize, center_crop, layout, tokenize
+  double factor = 1.0;  // scale
+  std::vector<double> mean, std;    // normalize (per channel, dim 1)
+  std::vector<std::int64_t> size;   // resize: [height, width] or [shorter side]; center_crop: [height, width]
+  std::string mode = "bilinear";    // resize: bilinear | bicubic | nearest
+  bool antialias = false;           // resize: low-pass filter when shrinking, as PIL and torchvision do
+  std::uint64_t max_pixels = 0;     // decode: refuse larger images (0: the built-in limit)
+  std::string from, to;             // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
+  std::string model;                // tokenize: the SentencePiece .model file (resolved against the profile's folder)
+  std::int64_t max_length = 128;    // tokenize: ids are truncated or padded to this many
+  bool mask = true;                 // tokenize: also give the attention mask (1 = token, 0 = padding)
+  std::int64_t pad_id = -1;         // tokenize: the padding id (-1: the model's own, else 0)
+  std::string mask_input = "mask";  // tokenize, in a named `inputs` map: the argument the mask feeds
+  std::size_t line = 0;             // where it is defined, for errors
 };
 
 // The names accepted for PreprocessOp::op, in the order error messages list them.

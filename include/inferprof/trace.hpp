@@ -1,6 +1,7 @@
 #pragma once
 // The request trace (requests.jsonl): its record types, a streaming reader and
 // the synthetic trace generator. See docs/trace-format.md for the schema.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,7 +21,8 @@ std::string format_shape(const std::vector<std::int64_t>& shape);
 
 struct InputSpec {
   // image: an encoded JPEG/PNG file (path in `file`); image_base64: its bytes inline.
-  enum class Kind : std::uint8_t { none, seed, file, data, image, image_base64 };
+  // text: UTF-8 text inline (`text`); text_file: a file of it (path in `file`).
+  enum class Kind : std::uint8_t { none, seed, file, data, image, image_base64, text, text_file };
   Kind kind = Kind::none;
   std::vector<std::int64_t> shape;  // empty: the profile's or the model's default
   std::optional<DType> dtype;       // unset: the profile's or the model's default
@@ -28,6 +30,10 @@ struct InputSpec {
   std::string file;                 // kind == file / image: path, resolved against the trace's folder
   std::string base64;               // kind == image_base64: the encoded image, base64 (RFC 4648, padded)
   std::vector<double> data;         // kind == data: inline numbers, row-major
+  std::string text;                 // kind == text: the text itself
+  // kind == seed: draw from [range[0], range[1]) (uniformly; integers for an integer dtype).
+  std::optional<std::array<std::int64_t, 2>> range;
+  std::string name;  // in a `inputs` map: the forward argument it feeds
 };
 
 struct TraceRequest {
@@ -37,7 +43,11 @@ struct TraceRequest {
   bool key_given = false;
   std::string model;       // optional "name@version" or "name"
   std::uint64_t line = 0;  // the trace line it came from (0: not from a trace), for errors
-  InputSpec input;
+  InputSpec input;         // the one input (kind none when `inputs` is given)
+  // "inputs": several, in the forward's order (a list) or by its argument
+  // names (a map: each spec's `name` set, inputs_named true).
+  std::vector<InputSpec> inputs;
+  bool inputs_named = false;
 };
 
 struct TraceEvent {
@@ -92,6 +102,8 @@ class TraceReader {
 
 // The key docs/trace-format.md assigns when a request has none: a hash of the input spec.
 std::string input_spec_key(const InputSpec& spec);
+// The same for a request with several inputs (their names, when named, take part).
+std::string input_specs_key(const std::vector<InputSpec>& specs, bool named);
 
 struct GenTraceOptions {
   std::uint64_t requests = 1000;

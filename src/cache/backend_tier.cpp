@@ -34,7 +34,7 @@ class BackendTier final : public CacheTier {
     }
     // Verified here, before any caller sees it: a value damaged in the store
     // or on the way is a miss, never a wrong result.
-    if (!decode_tensor(*value)) {
+    if (!decode_tensors(*value)) {
       corrupt_.fetch_add(1, std::memory_order_relaxed);
       errors_.fetch_add(1, std::memory_order_relaxed);
       miss();

@@ -19,7 +19,8 @@ namespace inferprof::cli {
 Runner add_gen_model_command(CLI::App& app) {
   auto opts = std::make_shared<GenModelOptions>();
   CLI::App* cmd = app.add_subcommand("gen-model", "Write a TorchScript model built in C++ (random weights)");
-  cmd->add_option("--arch", opts->arch, "mlp (tests), cnn (small image model) or resnet18 (ResNet-18's shape)")
+  cmd->add_option("--arch", opts->arch,
+                  "mlp (tests), cnn (small image model), resnet18 (ResNet-18's shape) or text (forward(ids, mask))")
       ->check(one_of(model_archs()))
       ->capture_default_str();
   cmd->add_option("--seed", opts->seed, "Weight seed: two seeds give two versions of one model")->capture_default_str();

@@ -146,7 +146,7 @@ ModelMetadata generate_model(const GenModelOptions& options) {
 }
 
 const std::vector<std::string>& model_archs() {
-  static const std::vector<std::string> archs = {"mlp", "cnn", "resnet18"};
+  static const std::vector<std::string> archs = {"mlp", "cnn", "resnet18", "text"};
   return archs;
 }
 

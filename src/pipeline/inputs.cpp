@@ -98,11 +98,12 @@ bool read_at(int fd, char* out, std::uint64_t size, std::uint64_t offset) {
   return true;
 }
 
-// An image file's bytes, as they would arrive over the network.
-at::Tensor read_image_file(const TraceRequest& request, const std::string& trace_path) {
-  const std::string& path = request.input.file;
+// An image or text file's bytes, as they would arrive over the network.
+at::Tensor read_payload_file(const TraceRequest& request, const InputSpec& spec, const std::string& trace_path) {
+  const std::string& path = spec.file;
   auto fail = [&](std::string_view why) {
-    throw bad_input(fmt::format("{}: image '{}': {}", request_where(trace_path, request), printable(path), why));
+    throw bad_input(fmt::format("{}: {} '{}': {}", request_where(trace_path, request),
+                                spec.kind == InputSpec::Kind::image ? "image" : "text file", printable(path), why));
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(fmt::format("cannot open ({})", std::strerror(errno)));
@@ -125,6 +126,16 @@ at::Tensor read_image_file(const TraceRequest& request, const std::string& trace
     done += static_cast<std::size_t>(got);
   }
   return bytes;
+}
+
+at::Tensor bytes_tensor(std::string_view bytes) {
+  at::Tensor t = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
+  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return t;
+}
+
+bool is_integral(DType d) {
+  return d != DType::float16 && d != DType::float32 && d != DType::float64 && d != DType::boolean;
 }
 
 }  // namespace
@@ -165,7 +176,30 @@ at::Tensor read_npy(const std::string& path) {
 
 at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_t>& default_shape, DType default_dtype,
                       const std::string& trace_path) {
-  const InputSpec& spec = request.input;
+  return make_input(request, request.input, default_shape, default_dtype, trace_path);
+}
+
+Inputs make_inputs(const TraceRequest& request, const std::vector<std::int64_t>& default_shape, DType default_dtype,
+                   const std::string& trace_path) {
+  Inputs x;
+  if (request.inputs.empty()) {
+    x.tensors.push_back(make_input(request, request.input, default_shape, default_dtype, trace_path));
+    x.specs.push_back(&request.input);
+    return x;
+  }
+  // The profile's and the model's defaults describe one input; several give
+  // their own shapes (or are images or text).
+  for (const InputSpec& spec : request.inputs) {
+    x.tensors.push_back(make_input(request, spec, {}, default_dtype, trace_path));
+    x.specs.push_back(&spec);
+    if (request.inputs_named) x.names.push_back(spec.name);
+  }
+  return x;
+}
+
+at::Tensor make_input(const TraceRequest& request, const InputSpec& spec,
+                      const std::vector<std::int64_t>& default_shape, DType default_dtype,
+                      const std::string& trace_path) {
   DType dtype = spec.dtype.value_or(default_dtype);
   auto options = at::TensorOptions().dtype(to_scalar_type(dtype));
   switch (spec.kind) {
@@ -173,10 +207,21 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
       const auto& shape = spec.shape.empty() ? default_shape : spec.shape;
       if (shape.empty())
         throw bad_input(
-            fmt::format("request {}: no input shape: give input.shape, [input] shape in the "
-                        "profile, or use a model made by gen-model",
-                        request.id));
+            request.inputs.empty()
+                ? fmt::format("request {}: no input shape: give input.shape, [input] shape in the "
+                              "profile, or use a model made by gen-model",
+                              request.id)
+                : fmt::format("{}: a seed among 'inputs' needs its own shape", request_where(trace_path, request)));
       auto gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed);
+      if (spec.range) {
+        const auto [low, high] = *spec.range;
+        if (is_integral(dtype)) return at::randint(low, high, shape, gen, options);
+        if (dtype == DType::boolean)
+          return at::randint(std::max<std::int64_t>(low, 0), std::min<std::int64_t>(high, 2), shape, gen,
+                             at::TensorOptions().dtype(at::kByte))
+              .to(at::kBool);
+        return at::empty(shape, options).uniform_(static_cast<double>(low), static_cast<double>(high), gen);
+      }
       switch (dtype) {
         case DType::float16:
         case DType::float32:
@@ -207,7 +252,10 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
       return spec.shape.empty() ? t : t.reshape(spec.shape);
     }
     case InputSpec::Kind::image:
-      return read_image_file(request, trace_path);
+    case InputSpec::Kind::text_file:
+      return read_payload_file(request, spec, trace_path);
+    case InputSpec::Kind::text:
+      return bytes_tensor(spec.text);
     case InputSpec::Kind::image_base64: {
       std::string bytes;
       try {
@@ -215,9 +263,7 @@ at::Tensor make_input(const TraceRequest& request, const std::vector<std::int64_
       } catch (const image::DecodeError& e) {
         throw bad_input(fmt::format("{}: input.image_base64: {}", request_where(trace_path, request), e.what));
       }
-      at::Tensor t = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
-      if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-      return t;
+      return bytes_tensor(bytes);
     }
     case InputSpec::Kind::none:
       break;

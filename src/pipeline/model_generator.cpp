@@ -45,9 +45,13 @@ class Builder {
     param(name + "_bias", torch::zeros({out}));
     return fmt::format("torch.linear({}, self.{}_weight, self.{}_bias)", x, name, name);
   }
+  std::string embedding(const std::string& name, std::int64_t vocab, std::int64_t dim, const std::string& ids) {
+    param(name + "_weight", torch::randn({vocab, dim}));
+    return fmt::format("torch.embedding(self.{}_weight, {})", name, ids);
+  }
   void line(const std::string& code) { body_ += "    " + code + "\n"; }
-  torch::jit::Module finish() {
-    module_.define("def forward(self, x):\n" + body_);
+  torch::jit::Module finish(const std::string& signature = "def forward(self, x):") {
+    module_.define(signature + "\n" + body_);
     module_.eval();
     return module_;
   }
@@ -116,6 +120,19 @@ torch::jit::Module build_resnet18(Builder& b) {
   return b.finish();
 }
 
+// A text classifier of two inputs, as a tokenizer feeds it: token ids and the
+// attention mask ([N, L] int64 each). Embedding, mean over the real tokens,
+// linear; returns (logits, pooled) so that tuple outputs are exercised too.
+constexpr std::int64_t kTextVocab = 32000;
+constexpr std::int64_t kTextLength = 128;
+torch::jit::Module build_text(Builder& b) {
+  b.line("e = " + b.embedding("embedding", kTextVocab, 64, "ids"));
+  b.line("m = mask.unsqueeze(-1).to(e.dtype)");
+  b.line("pooled = (e * m).sum(1) / torch.clamp_min(m.sum(1), 1.0)");
+  b.line("return " + b.linear("fc", 64, 2, "pooled") + ", pooled");
+  return b.finish("def forward(self, ids: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:");
+}
+
 }  // namespace
 
 ModelMetadata generate_model(const GenModelOptions& options) {
@@ -137,6 +154,10 @@ ModelMetadata generate_model(const GenModelOptions& options) {
   } else if (options.arch == "resnet18") {
     meta.input_shape = {1, 3, 224, 224};
     module = build_resnet18(builder);
+  } else if (options.arch == "text") {
+    meta.input_shape = {1, kTextLength};
+    meta.input_dtype = DType::int64;
+    module = build_text(builder);
   } else {
     throw bad_input(
         fmt::format("unknown architecture '{}' (expected one of: {})", options.arch, fmt::join(model_archs(), ", ")));

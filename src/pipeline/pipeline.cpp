@@ -76,20 +76,76 @@ const LoadNames& load_names() {
   return names;
 }
 
-Blob encode_output(const at::Tensor& tensor) {
+// One tensor as a cache value part; false for a dtype the format lacks.
+bool part_of(const at::Tensor& tensor, std::string name, std::vector<TensorPart>& parts,
+             std::vector<at::Tensor>& keep) {
   at::Tensor t = tensor.contiguous();
   auto dtype = detail::from_scalar_type(t.scalar_type());
-  if (!dtype) return nullptr;  // an exotic dtype is served uncached
-  return std::make_shared<const std::string>(encode_tensor(*dtype, t.sizes().vec(), t.data_ptr(), t.nbytes()));
+  if (!dtype) return false;
+  parts.push_back(TensorPart{std::move(name), *dtype, t.sizes().vec(), t.data_ptr(), t.nbytes()});
+  keep.push_back(std::move(t));
+  return true;
 }
 
-// Zero-copy: the tensor keeps the blob alive. Models do not write to their input.
-at::Tensor tensor_of(const Blob& blob) {
-  auto view = decode_tensor(*blob);
-  if (!view) return {};
-  void* data = const_cast<char*>(view->bytes.data());
-  return at::from_blob(
-      data, view->shape, [keep = blob](void*) {}, at::TensorOptions().dtype(detail::to_scalar_type(view->dtype)));
+// A model's output as a cache value: a tensor, or a tuple, list or
+// string-keyed dict of tensors. Null (served uncached) for anything else.
+Blob encode_output(const c10::IValue& out) {
+  std::vector<TensorPart> parts;
+  std::vector<at::Tensor> keep;
+  TensorSet::Kind kind = TensorSet::Kind::single;
+  if (out.isTensor()) {
+    if (!part_of(out.toTensor(), {}, parts, keep)) return nullptr;
+  } else if (out.isTuple() || out.isList()) {
+    kind = out.isTuple() ? TensorSet::Kind::tuple : TensorSet::Kind::list;
+    const std::vector<c10::IValue> items = out.isTuple() ? out.toTupleRef().elements().vec() : out.toListRef().vec();
+    for (const c10::IValue& item : items)
+      if (!item.isTensor() || !part_of(item.toTensor(), {}, parts, keep)) return nullptr;
+  } else if (out.isGenericDict()) {
+    kind = TensorSet::Kind::dict;
+    for (const auto& entry : out.toGenericDict())
+      if (!entry.key().isString() || !entry.value().isTensor() ||
+          !part_of(entry.value().toTensor(), entry.key().toStringRef(), parts, keep))
+        return nullptr;
+  } else {
+    return nullptr;
+  }
+  if (parts.size() > kMaxTensorSetSize) return nullptr;
+  return std::make_shared<const std::string>(encode_tensors(kind, parts));
+}
+
+// Preprocessed inputs as one L3 value: one tensor as before, several as a
+// list (positional) or a dict (by argument name).
+Blob encode_inputs(const detail::Inputs& x) {
+  std::vector<TensorPart> parts;
+  std::vector<at::Tensor> keep;
+  for (std::size_t i = 0; i < x.tensors.size(); ++i)
+    if (!part_of(x.tensors[i], x.names.empty() ? std::string() : x.names[i], parts, keep)) return nullptr;
+  const TensorSet::Kind kind = !x.names.empty()    ? TensorSet::Kind::dict
+                               : parts.size() == 1 ? TensorSet::Kind::single
+                                                   : TensorSet::Kind::list;
+  return std::make_shared<const std::string>(encode_tensors(kind, parts));
+}
+
+// Zero-copy: the tensors keep the blob alive. Models do not write to their input.
+std::optional<TensorSet> tensors_of(const Blob& blob, std::vector<at::Tensor>& out) {
+  auto set = decode_tensors(*blob);
+  out.clear();
+  if (!set) return std::nullopt;
+  for (const TensorView& view : set->tensors) {
+    void* data = const_cast<char*>(view.bytes.data());
+    out.push_back(at::from_blob(
+        data, view.shape, [keep = blob](void*) {}, at::TensorOptions().dtype(detail::to_scalar_type(view.dtype))));
+  }
+  return set;
+}
+
+detail::Inputs inputs_of(const Blob& blob) {
+  detail::Inputs x;
+  auto set = tensors_of(blob, x.tensors);
+  if (!set) return {};
+  if (set->kind == TensorSet::Kind::dict) x.names = set->names;
+  x.specs.assign(x.tensors.size(), nullptr);
+  return x;
 }
 
 struct TierNames {
@@ -106,6 +162,7 @@ const TierNames& tier_names() {
 struct LoadedModel {
   torch::jit::Module module;
   ModelInfo info;
+  const c10::FunctionSchema* forward = nullptr;  // its arguments, self first
 };
 const ModelInfo& model_info(const LoadedModel& model) {
   return model.info;
@@ -162,6 +219,7 @@ ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestR
   }
   info.load_ms = static_cast<double>(now_ns() - t0 + m.fetch_ns + m.verify_ns) / 1e6;
   info.meta = parse_metadata(extra[kMetadataFile]);
+  if (auto method = model->module.find_method("forward")) model->forward = &method->function().getSchema();
   for (const auto& p : model->module.parameters())
     info.parameters += p.numel();
   return model;
@@ -182,25 +240,25 @@ struct Pipeline::Impl {
   std::unique_ptr<gpu::Tracer> tracer;
   GpuInfo gpu_info;
 
-  at::Tensor prepare(const TraceRequest& request, RequestRecord& record);
+  detail::Inputs prepare(const TraceRequest& request, RequestRecord& record);
   // On cuda: h2d, compute and d2h, each synchronised so its host span holds
   // its own work; `tracer` null for work outside a request (verify).
-  at::Tensor forward(LoadedModel& model, const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
-                     bool record_ops, gpu::Tracer* tracer);
-  at::Tensor run_module(LoadedModel& model, const TraceRequest& request, const at::Tensor& x, RequestRecord& record,
-                        bool record_ops, std::int32_t compute_span);
+  c10::IValue forward(LoadedModel& model, const TraceRequest& request, const detail::Inputs& x, RequestRecord& record,
+                      bool record_ops, gpu::Tracer* tracer);
+  c10::IValue run_module(LoadedModel& model, const TraceRequest& request, const detail::Inputs& x,
+                         RequestRecord& record, bool record_ops, std::int32_t compute_span);
   void set_up_cuda();
   ModelHandle pick(const ModelHandle& model) const { return model ? model : std::atomic_load(&active); }
 
-  Impl(const std::vector<PreprocessOp>& ops, PipelineOptions opts)
-      : preprocess(ops, opts.trace_path), options(std::move(opts)) {}
+  Impl(const Profile& profile, PipelineOptions opts)
+      : preprocess(profile.preprocess, opts.trace_path, profile.source), options(std::move(opts)) {}
 };
 
 Pipeline::Pipeline(const std::string& model_path, const Profile& profile, const PipelineOptions& options)
     : Pipeline(read_model_file(model_path), profile, options) {}
 
 Pipeline::Pipeline(const ModelBytes& first, const Profile& profile, const PipelineOptions& options)
-    : impl_(std::make_unique<Impl>(profile.preprocess, options)) {
+    : impl_(std::make_unique<Impl>(profile, options)) {
   if (options.device != "cpu" && !gpu::kSupported)
     throw bad_input(fmt::format("device '{}': this build has no CUDA support; {}", options.device, gpu::kRebuildHint));
   if (options.device != "cpu") impl_->set_up_cuda();
@@ -285,12 +343,12 @@ DType Pipeline::default_dtype() const {
   return impl_->default_dtype;
 }
 
-at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& record) {
-  at::Tensor x;
+detail::Inputs Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& record) {
+  detail::Inputs x;
   {
     ScopedSpan span(record, Stage::input);
     try {
-      x = detail::make_input(request, default_shape, default_dtype, options.trace_path);
+      x = detail::make_inputs(request, default_shape, default_dtype, options.trace_path);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
@@ -301,51 +359,143 @@ at::Tensor Pipeline::Impl::prepare(const TraceRequest& request, RequestRecord& r
   return preprocess.run(std::move(x), request, record, span.index());
 }
 
-at::Tensor Pipeline::Impl::run_module(LoadedModel& model, const TraceRequest& request, const at::Tensor& x,
-                                      RequestRecord& record, bool record_ops, std::int32_t compute_span) {
+namespace {
+
+std::string describe(const at::Tensor& t) {
+  auto dtype = detail::from_scalar_type(t.scalar_type());
+  return fmt::format("{} {}", format_shape(t.sizes().vec()), dtype ? dtype_name(*dtype) : "tensor");
+}
+
+// The forward's arguments (self excluded), for messages: "ids, mask".
+std::string argument_list(const c10::FunctionSchema& schema) {
+  std::string out;
+  for (std::size_t i = 1; i < schema.arguments().size(); ++i)
+    out += (i > 1 ? ", " : "") + schema.arguments()[i].name();
+  return out;
+}
+
+// The forward's positional arguments: the inputs in order, or placed by
+// name. Names the model lacks, a missing argument or too many inputs are the
+// trace's fault: Error(bad_input) naming its line.
+std::vector<c10::IValue> arguments(const LoadedModel& model, const TraceRequest& request, const detail::Inputs& x,
+                                   const std::string& trace_path) {
+  std::vector<c10::IValue> args;
+  const c10::FunctionSchema* schema = model.forward;
+  if (!schema) {
+    args.assign(x.tensors.begin(), x.tensors.end());
+    return args;
+  }
+  const auto& params = schema->arguments();
+  const std::size_t count = params.empty() ? 0 : params.size() - 1;  // without self
+  const auto fail = [&](const std::string& what) {
+    throw bad_input(fmt::format("{}: {} (the model's forward takes {})", detail::request_where(trace_path, request),
+                                what, count == 0 ? std::string("no inputs") : argument_list(*schema)));
+  };
+  if (x.names.empty()) {
+    if (x.tensors.size() > count && !schema->is_vararg())
+      fail(fmt::format("{} inputs given, the model takes {}", x.tensors.size(), count));
+    for (std::size_t i = x.tensors.size(); i < count; ++i)
+      if (!params[i + 1].default_value())
+        fail(fmt::format("{} input{} given; '{}' is missing", x.tensors.size(), x.tensors.size() == 1 ? "" : "s",
+                         params[i + 1].name()));
+    args.assign(x.tensors.begin(), x.tensors.end());
+    return args;
+  }
+  std::vector<int> at(count, -1);
+  for (std::size_t i = 0; i < x.names.size(); ++i) {
+    std::size_t p = 0;
+    while (p < count && params[p + 1].name() != x.names[i])
+      ++p;
+    if (p == count) fail(fmt::format("input '{}': the model has no such argument", x.names[i]));
+    at[p] = static_cast<int>(i);
+  }
+  std::size_t last = 0;  // one past the last argument given
+  for (std::size_t p = 0; p < count; ++p)
+    if (at[p] >= 0) last = p + 1;
+  for (std::size_t p = 0; p < count; ++p) {
+    if (at[p] >= 0) {
+      if (p < last) args.emplace_back(x.tensors[static_cast<std::size_t>(at[p])]);
+    } else if (!params[p + 1].default_value()) {
+      fail(fmt::format("input '{}' is missing", params[p + 1].name()));
+    } else if (p < last) {
+      args.push_back(*params[p + 1].default_value());
+    }
+  }
+  return args;
+}
+
+c10::IValue to_cpu(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().to(at::kCPU);
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const auto& item : v.toTupleRef().elements())
+      items.push_back(to_cpu(item));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (v.isGenericDict()) {
+    auto dict = v.toGenericDict().copy();
+    for (const auto& entry : dict)
+      dict.insert_or_assign(entry.key(), to_cpu(entry.value()));
+    return dict;
+  }
+  if (v.isTensorList()) {
+    auto list = v.toTensorList().copy();
+    for (std::size_t i = 0; i < list.size(); ++i)
+      list.set(i, list.get(i).to(at::kCPU));
+    return list;
+  }
+  return v;
+}
+
+}  // namespace
+
+c10::IValue Pipeline::Impl::run_module(LoadedModel& model, const TraceRequest& request, const detail::Inputs& x,
+                                       RequestRecord& record, bool record_ops, std::int32_t compute_span) {
+  std::vector<c10::IValue> args = arguments(model, request, x, options.trace_path);
   detail::OpRecorder::Scope ops(record_ops, record, compute_span);
   try {
-    c10::IValue out = model.module.forward({x});
-    return out.isTensor() ? out.toTensor() : at::Tensor();
+    return model.module.forward(std::move(args));
   } catch (const std::exception& e) {
     const auto& meta = model.info.meta;
     std::string expected;
     if (!meta.input_shape.empty())
       expected = fmt::format("; the model expects {} {}", format_shape(meta.input_shape),
                              meta.input_dtype ? dtype_name(*meta.input_dtype) : "");
-    auto dtype = detail::from_scalar_type(x.scalar_type());
-    throw runtime_failure(fmt::format("request {}: the model rejected its input of shape {} {}{}: {}", request.id,
-                                      format_shape(x.sizes().vec()), dtype ? dtype_name(*dtype) : "tensor", expected,
-                                      torch_error_line(e)));
+    std::string given;
+    for (std::size_t i = 0; i < x.tensors.size(); ++i)
+      given += fmt::format("{}{}{}", i ? ", " : "", x.names.empty() ? "" : x.names[i] + " ", describe(x.tensors[i]));
+    throw runtime_failure(fmt::format("{}: the model rejected its input{} {}{}: {}",
+                                      detail::request_where(options.trace_path, request),
+                                      x.tensors.size() == 1 ? " of shape" : "s", given, expected, torch_error_line(e)));
   }
 }
 
-at::Tensor Pipeline::Impl::forward(LoadedModel& model, const TraceRequest& request, const at::Tensor& x,
-                                   RequestRecord& record, bool record_ops, gpu::Tracer* t) {
+c10::IValue Pipeline::Impl::forward(LoadedModel& model, const TraceRequest& request, const detail::Inputs& x,
+                                    RequestRecord& record, bool record_ops, gpu::Tracer* t) {
   if (!device.is_cuda()) {
     ScopedSpan span(record, Stage::compute);
     return run_module(model, request, x, record, record_ops, span.index());
   }
   const auto sync = [&] { torch::cuda::synchronize(device.index()); };
-  at::Tensor on_device;
+  detail::Inputs on_device = x;
   {
     ScopedSpan span(record, Stage::h2d);
     gpu::StageScope stage(t, Stage::h2d);
     // Pinned: a page-locked staging copy, then an asynchronous DMA copy.
-    on_device = options.pinned ? x.pin_memory().to(device, /*non_blocking=*/true) : x.to(device);
+    for (at::Tensor& v : on_device.tensors)
+      v = options.pinned ? v.pin_memory().to(device, /*non_blocking=*/true) : v.to(device);
     sync();
   }
-  at::Tensor out;
+  c10::IValue out;
   {
     ScopedSpan span(record, Stage::compute);
     gpu::StageScope stage(t, Stage::compute);
     out = run_module(model, request, on_device, record, record_ops, span.index());
     sync();
   }
-  if (!out.defined()) return out;
   ScopedSpan span(record, Stage::d2h);
   gpu::StageScope stage(t, Stage::d2h);
-  out = out.to(at::kCPU);
+  out = to_cpu(out);
   sync();
   return out;
 }
@@ -389,8 +539,8 @@ void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, 
   const ModelHandle model = m.pick(use);
   record.model_version = model->info.version;
   if (!caches || !caches->any()) {
-    at::Tensor out = m.forward(*model, request, m.prepare(request, record), record, m.options.record_ops, t);
-    if (served) *served = out.defined() ? encode_output(out) : nullptr;
+    c10::IValue out = m.forward(*model, request, m.prepare(request, record), record, m.options.record_ops, t);
+    if (served) *served = encode_output(out);
     return;
   }
   struct Steps {
@@ -426,23 +576,27 @@ void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, 
     }
     Blob get_result(CacheLevel l) { return tier(l)->get(result_key_(), now_ns()); }
     void put_result(CacheLevel l, const Blob& b) { tier(l)->put(result_key_(), b, now_ns()); }
-    // The preprocessed input; empty: not cached (an L3 miss, or a blob that does not decode).
-    std::optional<at::Tensor> get_input() {
+    // The preprocessed inputs (one blob holding all); empty: not cached (an L3
+    // miss, or a blob that does not decode).
+    std::optional<detail::Inputs> get_input() {
       pkey = preprocessed_key(m.fingerprint, request.key);
       Blob hit = caches.l3->get(*pkey, now_ns());
-      at::Tensor x = hit ? tensor_of(hit) : at::Tensor();
-      return x.defined() ? std::optional<at::Tensor>(std::move(x)) : std::nullopt;
+      detail::Inputs x = hit ? inputs_of(hit) : detail::Inputs();
+      return x.empty() ? std::nullopt : std::optional<detail::Inputs>(std::move(x));
     }
-    std::optional<at::Tensor> prepare() { return m.prepare(request, record); }
-    void put_input(const std::optional<at::Tensor>& x) {
-      if (Blob blob = encode_output(*x)) caches.l3->put(*pkey, std::move(blob), now_ns());
+    std::optional<detail::Inputs> prepare() { return m.prepare(request, record); }
+    void put_input(const std::optional<detail::Inputs>& x) {
+      if (Blob blob = encode_inputs(*x)) caches.l3->put(*pkey, std::move(blob), now_ns());
     }
-    at::Tensor compute(const std::optional<at::Tensor>& x) {
+    c10::IValue compute(const std::optional<detail::Inputs>& x) {
       return m.forward(model, request, *x, record, m.options.record_ops, tracer);
     }
-    bool cacheable(const at::Tensor& out) const { return out.defined(); }
+    // A tensor, or a tuple, list or dict of them; other outputs are served uncached.
+    bool cacheable(const c10::IValue& out) const {
+      return out.isTensor() || out.isTuple() || out.isList() || out.isGenericDict();
+    }
     bool wants_result() const { return served != nullptr; }
-    Blob encode(const at::Tensor& out) const { return encode_output(out); }
+    Blob encode(const c10::IValue& out) const { return encode_output(out); }
     void serve(Blob b) {
       if (served) *served = std::move(b);
     }
@@ -454,13 +608,24 @@ double Pipeline::verify(const TraceRequest& request, const Blob& served, const M
   c10::InferenceMode inference;
   RequestRecord scratch;
   const ModelHandle model = impl_->pick(use);
-  at::Tensor fresh = impl_->forward(*model, request, impl_->prepare(request, scratch), scratch, false, nullptr);
-  if (!served || !fresh.defined()) return std::numeric_limits<double>::infinity();
-  at::Tensor cached = tensor_of(served);
-  if (!cached.defined() || cached.sizes() != fresh.sizes() || cached.scalar_type() != fresh.scalar_type())
+  const Blob fresh_blob =
+      encode_output(impl_->forward(*model, request, impl_->prepare(request, scratch), scratch, false, nullptr));
+  if (!served || !fresh_blob) return std::numeric_limits<double>::infinity();
+  std::vector<at::Tensor> cached, fresh;
+  const auto cached_set = tensors_of(served, cached);
+  const auto fresh_set = tensors_of(fresh_blob, fresh);
+  if (!cached_set || !fresh_set || cached_set->kind != fresh_set->kind || cached_set->names != fresh_set->names)
     return std::numeric_limits<double>::infinity();
-  if (cached.numel() == 0) return 0;
-  return (cached.to(at::kDouble) - fresh.to(at::kDouble)).abs().max().item<double>();
+  double worst = 0;
+  for (std::size_t i = 0; i < cached.size(); ++i) {
+    if (cached[i].sizes() != fresh[i].sizes() || cached[i].scalar_type() != fresh[i].scalar_type())
+      return std::numeric_limits<double>::infinity();
+    if (cached[i].numel() == 0) continue;
+    const double d = (cached[i].to(at::kDouble) - fresh[i].to(at::kDouble)).abs().max().item<double>();
+    if (std::isnan(d)) return d;
+    worst = std::max(worst, d);
+  }
+  return worst;
 }
 
 int configure_threads(int requested) {

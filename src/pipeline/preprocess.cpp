@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
@@ -9,11 +11,20 @@
 
 namespace inferprof::detail {
 
-Preprocessor::Preprocessor(const std::vector<PreprocessOp>& ops, std::string trace_path)
-    : trace_path_(std::move(trace_path)) {
+Preprocessor::Preprocessor(const std::vector<PreprocessOp>& ops, std::string trace_path,
+                           const std::string& profile_source)
+    : trace_path_(std::move(trace_path)), truncate_name_(NameTable::global().intern("truncate")) {
   for (const auto& op : ops) {
-    Step step{op, NameTable::global().intern(op.op), {}, {}, {}};
-    if (op.op == "normalize") {
+    Step step{op, NameTable::global().intern(op.op), {}, {}, {}, {}, 0};
+    if (op.op == "tokenize") {
+      try {
+        step.tokenizer = std::make_shared<const text::Tokenizer>(op.model);
+      } catch (const text::TokenizerError& e) {
+        throw bad_input(at_line(profile_source.empty() ? "profile" : profile_source, op.line,
+                                fmt::format("tokenize: model '{}': {}", printable(op.model), printable(e.what))));
+      }
+      step.pad_id = op.pad_id >= 0 ? op.pad_id : std::max(step.tokenizer->pad_id(), 0);
+    } else if (op.op == "normalize") {
       auto c = static_cast<std::int64_t>(op.mean.size());
       step.mean = at::tensor(op.mean, at::kFloat).view({1, c, 1, 1});
       step.std = at::tensor(op.std, at::kFloat).view({1, c, 1, 1});
@@ -27,14 +38,18 @@ Preprocessor::Preprocessor(const std::vector<PreprocessOp>& ops, std::string tra
 
 namespace {
 
-bool is_image(const TraceRequest& request) {
-  return request.input.kind == InputSpec::Kind::image || request.input.kind == InputSpec::Kind::image_base64;
+bool is_image(const InputSpec* spec) {
+  return spec && (spec->kind == InputSpec::Kind::image || spec->kind == InputSpec::Kind::image_base64);
+}
+
+bool is_text(const InputSpec* spec) {
+  return spec && (spec->kind == InputSpec::Kind::text || spec->kind == InputSpec::Kind::text_file);
 }
 
 // Encoded bytes -> [1, 3, H, W] uint8. The tensor is a view of the decoder's
 // interleaved RGB buffer (channels-last memory): no copy; to_tensor makes it
 // channels-first.
-at::Tensor decode(const at::Tensor& bytes, const PreprocessOp& op, const TraceRequest& request,
+at::Tensor decode(const at::Tensor& bytes, const PreprocessOp& op, const InputSpec& spec, const TraceRequest& request,
                   const std::string& trace_path) {
   at::Tensor pixels;
   try {
@@ -45,9 +60,8 @@ at::Tensor decode(const at::Tensor& bytes, const PreprocessOp& op, const TraceRe
                         return static_cast<std::uint8_t*>(pixels.data_ptr());
                       });
   } catch (const image::DecodeError& e) {
-    const std::string what = request.input.kind == InputSpec::Kind::image
-                                 ? fmt::format("image '{}'", printable(request.input.file))
-                                 : std::string("input.image_base64");
+    const std::string what = spec.kind == InputSpec::Kind::image ? fmt::format("image '{}'", printable(spec.file))
+                                                                 : std::string("input.image_base64");
     throw bad_input(fmt::format("{}: {}: {}", request_where(trace_path, request), what, e.what));
   }
   return pixels.permute({0, 3, 1, 2});
@@ -69,20 +83,22 @@ std::int64_t crop_offset(std::int64_t extent, std::int64_t crop) {
 }
 
 at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& mean, const at::Tensor& std,
-                 const std::vector<std::int64_t>& permutation, const TraceRequest& request,
+                 const std::vector<std::int64_t>& permutation, const InputSpec* spec, const TraceRequest& request,
                  const std::string& trace_path) {
   auto fail = [&](std::string_view why) -> at::Tensor {
     throw runtime_failure(fmt::format("request {}: preprocessing op '{}' cannot apply to input of shape {}: {}",
                                       request.id, op.op, format_shape(x.sizes().vec()), why));
   };
   if (op.op == "decode") {
-    if (!is_image(request) || x.dim() != 1 || x.scalar_type() != at::kByte)
+    if (!is_image(spec) || x.dim() != 1 || x.scalar_type() != at::kByte)
       return fail("decode needs an image input (input.image or input.image_base64)");
-    return decode(x, op, request, trace_path);
+    return decode(x, op, *spec, request, trace_path);
   }
   // A 1-D byte tensor of an image input that no decode op turned into pixels.
-  if (is_image(request) && x.dim() == 1)
+  if (is_image(spec) && x.dim() == 1)
     return fail("an image input needs 'decode' as the profile's first op (e.g. --profile image-classification-jpeg)");
+  if (is_text(spec))
+    return fail("a text input needs 'tokenize' as the profile's first op (e.g. --profile text-classification)");
   // torchvision's ToTensor: float32 in [0, 1], channels-first in memory.
   if (op.op == "to_tensor") {
     at::Tensor f = x.to(at::kFloat);
@@ -137,20 +153,93 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
 
 }  // namespace
 
-at::Tensor Preprocessor::run(at::Tensor x, const TraceRequest& request, RequestRecord& record,
-                             std::int32_t parent) const {
+Preprocessor::~Preprocessor() {
+  // Counted over every tokenisation (warm-up and verification included).
+  if (const auto n = truncated_.load())
+    fmt::print(stderr, "inferprof: warning: {} of {} texts were longer than max_length and were truncated\n", n,
+               texts_.load());
+}
+
+// Text bytes -> ids [1, max_length] int64 (truncated or padded), and the mask
+// after them (positional) or under op.mask_input (named). Other inputs pass through.
+void Preprocessor::tokenize(const Step& step, Inputs& x, const TraceRequest& request, RequestRecord& record,
+                            std::int32_t span) const {
+  const PreprocessOp& op = step.op;
+  thread_local std::vector<int> ids;
+  for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+    if (!is_text(x.specs[i])) continue;
+    const at::Tensor& bytes = x.tensors[i];
+    try {
+      step.tokenizer->encode(
+          std::string_view(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel())), ids);
+    } catch (const text::TokenizerError& e) {
+      throw runtime_failure(fmt::format("{}: tokenize: {}", request_where(trace_path_, request), printable(e.what)));
+    }
+    const Nanos t0 = now_ns();
+    at::Tensor out = at::empty({1, op.max_length}, at::kLong);
+    at::Tensor mask = op.mask ? at::empty({1, op.max_length}, at::kLong) : at::Tensor();
+    const bool truncated = text::fit(ids, static_cast<std::size_t>(op.max_length), step.pad_id,
+                                     out.data_ptr<std::int64_t>(), op.mask ? mask.data_ptr<std::int64_t>() : nullptr);
+    ++texts_;
+    if (truncated) {
+      // A child span per truncated text: the report counts them.
+      record.add(truncate_name_, span, t0, now_ns() - t0);
+      if (truncated_++ == 0)
+        fmt::print(stderr, "inferprof: warning: {}: text of {} tokens truncated to max_length {} (more are counted)\n",
+                   request_where(trace_path_, request), ids.size(), op.max_length);
+    }
+    x.tensors[i] = std::move(out);
+    x.specs[i] = nullptr;
+    if (!op.mask) continue;
+    const auto at = static_cast<std::ptrdiff_t>(i + 1);
+    x.tensors.insert(x.tensors.begin() + at, std::move(mask));
+    x.specs.insert(x.specs.begin() + at, nullptr);
+    if (!x.names.empty()) x.names.insert(x.names.begin() + at, op.mask_input);
+    ++i;
+  }
+}
+
+Inputs Preprocessor::run(Inputs x, const TraceRequest& request, RequestRecord& record, std::int32_t parent) const {
   for (const auto& step : steps_) {
     ScopedSpan span(record, step.name, parent);
-    try {
-      x = apply(x, step.op, step.mean, step.std, step.permutation, request, trace_path_);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw runtime_failure(fmt::format("request {}: preprocessing op '{}' failed on input of shape {}: {}", request.id,
-                                        step.op.op, format_shape(x.sizes().vec()), torch_error_line(e)));
+    if (step.tokenizer) {
+      tokenize(step, x, request, record, span.index());
+      continue;
+    }
+    for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+      at::Tensor& t = x.tensors[i];
+      try {
+        t = apply(t, step.op, step.mean, step.std, step.permutation, x.specs[i], request, trace_path_);
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw runtime_failure(fmt::format("request {}: preprocessing op '{}' failed on input of shape {}: {}",
+                                          request.id, step.op.op, format_shape(t.sizes().vec()), torch_error_line(e)));
+      }
     }
   }
+  // Bytes no op turned into a tensor (a profile without ops) would reach the model.
+  for (const InputSpec* spec : x.specs) {
+    if (is_text(spec))
+      throw runtime_failure(fmt::format(
+          "{}: a text input needs 'tokenize' as the profile's first op (e.g. --profile text-classification)",
+          request_where(trace_path_, request)));
+    if (is_image(spec) && steps_.empty())
+      throw runtime_failure(
+          fmt::format("{}: an image input needs 'decode' as the profile's first op (e.g. --profile "
+                      "image-classification-jpeg)",
+                      request_where(trace_path_, request)));
+  }
   return x;
+}
+
+at::Tensor Preprocessor::run(at::Tensor x, const TraceRequest& request, RequestRecord& record,
+                             std::int32_t parent) const {
+  Inputs in;
+  in.tensors.push_back(std::move(x));
+  in.specs.push_back(&request.input);
+  in = run(std::move(in), request, record, parent);
+  return in.tensors.front();
 }
 
 }  // namespace inferprof::detail

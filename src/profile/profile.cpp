@@ -159,6 +159,20 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
       ctx.fail(&node, "'decode' must be the first preprocessing op (it turns the encoded image into pixels)");
   } else if (op.op == "to_tensor") {
     reject_unknown_keys(ctx, *t, where, {"op"});
+  } else if (op.op == "tokenize") {
+    reject_unknown_keys(ctx, *t, where, {"op", "model", "max_length", "mask", "pad_id", "mask_input"});
+    op.model = get_string(ctx, *t, "model", where, "");
+    if (op.model.empty()) ctx.fail(&node, "preprocess op 'tokenize' needs 'model' (a SentencePiece .model file)");
+    // Relative to the profile, so a profile and its tokenizer move together.
+    if (fs::path(op.model).is_relative()) op.model = (fs::path(ctx.source).parent_path() / op.model).string();
+    op.max_length = get_int(ctx, *t, "max_length", where, 128, 1, 1 << 20);
+    if (const toml::node* m = t->get("mask")) {
+      if (!m->is_boolean()) ctx.fail(m, "'mask' of tokenize must be true or false");
+      op.mask = *m->value<bool>();
+    }
+    op.pad_id = get_int(ctx, *t, "pad_id", where, -1, 0, std::numeric_limits<std::int32_t>::max());
+    op.mask_input = get_string(ctx, *t, "mask_input", where, "mask");
+    if (index != 0) ctx.fail(&node, "'tokenize' must be the first preprocessing op (it turns the text into ids)");
   } else if (op.op == "layout") {
     reject_unknown_keys(ctx, *t, where, {"op", "from", "to"});
     op.from = get_string(ctx, *t, "from", where, "");
@@ -241,7 +255,7 @@ std::vector<fs::path> search_dirs() {
 
 const std::vector<std::string_view>& preprocess_op_names() {
   static const std::vector<std::string_view> names = {"decode",    "to_tensor", "to_float",    "to_half", "scale",
-                                                      "normalize", "resize",    "center_crop", "layout"};
+                                                      "normalize", "resize",    "center_crop", "layout",  "tokenize"};
   return names;
 }
 
@@ -253,6 +267,9 @@ std::string Profile::preprocess_fingerprint() const {
                     fmt::join(op.mean, ","), fmt::join(op.std, ","), fmt::join(op.size, ","), op.mode, op.from, op.to);
     // Only where it is set, so that existing profiles keep their L3 keys.
     if (op.antialias) out += "(antialias)";
+    if (op.op == "tokenize")
+      out += fmt::format("(model={};max_length={};mask={};pad_id={};mask_input={})", op.model, op.max_length, op.mask,
+                         op.pad_id, op.mask_input);
     out += "|";
   }
   out += fmt::format("input(shape={};dtype={})", fmt::join(input.shape, ","),

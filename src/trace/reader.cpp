@@ -30,9 +30,9 @@ constexpr int kMaxDepth = 64;
 constexpr double kMaxTsMs = 9.2e12;
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
 
-constexpr std::string_view kShapeType = "field 'input.shape' must be an array of positive integers";
-constexpr std::string_view kDTypeType =
-    "field 'input.dtype' must be one of uint8, int8, int16, int32, int64, float16, float32, float64, bool";
+constexpr std::string_view kDTypeNames = "uint8, int8, int16, int32, int64, float16, float32, float64, bool";
+// Most inputs one request may carry (a forward with more arguments is unheard of).
+constexpr std::size_t kMaxInputs = 64;
 
 bool is_json_space(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n';
@@ -181,6 +181,11 @@ void reset(TraceRecord& out) {
   in.file.clear();
   in.base64.clear();
   in.data.clear();
+  in.text.clear();
+  in.range.reset();
+  in.name.clear();
+  r.inputs.clear();
+  r.inputs_named = false;
   TraceEvent& e = out.event;
   e.type.clear();
   e.model.clear();
@@ -202,6 +207,8 @@ class LineParser {
     out.line = line;
     failed_ = false;
     seen_ = Seen{};
+    pending_.clear();
+    request_ = &out.request;
     const error_code json = parse_json(simdjson::padded_string_view(text, length, capacity), out);
     if (json == simdjson::DEPTH_ERROR) {
       error = fmt::format("nesting deeper than {} arrays and objects", kMaxDepth);
@@ -224,14 +231,21 @@ class LineParser {
   struct Seen {
     bool id = false;
     bool input = false;
+    bool inputs = false;
     bool event = false;
     Str model = Str::absent;
     Str version = Str::absent;
+  };
+  // The source fields one input object gave.
+  struct Sources {
     bool seed = false;
     bool file = false;
     bool data = false;
     bool image = false;
     bool image_base64 = false;
+    bool text = false;
+    bool text_file = false;
+    bool range = false;
   };
 
   void fail(std::string_view what) {
@@ -305,19 +319,10 @@ class LineParser {
       if (!ok) fail("field 'key' must be a string");
     } else if (key == "input") {
       seen_.input = true;
-      od::object input;
-      if (v.get_object().get(input) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, 1));
-        fail("field 'input' must be an object");
-      } else {
-        for (auto field_result : input) {
-          SIMDJSON_TRY(field_result.error());
-          od::field&& field = std::move(field_result).value_unsafe();
-          std::string_view name;
-          SIMDJSON_TRY(field_name(field, name));
-          SIMDJSON_TRY(parse_input_field(name, field.value(), r.input));
-        }
-      }
+      SIMDJSON_TRY(parse_input(v, r.input, "input", 1));
+    } else if (key == "inputs") {
+      seen_.inputs = true;
+      SIMDJSON_TRY(parse_inputs(v, r));
     } else if (key == "model") {
       // Whether a non-string model is an error depends on the line being a
       // request or an event, and "event" may come later on the line.
@@ -336,12 +341,88 @@ class LineParser {
     return simdjson::SUCCESS;
   }
 
-  error_code parse_input_field(std::string_view name, od::value& v, InputSpec& in) {
+  // One input object ("input", an element of a "inputs" list or a value of
+  // a "inputs" map), labelled as errors name it; `depth` is the object's.
+  error_code parse_input(od::value& v, InputSpec& in, std::string_view label, int depth) {
+    od::object input;
+    if (v.get_object().get(input) != simdjson::SUCCESS) {
+      SIMDJSON_TRY(validate(v, depth));
+      fail(fmt::format("field '{}' must be an object", label));
+      return simdjson::SUCCESS;
+    }
+    Sources sources;
+    for (auto field_result : input) {
+      SIMDJSON_TRY(field_result.error());
+      od::field&& field = std::move(field_result).value_unsafe();
+      std::string_view name;
+      SIMDJSON_TRY(field_name(field, name));
+      SIMDJSON_TRY(parse_input_field(name, field.value(), in, sources, label, depth + 1));
+    }
+    // Checked in finish(): an event line ignores its inputs, and a type error
+    // elsewhere on the line comes first.
+    pending_.push_back(Pending{&in == &request_->input ? -1 : static_cast<int>(request_->inputs.size()) - 1, sources,
+                               std::string(label)});
+    return simdjson::SUCCESS;
+  }
+
+  // "inputs": a list of input objects (positional) or a map of them by the
+  // forward's argument names.
+  error_code parse_inputs(od::value& v, TraceRequest& r) {
+    constexpr std::string_view kType = "field 'inputs' must be a non-empty list or map of input objects";
+    od::json_type type{};
+    SIMDJSON_TRY(v.type().get(type));
+    if (type == od::json_type::array) {
+      od::array array;
+      SIMDJSON_TRY(v.get_array().get(array));
+      for (auto element : array) {
+        od::value item;
+        SIMDJSON_TRY(element.get(item));
+        if (r.inputs.size() == kMaxInputs) {
+          fail(fmt::format("'inputs' has more than {} inputs", kMaxInputs));
+          SIMDJSON_TRY(validate(item, 2));
+          continue;
+        }
+        r.inputs.emplace_back();
+        SIMDJSON_TRY(parse_input(item, r.inputs.back(), fmt::format("inputs[{}]", r.inputs.size() - 1), 2));
+      }
+    } else if (type == od::json_type::object) {
+      r.inputs_named = true;
+      od::object object;
+      SIMDJSON_TRY(v.get_object().get(object));
+      for (auto field_result : object) {
+        SIMDJSON_TRY(field_result.error());
+        od::field&& field = std::move(field_result).value_unsafe();
+        std::string_view name;
+        SIMDJSON_TRY(field.unescaped_key().get(name));
+        const std::string label = fmt::format("inputs.{}", printable(name));
+        if (r.inputs.size() == kMaxInputs) {
+          fail(fmt::format("'inputs' has more than {} inputs", kMaxInputs));
+          SIMDJSON_TRY(validate(field.value(), 2));
+          continue;
+        }
+        for (const InputSpec& other : r.inputs)
+          if (other.name == name) fail(fmt::format("'inputs' names '{}' twice", printable(name)));
+        r.inputs.emplace_back();
+        r.inputs.back().name.assign(name);
+        SIMDJSON_TRY(parse_input(field.value(), r.inputs.back(), label, 2));
+      }
+    } else {
+      SIMDJSON_TRY(validate(v, 1));
+      fail(kType);
+      return simdjson::SUCCESS;
+    }
+    if (r.inputs.empty()) fail(kType);
+    return simdjson::SUCCESS;
+  }
+
+  error_code parse_input_field(std::string_view name, od::value& v, InputSpec& in, Sources& seen,
+                               std::string_view label, int depth) {
+    const auto shape_type = [&] { fail(fmt::format("field '{}.shape' must be an array of positive integers", label)); };
     if (name == "shape") {
       od::array array;
       if (v.get_array().get(array) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, 2));
-        fail(kShapeType);
+        SIMDJSON_TRY(validate(v, depth));
+        shape_type();
         return simdjson::SUCCESS;
       }
       in.shape.clear();
@@ -353,57 +434,57 @@ class LineParser {
         if (item.get_int64().get(extent) == simdjson::SUCCESS && extent > 0) {
           in.shape.push_back(extent);
         } else {
-          SIMDJSON_TRY(validate(item, 3));
+          SIMDJSON_TRY(validate(item, depth + 1));
           ok = false;
         }
       }
       // An empty shape would read as "not given" (InputSpec's default), so a
       // literal [] is refused rather than silently meaning something else.
-      if (!ok || in.shape.empty()) fail(kShapeType);
+      if (!ok || in.shape.empty()) shape_type();
     } else if (name == "dtype") {
       std::string_view text;
       if (v.get_string().get(text) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, 2));
-        fail(kDTypeType);
+        SIMDJSON_TRY(validate(v, depth));
+        fail(fmt::format("field '{}.dtype' must be one of {}", label, kDTypeNames));
       } else if (auto dtype = parse_dtype(text)) {
         in.dtype = dtype;
       } else {
-        fail(kDTypeType);
+        fail(fmt::format("field '{}.dtype' must be one of {}", label, kDTypeNames));
       }
     } else if (name == "seed") {
-      seen_.seed = true;
+      seen.seed = true;
       in.kind = InputSpec::Kind::seed;
       if (v.get_uint64().get(in.seed) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, 2));
-        fail("field 'input.seed' must be a non-negative integer");
+        SIMDJSON_TRY(validate(v, depth));
+        fail(fmt::format("field '{}.seed' must be a non-negative integer", label));
       }
     } else if (name == "file") {
-      seen_.file = true;
+      seen.file = true;
       in.kind = InputSpec::Kind::file;
       bool ok = false;
-      SIMDJSON_TRY(read_string(v, in.file, ok, 2));
-      if (!ok) fail("field 'input.file' must be a string");
+      SIMDJSON_TRY(read_string(v, in.file, ok, depth));
+      if (!ok) fail(fmt::format("field '{}.file' must be a string", label));
     } else if (name == "image") {
-      seen_.image = true;
+      seen.image = true;
       in.kind = InputSpec::Kind::image;
       bool ok = false;
-      SIMDJSON_TRY(read_string(v, in.file, ok, 2));
-      if (!ok || in.file.empty()) fail("field 'input.image' must be a path to a JPEG or PNG file");
+      SIMDJSON_TRY(read_string(v, in.file, ok, depth));
+      if (!ok || in.file.empty()) fail(fmt::format("field '{}.image' must be a path to a JPEG or PNG file", label));
     } else if (name == "image_base64") {
-      seen_.image_base64 = true;
+      seen.image_base64 = true;
       in.kind = InputSpec::Kind::image_base64;
       bool ok = false;
       // Decoded in the request's `input` stage (receiving the payload is part of serving it).
-      SIMDJSON_TRY(read_string(v, in.base64, ok, 2));
+      SIMDJSON_TRY(read_string(v, in.base64, ok, depth));
       if (!ok || in.base64.empty())
-        fail("field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
+        fail(fmt::format("field '{}.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)", label));
     } else if (name == "data") {
-      seen_.data = true;
+      seen.data = true;
       in.kind = InputSpec::Kind::data;
       od::array array;
       if (v.get_array().get(array) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, 2));
-        fail("field 'input.data' must be an array of numbers");
+        SIMDJSON_TRY(validate(v, depth));
+        fail(fmt::format("field '{}.data' must be an array of numbers", label));
         return simdjson::SUCCESS;
       }
       in.data.clear();
@@ -415,15 +496,108 @@ class LineParser {
         if (item.get_double().get(number) == simdjson::SUCCESS) {
           in.data.push_back(number);
         } else {
-          SIMDJSON_TRY(validate(item, 3));
+          SIMDJSON_TRY(validate(item, depth + 1));
           ok = false;
         }
       }
-      if (!ok) fail("field 'input.data' must be an array of numbers");
+      if (!ok) fail(fmt::format("field '{}.data' must be an array of numbers", label));
+    } else if (name == "text") {
+      seen.text = true;
+      in.kind = InputSpec::Kind::text;
+      bool ok = false;
+      SIMDJSON_TRY(read_string(v, in.text, ok, depth));
+      if (!ok) fail(fmt::format("field '{}.text' must be a string", label));
+    } else if (name == "text_file") {
+      seen.text_file = true;
+      in.kind = InputSpec::Kind::text_file;
+      bool ok = false;
+      SIMDJSON_TRY(read_string(v, in.file, ok, depth));
+      if (!ok || in.file.empty()) fail(fmt::format("field '{}.text_file' must be a path to a text file", label));
+    } else if (name == "range") {
+      seen.range = true;
+      const auto range_type = [&] {
+        fail(fmt::format("field '{}.range' must be [low, high] with integers low < high", label));
+      };
+      od::array array;
+      if (v.get_array().get(array) != simdjson::SUCCESS) {
+        SIMDJSON_TRY(validate(v, depth));
+        range_type();
+        return simdjson::SUCCESS;
+      }
+      std::vector<std::int64_t> bounds;
+      bool ok = true;
+      for (auto element : array) {
+        od::value item;
+        SIMDJSON_TRY(element.get(item));
+        std::int64_t bound = 0;
+        if (item.get_int64().get(bound) == simdjson::SUCCESS) {
+          bounds.push_back(bound);
+        } else {
+          SIMDJSON_TRY(validate(item, depth + 1));
+          ok = false;
+        }
+      }
+      if (!ok || bounds.size() != 2 || bounds[0] >= bounds[1])
+        range_type();
+      else
+        in.range = std::array<std::int64_t, 2>{bounds[0], bounds[1]};
     } else {
-      SIMDJSON_TRY(validate(v, 2));
+      SIMDJSON_TRY(validate(v, depth));
     }
     return simdjson::SUCCESS;
+  }
+
+  // What one input object must hold, given everything it gave.
+  void check_input(InputSpec& in, const Sources& seen, std::string_view label) {
+    if (!in.shape.empty() && !checked_element_count(in.shape))
+      return fail(fmt::format("'{}.shape' {} has more elements than fit in 64 bits", label, format_shape(in.shape)));
+    const std::pair<bool, std::string_view> parts[] = {{seen.seed, "seed"},
+                                                       {seen.file, "file"},
+                                                       {seen.data, "data"},
+                                                       {seen.image, "image"},
+                                                       {seen.image_base64, "image_base64"},
+                                                       {seen.text, "text"},
+                                                       {seen.text_file, "text_file"}};
+    int kinds = 0;
+    for (const auto& part : parts)
+      kinds += int{part.first};
+    if (kinds != 1) {
+      std::string found;
+      int listed = 0;
+      for (const auto& [present, part] : parts) {
+        if (!present) continue;
+        ++listed;
+        if (listed > 1) found += listed == kinds ? " and " : ", ";
+        found += part;
+      }
+      return fail(
+          fmt::format("'{}' needs exactly one of seed, file, data, image, image_base64, text or text_file (found {})",
+                      label, kinds == 0 ? std::string("none") : found));
+    }
+    const bool is_image = in.kind == InputSpec::Kind::image || in.kind == InputSpec::Kind::image_base64;
+    // An image's shape and element type are its own (H x W x channels, uint8).
+    if (is_image && (!in.shape.empty() || in.dtype))
+      return fail(fmt::format(
+          "'{0}.shape' and '{0}.dtype' do not apply to an image (its size and uint8 pixels are its own)", label));
+    const bool is_text = in.kind == InputSpec::Kind::text || in.kind == InputSpec::Kind::text_file;
+    if (is_text && (!in.shape.empty() || in.dtype))
+      return fail(fmt::format(
+          "'{0}.shape' and '{0}.dtype' do not apply to text (the profile's tokenize op makes int64 ids)", label));
+    if (seen.range && in.kind != InputSpec::Kind::seed)
+      return fail(fmt::format("'{}.range' applies to a seed input only", label));
+    if (in.kind == InputSpec::Kind::data && !in.shape.empty()) {
+      const std::uint64_t needed = element_count(in.shape);
+      if (needed != in.data.size()) {
+        return fail(fmt::format("'{}.data' has {} numbers but shape {} needs {}", label, in.data.size(),
+                                format_shape(in.shape), needed));
+      }
+    }
+    const bool has_path =
+        in.kind == InputSpec::Kind::file || in.kind == InputSpec::Kind::image || in.kind == InputSpec::Kind::text_file;
+    if (has_path && !folder_.empty()) {
+      const std::filesystem::path file(in.file);
+      if (file.is_relative()) in.file = (folder_ / file).string();
+    }
   }
 
   // Checks that need the whole line: which kind of record it is and whether
@@ -445,51 +619,27 @@ class LineParser {
       return;
     }
     if (seen_.model == Str::other) return fail("field 'model' must be a string");
-    if (!seen_.input) return fail("request has no 'input'");
-    InputSpec& in = r.input;
-    if (!in.shape.empty() && !checked_element_count(in.shape))
-      return fail(fmt::format("'input.shape' {} has more elements than fit in 64 bits", format_shape(in.shape)));
-    const int kinds = int{seen_.seed} + int{seen_.file} + int{seen_.data} + int{seen_.image} + int{seen_.image_base64};
-    if (kinds != 1) {
-      std::string found;
-      const std::pair<bool, std::string_view> parts[] = {{seen_.seed, "seed"},
-                                                         {seen_.file, "file"},
-                                                         {seen_.data, "data"},
-                                                         {seen_.image, "image"},
-                                                         {seen_.image_base64, "image_base64"}};
-      int listed = 0;
-      for (const auto& [present, label] : parts) {
-        if (!present) continue;
-        ++listed;
-        if (listed > 1) found += listed == kinds ? " and " : ", ";
-        found += label;
-      }
-      return fail(fmt::format("'input' needs exactly one of seed, file, data, image or image_base64 (found {})",
-                              kinds == 0 ? std::string("none") : found));
-    }
-    const bool is_image = in.kind == InputSpec::Kind::image || in.kind == InputSpec::Kind::image_base64;
-    // An image's shape and element type are its own (H x W x channels, uint8).
-    if (is_image && (!in.shape.empty() || in.dtype))
-      return fail("'input.shape' and 'input.dtype' do not apply to an image (its size and uint8 pixels are its own)");
-    if (in.kind == InputSpec::Kind::data && !in.shape.empty()) {
-      const std::uint64_t needed = element_count(in.shape);
-      if (needed != in.data.size()) {
-        return fail(fmt::format("'input.data' has {} numbers but shape {} needs {}", in.data.size(),
-                                format_shape(in.shape), needed));
-      }
-    }
-    if ((in.kind == InputSpec::Kind::file || in.kind == InputSpec::Kind::image) && !folder_.empty()) {
-      const std::filesystem::path file(in.file);
-      if (file.is_relative()) in.file = (folder_ / file).string();
+    if (seen_.input && seen_.inputs) return fail("a request gives 'input' or 'inputs', not both");
+    if (!seen_.input && !seen_.inputs) return fail("request has no 'input'");
+    for (const Pending& p : pending_) {
+      check_input(p.index < 0 ? r.input : r.inputs[static_cast<std::size_t>(p.index)], p.sources, p.label);
+      if (failed_) return;
     }
     r.line = out.line;
     if (!seen_.id) r.id = out.line;
-    if (!r.key_given) r.key = input_spec_key(in);
+    if (!r.key_given) r.key = r.inputs.empty() ? input_spec_key(r.input) : input_specs_key(r.inputs, r.inputs_named);
   }
 
+  struct Pending {
+    int index;  // into inputs; -1: input
+    Sources sources;
+    std::string label;
+  };
   od::parser parser_;
   std::filesystem::path folder_;
   Seen seen_;
+  std::vector<Pending> pending_;
+  TraceRequest* request_ = nullptr;
   bool failed_ = false;
   std::string message_;
 };

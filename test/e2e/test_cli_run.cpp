@@ -275,9 +275,9 @@ TEST_SUITE("e2e bad input") {
         {good + "\n\n{\"id\": 2, \"input\": {\"seed\": 2}\n", "malformed JSON"},
         {R"({"id": "seven", "input": {"seed": 1}})", "field 'id' must be a non-negative integer"},
         {R"({"id": 1, "input": {"shape": [1, 16]}})",
-         "'input' needs exactly one of seed, file, data, image or image_base64 (found none)"},
+         "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found none)"},
         {R"({"id": 1, "input": {"seed": 1, "data": [1]}})",
-         "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and data)"},
+         "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed and data)"},
     };
     for (std::size_t i = 0; i < cases.size(); ++i) {
       CAPTURE(cases[i].second);
@@ -336,11 +336,12 @@ TEST_SUITE("e2e bad input") {
         {{"run", truncated, "--trace", f.trace}, {3, fmt::format("cannot load model '{}': ", truncated)}},
         {{"run", f.model, "--trace", wrong_shape},
          {3,
-          "request 41: the model rejected its input of shape [1, 8] float32; the model expects [1, 16] float32: "
-          "mat1 and mat2 shapes cannot be multiplied (1x8 and 16x64)"}},
+          fmt::format("{}:1: the model rejected its input of shape [1, 8] float32; the model expects [1, 16] float32: ",
+                      wrong_shape) +
+              "mat1 and mat2 shapes cannot be multiplied (1x8 and 16x64)"}},
         {{"run", f.model, "--trace", f.trace, "--profile", bad_profile},
          {2, fmt::format("{}:2: unknown preprocessing op 'blur' (expected one of: decode, to_tensor, to_float, "
-                         "to_half, scale, normalize, resize, center_crop, layout)",
+                         "to_half, scale, normalize, resize, center_crop, layout, tokenize)",
                          bad_profile)}},
         {{"run", f.model, "--trace", empty}, {2, fmt::format("{}: the trace has no requests", empty)}},
         {{"run", f.model, "--trace", dir.file("nope.jsonl")},

@@ -153,6 +153,6 @@ TEST_SUITE("e2e docs") {
     // convert reads every line through the same validating reader as run.
     auto r = run_cli({"convert", trace, "-o", dir.file("t.iptrace")});
     REQUIRE_MESSAGE(r.code == 0, r.err);
-    CHECK(r.out.find(": 5 requests, 1 model updates from ") != std::string::npos);
+    CHECK(r.out.find(": 9 requests, 1 model updates from ") != std::string::npos);
   }
 }

@@ -73,7 +73,7 @@ TEST_SUITE("pipeline") {
     auto x = torch::ones({1, 16});
     CHECK_FALSE(a.forward({x}).toTensor().equal(b.forward({x}).toTensor()));
     CHECK_THROWS_WITH(generate_model({"vgg", 0, dir.file("v.pt")}),
-                      "unknown architecture 'vgg' (expected one of: mlp, cnn, resnet18)");
+                      "unknown architecture 'vgg' (expected one of: mlp, cnn, resnet18, text)");
   }
 
   TEST_CASE("serve records input, preprocess with one child per op, and compute") {

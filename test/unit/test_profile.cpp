@@ -106,7 +106,7 @@ op = "to_tensor"
   TEST_CASE("bad profiles name the file, the line and what was expected") {
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"blur\"\n", "p.toml"),
                       "p.toml:2: unknown preprocessing op 'blur' (expected one of: decode, to_tensor, to_float, "
-                      "to_half, scale, normalize, resize, center_crop, layout)");
+                      "to_half, scale, normalize, resize, center_crop, layout, tokenize)");
     CHECK_THROWS_WITH(parse_profile("[model]\nthreads = \"two\"\n", "p.toml"),
                       "p.toml:2: 'threads' in [model] must be an integer");
     CHECK_THROWS_WITH(parse_profile("[model]\nthread = 2\n", "p.toml"),
@@ -147,7 +147,10 @@ op = "to_tensor"
     Profile a = load_profile("");
     Profile b = a;
     CHECK(a.preprocess_fingerprint() == b.preprocess_fingerprint());
-    b.preprocess.push_back(PreprocessOp{"scale", 0.5, {}, {}, {}, "bilinear", false, 0, "", "", 0});
+    PreprocessOp scale;
+    scale.op = "scale";
+    scale.factor = 0.5;
+    b.preprocess.push_back(scale);
     Profile c = b;
     c.preprocess.back().factor = 0.25;
     CHECK(a.preprocess_fingerprint() != b.preprocess_fingerprint());

@@ -108,7 +108,7 @@ TEST_SUITE("replay") {
                                             "\n";
     c.trace_path = dir.file("bad.jsonl");
     c.out_dir = dir.file("out");
-    CHECK_THROWS_WITH(run_replay(c), doctest::Contains("request 2: the model rejected its input of shape [1, 3]"));
+    CHECK_THROWS_WITH(run_replay(c), doctest::Contains("bad.jsonl:2: the model rejected its input of shape [1, 3]"));
     CHECK(std::filesystem::is_empty(dir.file("out")));
   }
 }

@@ -388,15 +388,19 @@ TEST_SUITE("trace") {
     }
     SUBCASE("input spec") {
       check(R"({"id":1})", "request has no 'input'");
-      check(R"({"input":{}})", "'input' needs exactly one of seed, file, data, image or image_base64 (found none)");
+      check(R"({"input":{}})",
+            "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found none)");
       check(R"({"input":{"shape":[1,2]}})",
-            "'input' needs exactly one of seed, file, data, image or image_base64 (found none)");
+            "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found none)");
       check(R"({"input":{"seed":1,"data":[1]}})",
-            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and data)");
+            "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed and "
+            "data)");
       check(R"({"input":{"file":"a.npy","seed":1}})",
-            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and file)");
+            "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed and "
+            "file)");
       check(R"({"input":{"data":[1],"file":"a.npy","seed":1}})",
-            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed, file and data)");
+            "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed, file "
+            "and data)");
       check(R"({"input":{"shape":[1,16],"data":[1,2,3,4,5]}})",
             "'input.data' has 5 numbers but shape [1, 16] needs 16");
     }
@@ -406,9 +410,11 @@ TEST_SUITE("trace") {
       check(R"({"input":{"image_base64":[1]}})",
             "field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
       check(R"({"input":{"image":"a.jpg","seed":1}})",
-            "'input' needs exactly one of seed, file, data, image or image_base64 (found seed and image)");
+            "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed and "
+            "image)");
       check(R"({"input":{"image":"a.jpg","image_base64":"AAAA"}})",
-            "'input' needs exactly one of seed, file, data, image or image_base64 (found image and image_base64)");
+            "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found image and "
+            "image_base64)");
       check(R"({"input":{"image":"a.jpg","shape":[1,3,4,4]}})",
             "'input.shape' and 'input.dtype' do not apply to an image (its size and uint8 pixels are its own)");
       check(R"({"input":{"image_base64":"AAAA","dtype":"uint8"}})",
