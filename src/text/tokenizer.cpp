@@ -41,6 +41,12 @@ const Shim& shim() {
   static Shim s;
   static std::once_flag once;
   std::call_once(once, [] {
+#ifdef INFERPROF_SANITIZED
+    // ASan's dlopen aborts the process on RTLD_DEEPBIND, and without it
+    // SentencePiece's protobuf would bind to libtorch's: say so instead.
+    s.error = "text tokenization is not available in a sanitizer build (ASan refuses RTLD_DEEPBIND)";
+    return;
+#endif
     void* handle = nullptr;
     for (const std::string& path : shim_candidates()) {
       // DEEPBIND: SentencePiece binds to the protobuf it carries, not libtorch's.
