@@ -325,7 +325,7 @@ RunOutcome run_replay(const RunConfig& config) {
   // Validate the trace before paying for the model load: read up to its first
   // request (the warm-up input), which the producer then replays first. The
   // reader's buffers are allocated here, before the clock starts.
-  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
+  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20, config.csv});
   // Records read before the producer starts (events before the first request, then it), replayed first.
   std::deque<TraceRecord> read_early;
   bool have_pending = false;
