@@ -70,7 +70,8 @@ std::string render_table(const Inspection& r, const std::string& profile) {
     row("metadata", fmt::format("arch {}, input {} {}, seed {} (inferprof.json)", m.meta.arch,
                                 format_shape(m.meta.input_shape),
                                 m.meta.input_dtype ? dtype_name(*m.meta.input_dtype) : "?", m.meta.seed));
-  row("parameters", fmt::format("{} ({})", fmt::format("{:L}", m.parameters), report::human_bytes(r.parameter_bytes)));
+  row("parameters", fmt::format("{} ({})", report::group_thousands(static_cast<std::uint64_t>(m.parameters)),
+                                  report::human_bytes(r.parameter_bytes)));
   std::vector<std::string> args;
   for (const auto& a : r.arguments)
     args.push_back(fmt::format("{}: {}", a.name, a.type));

@@ -97,7 +97,8 @@ std::string input_advice(const torch::jit::Module& module, const std::vector<std
     if (name == current_profile) continue;
     try {
       const Profile p = load_profile(name);
-      if (!p.input.shape.empty() && g.fits(p.input.shape, p.input.dtype.value_or(g.dtype))) profiles.push_back(name);
+      // Shape only: a profile's ops may cast its input (uint8 pixels -> float).
+      if (!p.input.shape.empty() && g.fits(p.input.shape, g.dtype)) profiles.push_back(name);
     } catch (const Error&) {
       // A broken profile in the search path is not this model's problem.
     }
