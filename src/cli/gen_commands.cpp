@@ -204,8 +204,8 @@ Runner add_gen_trace_command(CLI::App& app) {
       "--like", a->like, "Shape and dtype that MODEL takes through --profile (checked with a trial forward)");
   CLI::Option* profile =
       cmd->add_option("--profile", a->profile, "With --like: the profile the trace is for")->needs(like);
-  CLI::Option* images = cmd->add_option(
-      "--images", a->images, "One key per JPEG/PNG file in DIR (input.image, relative to the trace)");
+  CLI::Option* images =
+      cmd->add_option("--images", a->images, "One key per JPEG/PNG file in DIR (input.image, relative to the trace)");
   CLI::Option* texts = cmd->add_option("--texts", a->texts, "One key per non-blank line of FILE (input.text)");
   like->excludes(images)->excludes(texts)->excludes(shape)->excludes(dtype);
   images->excludes(texts)->excludes(shape)->excludes(dtype);
@@ -222,8 +222,8 @@ Runner add_gen_trace_command(CLI::App& app) {
       const Profile p = load_profile(a->profile);
       const Inspection r = inspect_model(read_model_file(a->like), p, InspectOptions{});
       if (r.image)
-        throw bad_input(fmt::format("--like {}: profile '{}' decodes images: use --images DIR for its requests",
-                                    a->like, p.name));
+        throw bad_input(
+            fmt::format("--like {}: profile '{}' decodes images: use --images DIR for its requests", a->like, p.name));
       if (!r.trial_ok)
         throw bad_input(fmt::format("--like {}: {}", a->like, r.error.empty() ? "the trial forward failed" : r.error));
       opts->shape = r.shape;
@@ -239,8 +239,9 @@ Runner add_gen_trace_command(CLI::App& app) {
     if (files > 0) {
       // Each file or line is a key; --keys, when given, takes the first N.
       if (keys->count() > 0 && opts->keys > files)
-        throw bad_input(fmt::format("--keys {}: {} has only {} {}", opts->keys, opts->images.empty() ? a->texts : a->images,
-                                    files, opts->images.empty() ? "lines" : "images"));
+        throw bad_input(fmt::format("--keys {}: {} has only {} {}", opts->keys,
+                                    opts->images.empty() ? a->texts : a->images, files,
+                                    opts->images.empty() ? "lines" : "images"));
       if (keys->count() == 0) opts->keys = files;
       what = fmt::format(", {}", opts->images.empty() ? "input.text lines" : "input.image files");
     }

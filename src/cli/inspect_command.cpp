@@ -59,19 +59,17 @@ std::string input_text(const Inspection& r) {
 std::string render_table(const Inspection& r, const std::string& profile) {
   const ModelInfo& m = r.model;
   std::string out;
-  auto row = [&](std::string_view label, const std::string& value) {
-    out += fmt::format("{:<12}{}\n", label, value);
-  };
-  row("model", fmt::format("{} ({}, {}, loaded in {:.1f} ms)", m.path, m.hash, report::human_bytes(m.file_bytes),
-                           m.load_ms));
+  auto row = [&](std::string_view label, const std::string& value) { out += fmt::format("{:<12}{}\n", label, value); };
+  row("model",
+      fmt::format("{} ({}, {}, loaded in {:.1f} ms)", m.path, m.hash, report::human_bytes(m.file_bytes), m.load_ms));
   if (m.meta.input_shape.empty() && m.meta.arch == "unknown")
     row("metadata", "none (no inferprof.json: not made by gen-model)");
   else
-    row("metadata", fmt::format("arch {}, input {} {}, seed {} (inferprof.json)", m.meta.arch,
-                                format_shape(m.meta.input_shape),
-                                m.meta.input_dtype ? dtype_name(*m.meta.input_dtype) : "?", m.meta.seed));
+    row("metadata",
+        fmt::format("arch {}, input {} {}, seed {} (inferprof.json)", m.meta.arch, format_shape(m.meta.input_shape),
+                    m.meta.input_dtype ? dtype_name(*m.meta.input_dtype) : "?", m.meta.seed));
   row("parameters", fmt::format("{} ({})", report::group_thousands(static_cast<std::uint64_t>(m.parameters)),
-                                  report::human_bytes(r.parameter_bytes)));
+                                report::human_bytes(r.parameter_bytes)));
   std::vector<std::string> args;
   for (const auto& a : r.arguments)
     args.push_back(fmt::format("{}: {}", a.name, a.type));
@@ -82,9 +80,10 @@ std::string render_table(const Inspection& r, const std::string& profile) {
   if (!r.trial_ran)
     row("trial", "not run: " + r.error);
   else if (r.trial_ok)
-    row("trial", fmt::format("ok in {:.1f} ms: output {}", r.trial_ms,
-                             r.output_shape.empty() ? r.returns + " (not cached: only tensors are)"
-                                                    : fmt::format("{} {}", format_shape(r.output_shape), r.output_dtype)));
+    row("trial",
+        fmt::format("ok in {:.1f} ms: output {}", r.trial_ms,
+                    r.output_shape.empty() ? r.returns + " (not cached: only tensors are)"
+                                           : fmt::format("{} {}", format_shape(r.output_shape), r.output_dtype)));
   else
     row("trial", "FAILED: " + r.error);
   return out;

@@ -129,8 +129,8 @@ void check_trace_is_readable(const std::string& path) {
     auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos) continue;
     if (std::isalnum(static_cast<unsigned char>(line[first])) && line.find(',') != std::string::npos)
-      throw bad_input(fmt::format("{}: a CSV trace: name it .csv to have it read as one (docs/trace-format.md#csv-traces)",
-                                  path));
+      throw bad_input(
+          fmt::format("{}: a CSV trace: name it .csv to have it read as one (docs/trace-format.md#csv-traces)", path));
     break;
   }
 }

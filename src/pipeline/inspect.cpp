@@ -1,6 +1,8 @@
 // `inferprof inspect` in the plugin: the forward's schema, the parameters, and
 // a trial forward through the same Pipeline `run` uses, so its verdict (and
 // its error line) are the ones a run would give.
+#include "inferprof/inspect.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
-#include "inferprof/inspect.hpp"
 #include "pipeline/inspect_detail.hpp"
 
 namespace inferprof {
@@ -195,8 +196,9 @@ Inspection inspect_model(const ModelBytes& bytes, const Profile& profile, const 
     request.input.dtype = r.dtype;
   }
   if (r.shape.empty() && !r.image) {
-    r.error = "no input shape: the profile has no [input] shape, the model no inferprof.json, and its first "
-              "layer says nothing: give --shape";
+    r.error =
+        "no input shape: the profile has no [input] shape, the model no inferprof.json, and its first "
+        "layer says nothing: give --shape";
     return r;
   }
   RequestRecord record;

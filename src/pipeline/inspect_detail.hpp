@@ -19,8 +19,8 @@ struct InputGuess {
   bool known = false;
   std::vector<std::int64_t> pattern;  // -1: any extent (N, H, W, L)
   DType dtype = DType::float32;
-  std::string layer;                  // the first parameter's name
-  std::vector<std::int64_t> weight;   // and shape
+  std::string layer;                 // the first parameter's name
+  std::vector<std::int64_t> weight;  // and shape
   // "[N, 3, H, W] float32 (its first layer 'conv1_w' is [64, 3, 7, 7])"
   std::string describe() const;
   // Whether `shape`/`dtype` fit the pattern (rank, fixed extents, integer or floating).

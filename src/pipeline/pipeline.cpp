@@ -179,7 +179,7 @@ struct Pipeline::Impl {
   PipelineOptions options;
   std::vector<std::int64_t> default_shape;
   DType default_dtype = DType::float32;
-  std::string fingerprint;  // of the preprocessing: part of every L3 key
+  std::string fingerprint;   // of the preprocessing: part of every L3 key
   std::string profile_name;  // not suggested again when the model rejects an input
   // cuda: the device, and the tracer every request and stage reports to.
   c10::Device device{c10::kCPU};
@@ -330,8 +330,8 @@ at::Tensor Pipeline::Impl::run_module(LoadedModel& model, const TraceRequest& re
     if (!meta.input_shape.empty())
       expected = fmt::format("; the model expects {} {}", format_shape(meta.input_shape),
                              meta.input_dtype ? dtype_name(*meta.input_dtype) : "");
-    throw runtime_failure(fmt::format("request {}: the model rejected its input of shape {}{}: {}", request.id,
-                                      given, expected, torch_error_line(e)));
+    throw runtime_failure(fmt::format("request {}: the model rejected its input of shape {}{}: {}", request.id, given,
+                                      expected, torch_error_line(e)));
   }
 }
 

@@ -30,15 +30,18 @@ CsvColumns parse_csv_columns(std::string_view text) {
           fmt::format("--csv-columns '{}': expected ts=NAME,key=NAME,size=NAME,image=NAME,seed=NAME (any of them; "
                       "an empty NAME for ts or size means no such column)",
                       printable(text)));
-    (name == "ts" ? c.ts : name == "key" ? c.key : name == "size" ? c.size : name == "image" ? c.image : c.seed) =
-        value;
+    (name == "ts"      ? c.ts
+     : name == "key"   ? c.key
+     : name == "size"  ? c.size
+     : name == "image" ? c.image
+                       : c.seed) = value;
     if (name == "ts") c.ts_named = !value.empty();
     if (name == "size") c.size_named = !value.empty();
     start = end + 1;
   }
   if (!c.image.empty() && !c.seed.empty())
-    throw bad_input(fmt::format("--csv-columns '{}': image and seed both give a row's input: name one of them",
-                                printable(text)));
+    throw bad_input(
+        fmt::format("--csv-columns '{}': image and seed both give a row's input: name one of them", printable(text)));
   return c;
 }
 
@@ -102,8 +105,8 @@ bool CsvRows::next(Row& out) {
     std::uint64_t v = 0;
     auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
     if (ec != std::errc() || p != f.data() + f.size() || f.empty())
-      throw bad_input(at_line(path_, line,
-                              fmt::format("{} '{}': expected a non-negative integer{}", what, printable(f), unit)));
+      throw bad_input(
+          at_line(path_, line, fmt::format("{} '{}': expected a non-negative integer{}", what, printable(f), unit)));
     return v;
   };
   if (size_ >= 0) out.size = whole(size_, "size", " (bytes)");

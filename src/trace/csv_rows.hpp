@@ -18,10 +18,10 @@ class CsvRows {
   struct Row {
     std::string_view key;
     std::optional<double> ts_ms;
-    std::uint64_t size = 0;         // 0 without a size column
-    std::string_view image;         // empty without an image column
+    std::uint64_t size = 0;  // 0 without a size column
+    std::string_view image;  // empty without an image column
     std::optional<std::uint64_t> seed;
-    std::uint64_t line = 0;         // where the row starts (1-based)
+    std::uint64_t line = 0;  // where the row starts (1-based)
   };
   // Reads the header. Throws Error(bad_input) "PATH:1: ..." when it lacks a
   // column that is required or that `cols` names.

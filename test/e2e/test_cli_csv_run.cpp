@@ -67,8 +67,8 @@ TEST_SUITE("e2e csv traces") {
     for (int i = 0; i < 12; ++i)
       rows += fmt::format("{},k{},{}\n", i, i % 3, i % 3);
     const std::string csv = dir.write("t.csv", rows);
-    auto r = run_cli({"compare", f.model, "--trace", csv, "--csv-columns", "seed=seed", "--caches", "none", "--caches", "l1",
-                      "--warmup", "0", "--no-progress", "--format", "json"});
+    auto r = run_cli({"compare", f.model, "--trace", csv, "--csv-columns", "seed=seed", "--caches", "none", "--caches",
+                      "l1", "--warmup", "0", "--no-progress", "--format", "json"});
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("\"l1\"") != std::string::npos);
   }

@@ -28,9 +28,9 @@ TEST_SUITE("e2e gen-trace") {
     CHECK(g.out.find("inputs [1, 3, 224, 224] uint8 (from profile, tried: ok)") != std::string::npos);
     const std::string text = slurp(trace);
     CHECK(text.find(R"("input":{"shape":[1,3,224,224],"dtype":"uint8","seed":)") != std::string::npos);
-    auto r = run_cli({"run", model, "--trace", trace, "--profile", "image-classification", "--warmup", "0",
-                      "--no-progress"},
-                     kProfiles);
+    auto r =
+        run_cli({"run", model, "--trace", trace, "--profile", "image-classification", "--warmup", "0", "--no-progress"},
+                kProfiles);
     CHECK_MESSAGE(r.code == 0, r.err);
 
     // Without a profile: the model's metadata.
@@ -53,8 +53,9 @@ TEST_SUITE("e2e gen-trace") {
 
   TEST_CASE("--images DIR: one key per picture, paths relative to the trace, and run replays it") {
     TempDir dir;
-    REQUIRE(run_cli({"gen-images", "--out", dir.file("imgs"), "--sizes", "96x64,64x48", "--formats", "jpeg,png"})
-                .code == 0);
+    REQUIRE(
+        run_cli({"gen-images", "--out", dir.file("imgs"), "--sizes", "96x64,64x48", "--formats", "jpeg,png"}).code ==
+        0);
     dir.write("imgs/notes.txt", "not an image\n");
     fs::create_directories(dir.file("traces"));
     const std::string trace = dir.file("traces/t.jsonl");

@@ -103,7 +103,8 @@ TEST_SUITE("e2e inspect") {
     auto r = run_cli({"run", f.cnn, "--trace", trace, "--no-progress", "--warmup", "0", "--out", dir.file("out")},
                      kProfiles);
     CHECK(r.code == 3);
-    CHECK(r.err == "inferprof: error: " + trace + ":1: the model rejected the input [1, 16] float32: " + kCnnHint + "\n");
+    CHECK(r.err ==
+          "inferprof: error: " + trace + ":1: the model rejected the input [1, 16] float32: " + kCnnHint + "\n");
     CHECK(dir_is_empty_or_missing(dir.file("out")));
   }
 }
