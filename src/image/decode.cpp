@@ -2,9 +2,6 @@
 #include <openssl/evp.h>
 #include <png.h>
 
-// jpeglib.h needs FILE and size_t declared first.
-#include <jpeglib.h>
-
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
@@ -12,6 +9,7 @@
 #include <limits>
 
 #include "image/image.hpp"
+#include "image/jpeg_errors.hpp"
 
 namespace inferprof::image {
 
@@ -24,20 +22,6 @@ constexpr std::uint8_t kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n
   throw DecodeError{fmt::format("{}x{} {} is {} pixels, over the limit of {} (checked before decoding)", h.width,
                                 h.height, format_name(h.format), static_cast<std::uint64_t>(h.width) * h.height,
                                 max_pixels)};
-}
-
-// libjpeg reports errors through a callback that must not return: it jumps
-// back to decode_jpeg's setjmp with the message kept here.
-struct JpegErrors {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void jpeg_fail(j_common_ptr cinfo) {
-  auto* errors = reinterpret_cast<JpegErrors*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, errors->message);
-  std::longjmp(errors->jump, 1);
 }
 
 // Warnings (level -1) are "Premature end of JPEG file" and "Corrupt JPEG

@@ -1,9 +1,3 @@
-// jpeglib.h uses size_t and FILE without including their headers.
-// clang-format off
-#include <cstddef>
-#include <cstdio>
-#include <jpeglib.h>
-// clang-format on
 #include <png.h>
 
 #include <algorithm>
@@ -15,24 +9,9 @@
 #include <random>
 
 #include "image/image.hpp"
+#include "image/jpeg_errors.hpp"
 
 namespace inferprof::image {
-
-namespace {
-
-struct JpegErrors {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void jpeg_fail(j_common_ptr cinfo) {
-  auto* errors = reinterpret_cast<JpegErrors*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, errors->message);
-  std::longjmp(errors->jump, 1);
-}
-
-}  // namespace
 
 std::string synth_picture(std::uint32_t width, std::uint32_t height, std::uint64_t seed) {
   std::string rgb(static_cast<std::size_t>(width) * height * 3, '\0');

@@ -71,9 +71,11 @@ void refuse_symlinks(const std::string& url, const fs::path& root, const ModelRe
   }
 }
 
-// Holds an exclusive lock on ROOT/.index.lock: concurrent `store put`s and
-// `rm`s rewrite index.json from the folder listing one at a time, so that none
-// writes a listing older than another's.
+// Holds an exclusive lock on ROOT/.index.lock for a whole `store put` or `rm`:
+// two puts of one version cannot both pass the "exists already" check, and
+// index.json is rewritten from the folder listing one writer at a time, so
+// that none writes a listing older than another's. Not re-entrant (flock is
+// per open file): take it once per operation.
 class IndexLock {
  public:
   IndexLock(const std::string& url, const fs::path& root) {
@@ -143,11 +145,13 @@ class FileStore final : public RemoteStore {
       throw bad_input(fmt::format("{}: put needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
     if (bytes.empty()) throw bad_input(fmt::format("{}: {}: the model is empty (0 bytes)", url_, ref.str()));
     refuse_symlinks(url_, root_, ref);
+    std::error_code ec;
+    fs::create_directories(root_, ec);  // the lock file lives in it
+    IndexLock lock(url_, root_);
     fs::path dir = root_ / ref.name / ref.version;
     if (fs::exists(dir / "meta.json"))
       throw bad_input(fmt::format(
           "{}: {} exists already (a version is immutable: put a new version, or rm this one first)", url_, ref.str()));
-    std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw runtime_failure(fmt::format("{}: cannot create {}: {}", url_, dir.string(), ec.message()));
     ModelMeta m;
@@ -167,6 +171,8 @@ class FileStore final : public RemoteStore {
     refuse_symlinks(url_, root_, ref);
     fs::path dir = root_ / ref.name / ref.version;
     if (!fs::exists(dir / "meta.json")) return false;
+    IndexLock lock(url_, root_);
+    if (!fs::exists(dir / "meta.json")) return false;  // another rm got there first
     // The metadata first: from then on readers see no version, not a broken one.
     std::error_code ec;
     fs::remove(dir / "meta.json", ec);
@@ -182,10 +188,8 @@ class FileStore final : public RemoteStore {
     if (!ref.version.empty()) return ref;
     return ModelRef{ref.name, newest_version(*this, ref.name)};
   }
-  void write_index() {
-    IndexLock lock(url_, root_);
-    write_file_atomic(root_.string(), "index.json", index_json(list()));
-  }
+  // The caller holds the IndexLock.
+  void write_index() { write_file_atomic(root_.string(), "index.json", index_json(list())); }
 
   std::string url_;
   fs::path root_;

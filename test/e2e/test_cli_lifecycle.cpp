@@ -175,6 +175,24 @@ simdjson::dom::element load_json(simdjson::dom::parser& parser, const fs::path& 
   return doc;
 }
 
+// A `run` replaying open-loop with l1, l2 on Redis and l3 in a private LMDB folder, in the background.
+auto start_cached_run(const RedisServer& redis, TempDir& io, const fs::path& out, const std::string& trace,
+                      std::vector<std::string> extra = {}) {
+  auto& f = fixture();
+  std::vector<std::string> args{"run",      f.model,   "--trace",    trace,          "--open-loop", "--caches",
+                                "l1,l2,l3", "--redis", redis.url(),  "--profile",    f.profile,     "--warmup",
+                                "1",        "--out",   out.string(), "--no-progress"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return start(args, io);
+}
+
+// Nothing of a replay outlives it: no Redis key, no private LMDB folder, no temp file in --out.
+void check_nothing_left(const RedisServer& redis, pid_t pid, const fs::path& out) {
+  CHECK(redis.integer("DBSIZE") == 0);
+  CHECK(l3_folders_of(pid).empty());
+  CHECK(names_with(out, ".tmp.").empty());
+}
+
 // SIGINT or SIGTERM to a `run` replaying with l1, l2 on Redis and l3 in a private LMDB folder.
 void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   REQUIRE_REDIS_SERVER();
@@ -182,9 +200,7 @@ void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   RedisServer redis;
   TempDir io;
   const fs::path out = io.path() / "r";
-  auto bg = start({"run", f.model, "--trace", f.trace, "--open-loop", "--caches", "l1,l2,l3", "--redis", redis.url(),
-                   "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress"},
-                  io);
+  auto bg = start_cached_run(redis, io, out, f.trace);
   // Under way: the reports' temp files exist, Redis holds keys, the private folder is there.
   REQUIRE_MESSAGE(
       wait_for([&] { return !names_with(out, ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0; }, 60s),
@@ -208,10 +224,7 @@ void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   CHECK(requests < Fixture::kRequests);  // it stopped releasing them
   for (const char* file : {"requests.csv", "stages.csv", "trace.json"})
     CHECK(fs::is_regular_file(out / file));
-  // Nothing left behind.
-  CHECK(redis.integer("DBSIZE") == 0);
-  CHECK(l3_folders_of(bg->pid).empty());
-  CHECK(names_with(out, ".tmp.").empty());
+  check_nothing_left(redis, bg->pid, out);
 }
 
 }  // namespace
@@ -233,10 +246,7 @@ TEST_SUITE("e2e lifecycle") {
     const fs::path out = io.path() / "r";
     // Workers asleep until their next request's due time take up to 50 ms to
     // see the first signal; the second, right after it, comes first.
-    auto bg =
-        start({"run", f.model, "--trace", f.long_trace, "--open-loop", "--caches", "l1,l2,l3", "--redis", redis.url(),
-               "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress", "--concurrency", "2"},
-              io);
+    auto bg = start_cached_run(redis, io, out, f.long_trace, {"--concurrency", "2"});
     REQUIRE(
         wait_for([&] { return !names_with(out, ".requests.csv.tmp.").empty() && redis.integer("DBSIZE") > 0; }, 60s));
     // Two signals sent at once may merge into one (signals do not queue): a
@@ -246,9 +256,7 @@ TEST_SUITE("e2e lifecycle") {
     std::this_thread::sleep_for(10ms);
     ::kill(bg->pid, SIGINT);
     REQUIRE(bg->wait(30s) == 130);
-    CHECK(redis.integer("DBSIZE") == 0);
-    CHECK(l3_folders_of(bg->pid).empty());
-    CHECK(names_with(out, ".tmp.").empty());
+    check_nothing_left(redis, bg->pid, out);
   }
 
   TEST_CASE("SIGKILL leaves keys that expire and a folder the next run removes") {
@@ -257,9 +265,7 @@ TEST_SUITE("e2e lifecycle") {
     RedisServer redis;
     TempDir io;
     const fs::path out = io.path() / "r";
-    auto bg = start({"run", f.model, "--trace", f.trace, "--open-loop", "--caches", "l1,l2,l3", "--redis", redis.url(),
-                     "--profile", f.profile, "--warmup", "1", "--out", out.string(), "--no-progress"},
-                    io);
+    auto bg = start_cached_run(redis, io, out, f.trace);
     REQUIRE(wait_for([&] { return redis.integer("DBSIZE") > 0; }, 60s));
     ::kill(bg->pid, SIGKILL);
     REQUIRE(bg->wait(10s) == 128 + SIGKILL);

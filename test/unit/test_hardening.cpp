@@ -242,6 +242,32 @@ TEST_SUITE("hardening") {
     }
   }
 
+  TEST_CASE("file store: concurrent puts of one version keep one whole version, the others are refused") {
+    // Without the lock held across check and write, two puts both see no
+    // version, and one's model.pt can end up beside the other's meta.json.
+    for (int round = 0; round < 5; ++round) {
+      CAPTURE(round);
+      TempDir dir;
+      std::atomic<int> stored{0}, refused{0};
+      std::vector<std::thread> threads;
+      for (int i = 0; i < 8; ++i)
+        threads.emplace_back([&, i] {
+          try {
+            open_remote_store(dir.str())->put(ModelRef{"m", "v1"}, fmt::format("bytes of writer {}", i));
+            ++stored;
+          } catch (const Error& e) {
+            if (std::string(e.what()).find("exists already") != std::string::npos) ++refused;
+          }
+        });
+      for (auto& t : threads)
+        t.join();
+      CHECK(stored.load() == 1);
+      CHECK(refused.load() == 7);
+      auto store = open_remote_store(dir.str());
+      CHECK(store->meta(ModelRef{"m", "v1"}).sha256 == sha256_hex(store->fetch(ModelRef{"m", "v1"})));
+    }
+  }
+
   TEST_CASE("simulate sources refuse negative timestamps, as JSON lines do") {
     TempDir dir;
     const std::string path = dir.file("neg.iptrace");
