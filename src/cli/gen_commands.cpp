@@ -200,13 +200,17 @@ Runner add_gen_trace_command(CLI::App& app) {
       ->capture_default_str();
   CLI::Option* shape = cmd->add_option("--shape", a->shape, "Input shape, comma-separated")->capture_default_str();
   CLI::Option* dtype = cmd->add_option("--dtype", a->dtype, "Input dtype")->capture_default_str();
-  CLI::Option* like = cmd->add_option(
-      "--like", a->like, "Shape and dtype that MODEL takes through --profile (checked with a trial forward)");
+  CLI::Option* like =
+      cmd->add_option("--like", a->like,
+                      "Shape and dtype that MODEL takes through --profile (checked with a trial forward)")
+          ->type_name("MODEL");
   CLI::Option* profile =
       cmd->add_option("--profile", a->profile, "With --like: the profile the trace is for")->needs(like);
   CLI::Option* images =
-      cmd->add_option("--images", a->images, "One key per JPEG/PNG file in DIR (input.image, relative to the trace)");
-  CLI::Option* texts = cmd->add_option("--texts", a->texts, "One key per non-blank line of FILE (input.text)");
+      cmd->add_option("--images", a->images, "One key per JPEG/PNG file in DIR (input.image, relative to the trace)")
+          ->type_name("DIR");
+  CLI::Option* texts =
+      cmd->add_option("--texts", a->texts, "One key per non-blank line of FILE (input.text)")->type_name("FILE");
   like->excludes(images)->excludes(texts)->excludes(shape)->excludes(dtype);
   images->excludes(texts)->excludes(shape)->excludes(dtype);
   texts->excludes(shape)->excludes(dtype);

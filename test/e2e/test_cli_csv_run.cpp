@@ -33,7 +33,7 @@ void check_error(const std::vector<std::string>& args, const std::string& messag
 }  // namespace
 
 TEST_SUITE("e2e csv traces") {
-  TEST_CASE("run replays an access log mapped with --csv-columns; equal keys are equal inputs") {
+  TEST_CASE("run replays an access log mapped with --csv-columns, equal keys being equal inputs") {
     auto& f = csv_fixture();
     TempDir dir;
     const std::string csv = dir.write("log.csv",
