@@ -34,7 +34,7 @@ done
 SHAPE=1,16; DTYPE=float32; PROFILE=default
 if [[ $ARCH != mlp ]]; then SHAPE=1,3,224,224; DTYPE=uint8; PROFILE=image-classification; fi
 [[ $ARCH == cnn ]] && SHAPE=1,3,32,32
-$BIN gen-trace --requests "$REQUESTS" --keys 60 --rate "$RATE" --update-every "$UPDATE_MS" --model m \
+$BIN gen-trace --requests "$REQUESTS" --keys 60 --rate "$RATE" --update-every-ms "$UPDATE_MS" --model m \
   --shape "$SHAPE" --dtype "$DTYPE" -o "$WORK/requests.jsonl" >/dev/null
 
 for mode in sync async preload; do

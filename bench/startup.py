@@ -68,7 +68,7 @@ def main():
         jsonl, iptrace = os.path.join(tmp, "t.jsonl"), os.path.join(tmp, "t.iptrace")
         subprocess.run([binary, "gen-trace", "--requests", str(args.requests), "--keys", str(args.keys), "--zipf",
                         "1.0", "-o", jsonl], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([binary, "convert", jsonl, "--to", iptrace], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([binary, "convert", jsonl, "-o", iptrace], check=True, stdout=subprocess.DEVNULL)
         os.remove(jsonl)
         print(f"{binary}; {args.runs} runs each; trace: {args.requests:,} requests, {args.keys:,} keys (zipf 1.0), "
               f"{os.path.getsize(iptrace) / 1e6:.1f} MB .iptrace")

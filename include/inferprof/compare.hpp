@@ -1,11 +1,20 @@
 #pragma once
 // `inferprof compare`: the same trace replayed under several cache
-// configurations, each from a cold, empty state, interleaved when repeated
-// (A B C A B C ...), with the speedup of each against the first and its 95%
-// confidence interval, so noise is never read as a gain.
+// configurations, each from a cold, empty state, with the speedup of each
+// against the first and its 95% confidence interval, so noise is never read
+// as a gain. Two modes:
+//   lockstep    one process, one loaded model; request i is served under every
+//               configuration in turn (order rotated per request), each with
+//               its own caches: drift hits every configuration alike, and the
+//               interval is a paired bootstrap over requests.
+//   sequential  whole replays one after another, interleaved when repeated
+//               (A B C A B C ...); the interval is a bootstrap over the pooled
+//               requests, which cannot see drift between replays.
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,6 +22,17 @@
 #include "inferprof/report.hpp"
 
 namespace inferprof {
+
+enum class CompareMode : std::uint8_t { lockstep, sequential };
+// Inline: the report module renders the name without depending on replay.
+inline std::string_view compare_mode_name(CompareMode m) {
+  return m == CompareMode::lockstep ? "lockstep" : "sequential";
+}
+inline std::optional<CompareMode> parse_compare_mode(std::string_view name) {
+  if (name == "lockstep") return CompareMode::lockstep;
+  if (name == "sequential") return CompareMode::sequential;
+  return std::nullopt;
+}
 
 struct CompareConfig {
   RunConfig base;                           // model, trace, profile and replay settings; base.out_dir unused
@@ -22,6 +42,9 @@ struct CompareConfig {
   int repeat = 1;
   std::string out_dir;           // compare.csv, compare.json, one folder per configuration
   bool flamegraph_diff = false;  // diff-<config>.svg against the baseline
+  // nullopt: lockstep for a closed loop with one worker, else sequential.
+  // Lockstep with --open-loop or --concurrency > 1 is bad input.
+  std::optional<CompareMode> mode;
 };
 
 // A speedup (baseline / this) with its bootstrap 95% confidence interval.
@@ -40,11 +63,18 @@ struct CompareRow {
   Speedup mean_speedup;                                             // baseline mean latency / this one's
   Speedup wall_speedup;                                             // baseline replay time / this one's
   bool outliers_dominate = false;  // the slowest 1% of requests hold over half the time
+  // What a request costs by what served it: l1_hit, l2_hit, l3_hit, miss
+  // (count and mean µs; p50/p99 unset). Lockstep: over every repeat;
+  // sequential: the last repeat's. Empty without caches.
+  std::vector<OutcomeStats> outcome_costs;
 };
 
 struct CompareResult {
   std::vector<CompareRow> rows;  // the configurations with at least one completed replay
   int repeat = 1;
+  CompareMode mode = CompareMode::sequential;
+  std::uint64_t paired = 0;          // lockstep: the (repeat, request) pairs the interval resamples
+  std::string interval;              // which interval the speedups show, in words
   std::string interrupted_by;        // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
   std::vector<std::string> not_run;  // configurations an interrupt left without a completed replay
   std::vector<std::string> warnings;

@@ -29,6 +29,11 @@ const std::vector<Renamed>& renamed_flags() {
       {{"run", "compare"}, "--trace-json-requests", "--trace-json-max-mb", "trace.json is now capped by size"},
       {{"simulate"}, "--warmup", "--warmup-requests", ""},
       {{"simulate"}, "--threads", "--curve-threads", ""},
+      // One meaning per output flag: --out DIR is a folder of files, -o/--output
+      // FILE the one file a generator or converter writes.
+      {{"convert"}, "--to", "--output", ""},
+      {{"gen-images"}, "-o", "--out", ""},
+      {{"gen-trace"}, "--update-every", "--update-every-ms", ""},
   };
   return list;
 }

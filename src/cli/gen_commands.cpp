@@ -80,7 +80,7 @@ Runner add_gen_images_command(CLI::App& app) {
   auto opts = std::make_shared<GenImagesOptions>();
   CLI::App* cmd =
       app.add_subcommand("gen-images", "Write synthetic pictures as JPEG and PNG files (demo and test inputs)");
-  cmd->add_option("-o,--out", opts->out_dir, "Output folder (created if missing)")->required();
+  cmd->add_option("--out", opts->out_dir, "Output folder (created if missing)")->required();
   cmd->add_option("--sizes", opts->sizes, "WIDTHxHEIGHT,... (up to 16384 each)")->capture_default_str();
   cmd->add_option("--formats", opts->formats, "jpeg, png or both")->capture_default_str();
   cmd->add_option("--count", opts->count, "Pictures per size and format")
@@ -216,7 +216,7 @@ Runner add_gen_trace_command(CLI::App& app) {
   texts->excludes(shape)->excludes(dtype);
   (void)profile;
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
-  cmd->add_option("--update-every", opts->update_every_ms, "A model_update event every MS milliseconds (0 = none)")
+  cmd->add_option("--update-every-ms", opts->update_every_ms, "A model_update event every MS milliseconds (0 = none)")
       ->capture_default_str();
   cmd->add_option("--model", opts->model, "Model name in model_update events")->capture_default_str();
   cmd->add_option("-o,--output", a->out, "Output file (requests.jsonl)")->required();

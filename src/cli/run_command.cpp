@@ -203,6 +203,7 @@ Runner add_compare_command(CLI::App& app) {
   auto configs = std::make_shared<std::vector<std::string>>();
   auto repeat = std::make_shared<int>(1);
   auto diff = std::make_shared<bool>(false);
+  auto mode = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "compare", "Replay a trace under several cache configurations and report the measured speedup of each");
   add_replay_options(cmd, *args);
@@ -214,10 +215,15 @@ Runner add_compare_command(CLI::App& app) {
       ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--out", *out, "Write compare.csv, compare.json and each configuration's reports here");
+  cmd->add_option("--mode", *mode,
+                  "lockstep: one process, each request served under every configuration in turn, paired interval "
+                  "(default for a closed loop with --concurrency 1); sequential: whole replays one after another "
+                  "(default otherwise)")
+      ->check(one_of({"lockstep", "sequential"}));
   cmd->add_flag("--flamegraph-diff", *diff,
                 "With --out: a differential flame graph of each configuration vs the first");
 
-  return [args, out, configs, repeat, diff] {
+  return [args, out, configs, repeat, diff, mode] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the configurations completed
     CompareConfig config;
     config.base = make_run_config(*args);
@@ -229,6 +235,7 @@ Runner add_compare_command(CLI::App& app) {
     config.repeat = *repeat;
     config.out_dir = *out;
     config.flamegraph_diff = *diff;
+    if (!mode->empty()) config.mode = parse_compare_mode(*mode);
     if (*diff && out->empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
     CompareResult result = run_compare(config);
     std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);

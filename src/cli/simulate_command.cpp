@@ -166,7 +166,7 @@ Runner add_convert_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "convert", "Convert a trace (JSON lines or CSV) to the compact binary .iptrace form that simulate reads fastest");
   cmd->add_option("trace", *in, "The trace to convert")->required();
-  cmd->add_option("--to", *out, "Output file, e.g. requests.iptrace")->required();
+  cmd->add_option("-o,--output", *out, "Output file, e.g. requests.iptrace")->required();
   cmd->add_option("--csv-columns", *cols, "CSV column names, e.g. ts=time,key=obj_id,size=bytes");
   return [in, out, cols] {
     CsvColumns csv = cols->empty() ? CsvColumns{} : parse_csv_columns(*cols);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/gpu.hpp"
 #include "pipeline/inspect_detail.hpp"
@@ -408,70 +409,61 @@ void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, 
     if (served) *served = out.defined() ? encode_output(out) : nullptr;
     return;
   }
-  const TierNames& names = tier_names();
-  const bool results = caches->l1 || caches->l2;
-  CacheKey rkey, pkey;
-  at::Tensor x;
-  {
-    ScopedSpan cache(record, Stage::cache);
-    if (results) rkey = result_key(model->info.version, request.key);
-    if (caches->l1) {
-      ScopedSpan span(record, names.l1, cache.index());
-      if (Blob hit = caches->l1->get(rkey, now_ns())) {
-        record.cache_outcome = "l1_hit";
-        if (served) *served = std::move(hit);
-        return;
-      }
+  struct Steps {
+    Impl& m;
+    LoadedModel& model;
+    const TraceRequest& request;
+    RequestRecord& record;
+    const CacheSet& caches;
+    Blob* served;
+    gpu::Tracer* tracer;
+    const TierNames& names = tier_names();
+    std::int32_t cache_span = -1;  // the open `cache` phase's span
+    std::optional<CacheKey> rkey{}, pkey{};
+
+    CacheTier* tier(CacheLevel l) const {
+      return l == CacheLevel::l1 ? caches.l1 : l == CacheLevel::l2 ? caches.l2 : caches.l3;
     }
-    if (caches->l2) {
-      Blob hit;
-      {
-        ScopedSpan span(record, names.l2, cache.index());
-        hit = caches->l2->get(rkey, now_ns());
-      }
-      if (hit) {
-        if (caches->l1) {
-          ScopedSpan span(record, names.l1, cache.index());
-          caches->l1->put(rkey, hit, now_ns());
-        }
-        record.cache_outcome = "l2_hit";
-        if (served) *served = std::move(hit);
-        return;
-      }
+    bool has(CacheLevel l) const { return tier(l) != nullptr; }
+    struct Phase {
+      ScopedSpan span;
+      std::int32_t& open;
+      Phase(RequestRecord& r, std::int32_t& o) : span(r, Stage::cache), open(o) { open = span.index(); }
+      ~Phase() { open = -1; }
+    };
+    Phase phase() { return Phase(record, cache_span); }
+    ScopedSpan at(CacheLevel l) {
+      const std::uint32_t name = l == CacheLevel::l1 ? names.l1 : l == CacheLevel::l2 ? names.l2 : names.l3;
+      return ScopedSpan(record, name, cache_span);
     }
-    if (caches->l3) {
-      ScopedSpan span(record, names.l3, cache.index());
+    const CacheKey& result_key_() {
+      if (!rkey) rkey = result_key(model.info.version, request.key);
+      return *rkey;
+    }
+    Blob get_result(CacheLevel l) { return tier(l)->get(result_key_(), now_ns()); }
+    void put_result(CacheLevel l, const Blob& b) { tier(l)->put(result_key_(), b, now_ns()); }
+    // The preprocessed input; empty: not cached (an L3 miss, or a blob that does not decode).
+    std::optional<at::Tensor> get_input() {
       pkey = preprocessed_key(m.fingerprint, request.key);
-      if (Blob hit = caches->l3->get(pkey, now_ns())) x = tensor_of(hit);
+      Blob hit = caches.l3->get(*pkey, now_ns());
+      at::Tensor x = hit ? tensor_of(hit) : at::Tensor();
+      return x.defined() ? std::optional<at::Tensor>(std::move(x)) : std::nullopt;
     }
-  }
-  const bool l3_hit = x.defined();
-  record.cache_outcome = l3_hit ? "l3_hit" : "miss";
-  if (!l3_hit) {
-    x = m.prepare(request, record);
-    if (caches->l3) {
-      ScopedSpan cache(record, Stage::cache);
-      ScopedSpan span(record, names.l3, cache.index());
-      if (Blob blob = encode_output(x)) caches->l3->put(pkey, std::move(blob), now_ns());
+    std::optional<at::Tensor> prepare() { return m.prepare(request, record); }
+    void put_input(const std::optional<at::Tensor>& x) {
+      if (Blob blob = encode_output(*x)) caches.l3->put(*pkey, std::move(blob), now_ns());
     }
-  }
-  at::Tensor out = m.forward(*model, request, x, record, m.options.record_ops, t);
-  if (!out.defined()) return;  // non-tensor outputs (tuples, dicts) are served uncached
-  if (results || served) {
-    ScopedSpan cache(record, Stage::cache);
-    Blob blob;
-    {
-      // Serialising the output is the price of caching it: charged to the first tier that stores it.
-      ScopedSpan span(record, caches->l1 ? names.l1 : names.l2, cache.index());
-      blob = encode_output(out);
-      if (blob && caches->l1) caches->l1->put(rkey, blob, now_ns());
+    at::Tensor compute(const std::optional<at::Tensor>& x) {
+      return m.forward(model, request, *x, record, m.options.record_ops, tracer);
     }
-    if (blob && caches->l2) {
-      ScopedSpan span(record, names.l2, cache.index());
-      caches->l2->put(rkey, blob, now_ns());
+    bool cacheable(const at::Tensor& out) const { return out.defined(); }
+    bool wants_result() const { return served != nullptr; }
+    Blob encode(const at::Tensor& out) const { return encode_output(out); }
+    void serve(Blob b) {
+      if (served) *served = std::move(b);
     }
-    if (served) *served = std::move(blob);
-  }
+  } steps{m, *model, request, record, *caches, served, t};
+  record.cache_outcome = std::string(outcome_name(walk_hierarchy(steps)));
 }
 
 double Pipeline::verify(const TraceRequest& request, const Blob& served, const ModelHandle& use) {

@@ -11,8 +11,10 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
+#include "replay/engine.hpp"
 
 namespace inferprof {
 namespace {
@@ -45,6 +47,34 @@ bool outliers_dominate(std::vector<double> sample) {
 std::string run_namespace(std::size_t config, int repeat) {
   std::random_device rd;
   return fmt::format("{}-{:08x}-c{}-r{}", ::getpid(), rd(), config, repeat);
+}
+
+// Per outcome, the count and mean of the requests it served, from each
+// request's latency and outcome (lockstep).
+std::vector<OutcomeStats> outcome_costs(const std::vector<double>& latency_us,
+                                        const std::vector<std::string>& outcome) {
+  std::vector<OutcomeStats> out;
+  for (int k = 0; k < kCacheOutcomes; ++k) {
+    OutcomeStats o;
+    o.outcome = std::string(outcome_name(static_cast<CacheOutcome>(k)));
+    double sum = 0;
+    for (std::size_t i = 0; i < latency_us.size() && i < outcome.size(); ++i)
+      if (outcome[i] == o.outcome) {
+        ++o.count;
+        sum += latency_us[i];
+      }
+    if (o.count == 0) continue;
+    o.mean_us = sum / static_cast<double>(o.count);
+    out.push_back(o);
+  }
+  return out;
+}
+// The same from a replay's summary (sequential: the last repeat).
+std::vector<OutcomeStats> outcome_costs(const std::vector<OutcomeStats>& summary) {
+  std::vector<OutcomeStats> out;
+  for (const OutcomeStats& o : summary)
+    if (o.count > 0) out.push_back(OutcomeStats{o.outcome, o.count, o.mean_us, 0, 0});
+  return out;
 }
 
 }  // namespace
@@ -103,8 +133,18 @@ CompareResult run_compare(const CompareConfig& config) {
   if (!config.out_dir.empty())
     temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
 
+  const bool one_worker = !config.base.open_loop && config.base.concurrency == 1;
+  const CompareMode mode = config.mode.value_or(one_worker ? CompareMode::lockstep : CompareMode::sequential);
+  if (mode == CompareMode::lockstep && !one_worker)
+    throw bad_input(fmt::format(
+        "--mode lockstep serves each request under every configuration in turn, one at a time: it cannot {} "
+        "(use --mode sequential)",
+        config.base.open_loop ? "release requests at their ts_ms (--open-loop)"
+                              : fmt::format("keep {} requests in flight (--concurrency)", config.base.concurrency)));
+
   CompareResult result;
   result.repeat = config.repeat;
+  result.mode = mode;
   std::vector<std::vector<double>> samples(config.configurations.size());
   std::vector<std::vector<std::pair<std::string, std::uint64_t>>> folded(config.configurations.size());
   for (const auto& name : config.configurations) {
@@ -127,44 +167,82 @@ CompareResult run_compare(const CompareConfig& config) {
     }
   } partial{config, result.rows};
 
-  // Interleaved: A B C A B C ..., so drift (thermal, other load) hits every
-  // configuration alike instead of biasing whichever ran last. An interrupt
-  // ends the loop: the replay it cut short is dropped (with its reports), the
-  // completed ones are kept.
   ReplayObserver* observer = config.base.observer.get();
-  for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
-    for (std::size_t c = 0; c < result.rows.size() && !lifecycle::interrupted(); ++c) {
-      CompareRow& row = result.rows[c];
-      RunConfig run = config.base;
-      run.tiers = row.tiers;
-      run.cache_namespace = run_namespace(c, rep);
+  // A completed replay (or lockstep pass) of configuration c: its figures, and the last one's reports.
+  auto keep = [&](std::size_t c, RunOutcome outcome) {
+    CompareRow& row = result.rows[c];
+    row.means_us.push_back(outcome.summary.total.mean_us);
+    row.walls_s.push_back(outcome.summary.info.wall_s);
+    samples[c].insert(samples[c].end(), outcome.summary.latency_sample_us.begin(),
+                      outcome.summary.latency_sample_us.end());
+    row.last = std::move(outcome.summary);
+    folded[c] = std::move(outcome.folded);
+    for (auto& f : outcome.files)
+      result.files.push_back(f);
+  };
+  // Lockstep: per configuration, the latency and outcome of every (repeat, request).
+  std::vector<std::vector<double>> paired(config.configurations.size());
+  std::vector<std::vector<std::string>> paired_outcome(config.configurations.size());
+  if (mode == CompareMode::lockstep) {
+    for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
       const bool last = rep == config.repeat - 1;
-      run.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(row.name)).string() : "";
+      std::vector<detail::LockstepTarget> targets;
+      for (std::size_t c = 0; c < result.rows.size(); ++c)
+        targets.push_back(detail::LockstepTarget{
+            result.rows[c].tiers, run_namespace(c, rep),
+            last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(result.rows[c].name)).string()
+                                            : ""});
       if (observer)
-        observer->context(fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
+        observer->context(fmt::format("lockstep over {} configurations{}", result.rows.size(),
                                       config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
-      RunOutcome outcome;
-      bool cut_short = false;
+      detail::LockstepPass pass;
       try {
-        outcome = run_replay(run);
-        cut_short = outcome.summary.info.interrupted();
+        pass = detail::run_lockstep_pass(config.base, targets);
       } catch (const Error&) {
         if (!lifecycle::interrupted()) throw;
-        cut_short = true;  // before a request completed
+        break;  // interrupted before a request completed: the earlier repeats stand
       }
-      if (cut_short) {
-        std::error_code ec;
-        if (!run.out_dir.empty()) fs::remove_all(run.out_dir, ec);
-        break;
+      for (std::size_t c = 0; c < result.rows.size(); ++c) {
+        paired[c].insert(paired[c].end(), pass.latency_us[c].begin(), pass.latency_us[c].end());
+        paired_outcome[c].insert(paired_outcome[c].end(), pass.outcome[c].begin(), pass.outcome[c].end());
+        // An interrupted pass covers the requests served under every configuration.
+        keep(c, std::move(pass.outcomes[c]));
       }
-      row.means_us.push_back(outcome.summary.total.mean_us);
-      row.walls_s.push_back(outcome.summary.info.wall_s);
-      samples[c].insert(samples[c].end(), outcome.summary.latency_sample_us.begin(),
-                        outcome.summary.latency_sample_us.end());
-      row.last = std::move(outcome.summary);
-      folded[c] = std::move(outcome.folded);
-      for (auto& f : outcome.files)
-        result.files.push_back(f);
+    }
+  } else {
+    // Interleaved: A B C A B C ..., so drift (thermal, other load) hits every
+    // configuration alike instead of biasing whichever ran last. An interrupt
+    // ends the loop: the replay it cut short is dropped (with its reports), the
+    // completed ones are kept.
+    for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
+      for (std::size_t c = 0; c < result.rows.size() && !lifecycle::interrupted(); ++c) {
+        CompareRow& row = result.rows[c];
+        RunConfig run = config.base;
+        run.tiers = row.tiers;
+        run.cache_namespace = run_namespace(c, rep);
+        const bool last = rep == config.repeat - 1;
+        run.out_dir =
+            last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(row.name)).string() : "";
+        if (observer)
+          observer->context(
+              fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
+                          config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
+        RunOutcome outcome;
+        bool cut_short = false;
+        try {
+          outcome = run_replay(run);
+          cut_short = outcome.summary.info.interrupted();
+        } catch (const Error&) {
+          if (!lifecycle::interrupted()) throw;
+          cut_short = true;  // before a request completed
+        }
+        if (cut_short) {
+          std::error_code ec;
+          if (!run.out_dir.empty()) fs::remove_all(run.out_dir, ec);
+          break;
+        }
+        keep(c, std::move(outcome));
+      }
     }
   }
   if (observer) observer->context("");
@@ -181,6 +259,8 @@ CompareResult run_compare(const CompareConfig& config) {
         result.rows[kept] = std::move(result.rows[c]);
         samples[kept] = std::move(samples[c]);
         folded[kept] = std::move(folded[c]);
+        paired[kept] = std::move(paired[c]);
+        paired_outcome[kept] = std::move(paired_outcome[c]);
       }
       ++kept;
     }
@@ -211,13 +291,17 @@ CompareResult run_compare(const CompareConfig& config) {
     row.p99_us = row.last.total.p99_us;
     row.rps = row.wall_s > 0 ? static_cast<double>(row.last.requests) / row.wall_s : 0;
     row.outliers_dominate = outliers_dominate(samples[c]);
+    row.outcome_costs =
+        mode == CompareMode::lockstep ? outcome_costs(paired[c], paired_outcome[c]) : outcome_costs(row.last.outcomes);
     result.verify_mismatches += row.last.verify.mismatches;
     if (c == 0) {
       row.mean_speedup = row.wall_speedup = Speedup{};
       continue;
     }
-    // Mean latency: bootstrap over the pooled requests of all repeats.
-    row.mean_speedup = bootstrap_speedup(samples[0], samples[c]);
+    // Mean latency. Lockstep: paired over (repeat, request), the same indices
+    // for both; sequential: bootstrap over the pooled requests of all repeats.
+    row.mean_speedup = mode == CompareMode::lockstep ? paired_bootstrap_speedup(paired[0], paired[c])
+                                                     : bootstrap_speedup(samples[0], samples[c]);
     // Replay time: over repeats when there are enough of them, else a point value.
     if (config.repeat >= 3) {
       row.wall_speedup = bootstrap_speedup(base.walls_s, row.walls_s);
@@ -239,7 +323,15 @@ CompareResult run_compare(const CompareConfig& config) {
   if (result.rows.front().outliers_dominate)
     result.warnings.push_back(
         fmt::format("{}: the slowest 1% of requests hold over half of the time", result.rows.front().name));
-  if (config.repeat < 3)
+  if (mode == CompareMode::lockstep) {
+    result.paired = paired.empty() ? 0 : paired[0].size();
+    result.interval = fmt::format("paired bootstrap over {} requests{}", result.paired,
+                                  config.repeat > 1 ? fmt::format(" ({} lockstep repeats)", config.repeat) : "");
+  } else {
+    result.interval =
+        fmt::format("bootstrap over pooled requests of {} repeat{}", config.repeat, config.repeat == 1 ? "" : "s");
+  }
+  if (mode == CompareMode::sequential && config.repeat < 3)
     result.warnings.push_back(
         "one replay per configuration: the intervals cover request-to-request variation only, not drift between "
         "replays (other load, thermal); use --repeat 5 to interleave configurations and bound it");

@@ -1,8 +1,6 @@
 #include "inferprof/replay.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -31,6 +29,8 @@
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
 #include "replay/bounded_queue.hpp"
+#include "replay/engine.hpp"
+#include "replay/machine.hpp"
 #include "replay/model_updates.hpp"
 
 namespace inferprof {
@@ -62,9 +62,6 @@ struct Job {
 // Records travel to the collector thread in batches, so a worker pays one
 // queue operation per kBatch requests and none of the aggregation work.
 constexpr std::size_t kBatch = 64;
-// Served and recomputed outputs of the same deterministic computation agree
-// to the bit on one machine; the tolerance only absorbs float reassociation.
-constexpr double kVerifyTolerance = 1e-4;
 using Batch = std::vector<RequestRecord>;
 
 // Sleeps most of the way, then spins: nanosleep alone overshoots by tens of
@@ -80,40 +77,6 @@ bool wait_until(Nanos due) {
   while (now_ns() < due) {
   }
   return true;
-}
-
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
-// The CPU's marketing name: with the core count, what `diff` compares to
-// decide whether two runs ran on the same kind of machine.
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    auto colon = line.find(':');
-    if (colon == std::string::npos) break;
-    auto start = line.find_first_not_of(" \t", colon + 1);
-    return start == std::string::npos ? "unknown" : line.substr(start);
-  }
-  return "unknown";
 }
 
 // First error wins; everything else stops.
@@ -134,91 +97,6 @@ class FailureLatch {
   std::exception_ptr error_;
   std::atomic<bool> failed_{false};
 };
-
-// Owns the tiers of one replay and their CacheSet view.
-struct Tiers {
-  std::vector<std::unique_ptr<CacheTier>> owned;
-  std::vector<std::string> where;
-  CacheSet set;
-  std::vector<lifecycle::PrivateFolder> scratch;  // LMDB folders made for this replay, removed after it
-  bool keep_remote = false;                       // a replica: the parent owns the shared namespace
-  // A process killed by a signal runs no destructor: the lifecycle thread
-  // empties the namespace over its own connection (the private folders have
-  // their own cleanup).
-  std::vector<std::pair<std::string, std::string>> remote;  // (Redis URL, namespace) this replay owns
-  lifecycle::Cleanup remote_cleanup;
-  Tiers() = default;
-  Tiers(Tiers&&) = default;
-  // The run's keys are deleted when it ends, also when it fails: a shared
-  // Redis keeps nothing of it.
-  ~Tiers() {
-    for (auto& tier : owned) {
-      if (keep_remote && tier->spec().backend == "redis") continue;
-      try {
-        tier->clear();
-      } catch (...) {
-      }
-    }
-    remote_cleanup.release();
-    owned.clear();  // close LMDB environments before removing their folders
-    for (auto& dir : scratch)
-      dir.remove();
-  }
-};
-
-Tiers build_tiers(const RunConfig& config) {
-  Tiers t;
-  t.keep_remote = config.replica_index >= 0;
-  for (const TierSpec& spec : config.tiers) {
-    std::unique_ptr<CacheTier> tier;
-    if (spec.backend == "memory") {
-      tier = make_memory_tier(spec);
-      t.where.push_back("in-process");
-    } else if (spec.backend == "redis") {
-      auto backend = make_redis_backend(spec.location, config.cache_namespace);
-      if (!t.keep_remote) {
-        t.remote.emplace_back(spec.location, config.cache_namespace);
-        t.remote_cleanup = lifecycle::Cleanup([remote = t.remote] {
-          for (const auto& [url, name_space] : remote) {
-            try {
-              make_redis_backend(url, name_space)->clear();
-            } catch (...) {  // unreachable now: its keys expire (redis_backend.cpp)
-            }
-          }
-        });
-      }
-      t.where.push_back(backend->describe());
-      tier = make_backend_tier(spec, std::move(backend));
-    } else {
-      std::string path = spec.location;
-      if (path.empty()) {
-        // No path configured: a private folder for this replay alone.
-        t.scratch.emplace_back("inferprof-l3");
-        path = t.scratch.back().path();
-      }
-      auto backend = make_lmdb_backend(path, config.cache_namespace);
-      t.where.push_back(backend->describe());
-      tier = make_backend_tier(spec, std::move(backend));
-    }
-    if (!(t.keep_remote && spec.backend == "redis")) tier->clear();  // a cold, empty start
-    if (spec.tier == "l1")
-      t.set.l1 = tier.get();
-    else if (spec.tier == "l2")
-      t.set.l2 = tier.get();
-    else
-      t.set.l3 = tier.get();
-    t.owned.push_back(std::move(tier));
-  }
-  return t;
-}
-
-// Deterministic sample of the hits to verify: the same requests every run.
-bool sampled(std::uint64_t seq, double fraction) {
-  if (fraction >= 1) return true;
-  std::uint64_t x = seq * 0x9E3779B97F4A7C15ull;
-  x ^= x >> 29;
-  return static_cast<double>(x >> 11) * 0x1.0p-53 < fraction;
-}
 
 }  // namespace
 
@@ -282,35 +160,23 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
   return out;
 }
 
-RunOutcome run_replay(const RunConfig& config) {
-  const Profile& profile = config.profile;
+namespace detail {
+
+void check_replay_config(const RunConfig& config) {
   if (config.concurrency < 1) throw bad_input("--concurrency must be at least 1");
   if (!(config.speed > 0)) throw bad_input("--speed must be greater than 0");
   if (config.threads > kMaxThreads)
     throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.threads, kMaxThreads));
   if (!(config.verify_fraction >= 0 && config.verify_fraction <= 1))
     throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.verify_fraction));
-  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
-  // Killed by a signal, the run's half-written reports go with it.
-  lifecycle::Cleanup temp_files;
-  if (!config.out_dir.empty())
-    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
-  ReplayObserver* observer = config.observer.get();
-  ReplayCounters counters;  // before `finished`: the observer lets go of them there
-  struct Finished {         // the observer hears the end however the replay ends
-    ReplayObserver* observer;
-    ~Finished() {
-      if (observer) observer->phase(ReplayObserver::Phase::finished);
-    }
-  } finished{observer};
+}
 
+RunInfo describe_replay(const RunConfig& config) {
+  const Profile& profile = config.profile;
   RunInfo info;
   info.tool_version = INFERPROF_VERSION;
   info.libtorch_version = libtorch_version();
-  info.hostname = host_name();
-  info.cpu_model = cpu_model();
-  info.cpu_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  info.started_at = iso_now();
+  detail::record_machine_facts(info);
   info.trace_path = config.trace_path;
   info.profile_name = profile.name;
   info.profile_source = profile.source;
@@ -322,11 +188,55 @@ RunOutcome run_replay(const RunConfig& config) {
   info.ops = config.ops;
   info.warmup = config.warmup >= 0 ? config.warmup : profile.model.warmup;
 
-  // Validate the trace before paying for the model load: read up to its first
-  // request (the warm-up input), which the producer then replays first. The
-  // reader's buffers are allocated here, before the clock starts.
-  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20, config.csv});
-  // Records read before the producer starts (events before the first request, then it), replayed first.
+  return info;
+}
+
+LoadedPipeline::LoadedPipeline() = default;
+LoadedPipeline::LoadedPipeline(LoadedPipeline&&) noexcept = default;
+LoadedPipeline::~LoadedPipeline() = default;
+
+LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObserver* observer) {
+  const Profile& profile = config.profile;
+  LoadedPipeline out;
+  std::string first_version;
+  if (config.store_url.empty()) {
+    out.source = make_file_source(config.model_path);
+  } else {
+    auto at = config.model_path.find('@');
+    out.source = make_store_source(config, config.model_path.substr(0, at));
+    if (at != std::string::npos) first_version = config.model_path.substr(at + 1);
+  }
+
+  info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
+  if (observer) observer->phase(ReplayObserver::Phase::loading_model);
+  const ModelBytes first_bytes = out.source->fetch(first_version);
+  // libtorch checks no CRC: a damaged archive can load and run. A plain file's
+  // sha256 is reported, and checked before loading when the user gave one.
+  if (!out.source->versioned() || !config.model_sha256.empty()) {
+    const std::string sha = sha256_hex(*first_bytes.bytes);
+    if (!out.source->versioned()) info.model_sha256 = sha;
+    if (!config.model_sha256.empty() && sha != config.model_sha256)
+      throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}",
+                                  printable(config.model_path), sha, config.model_sha256));
+  }
+  out.pipeline = std::make_unique<Pipeline>(
+      first_bytes, profile,
+      PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
+  const ModelInfo& model = out.pipeline->model();
+  info.model_path = model.path;
+  info.model_version = model.version;
+  info.model_served_by = model.served_by;
+  info.model_hash = model.hash;
+  info.model_arch = model.meta.arch;
+  info.model_parameters = model.parameters;
+  info.model_bytes = model.file_bytes;
+  info.load_ms = model.load_ms;
+  info.copies_applicable = profile.model.device != "cpu";
+
+  return out;
+}
+
+std::deque<TraceRecord> read_trace_head(const RunConfig& config, TraceReader& reader, RunInfo& info) {
   std::deque<TraceRecord> read_early;
   bool have_pending = false;
   for (TraceRecord rec; !have_pending && reader.next(rec);) {
@@ -335,7 +245,6 @@ RunOutcome run_replay(const RunConfig& config) {
   }
   if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.trace_path));
   const TraceRecord& pending = read_early.back();
-  const TraceRequest warmup_request = pending.request;
   if (config.open_loop && !pending.request.ts_ms)
     throw bad_input(at_line(config.trace_path, pending.line,
                             "open-loop replay needs 'ts_ms' on every request (this one has none); drop --open-loop "
@@ -344,44 +253,61 @@ RunOutcome run_replay(const RunConfig& config) {
   info.trace_bytes = fs::file_size(config.trace_path, ec);
   info.trace_hash = file_version(config.trace_path);
 
+  return read_early;
+}
+
+RunOutcome collect_run(const Collector& collector, const RunInfo& info, const CacheState& caches,
+                       const Verifier& verifier) {
+  RunOutcome outcome;
+  outcome.summary = collector.summarize(info);
+  outcome.summary.caches = caches.reports();
+  outcome.summary.verify = verifier.report();
+  outcome.folded = collector.folded();
+  return outcome;
+}
+
+void commit_run(Collector& collector, RunOutcome& outcome, const std::string& out_dir) {
+  if (out_dir.empty()) return;
+  collector.commit(outcome.summary);
+  for (const char* f : {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
+    outcome.files.push_back((fs::path(out_dir) / f).string());
+}
+
+}  // namespace detail
+
+RunOutcome run_replay(const RunConfig& config) {
+  const Profile& profile = config.profile;
+  detail::check_replay_config(config);
+  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  // Killed by a signal, the run's half-written reports go with it.
+  lifecycle::Cleanup temp_files;
+  if (!config.out_dir.empty())
+    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
+  ReplayObserver* observer = config.observer.get();
+  ReplayCounters counters;  // before `finished`: the observer lets go of them there
+  const detail::ObserverFinish finished{observer};
+
+  RunInfo info = detail::describe_replay(config);
+
+  // Validate the trace before paying for the model load. The reader's
+  // buffers are allocated here, before the clock starts.
+  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20, config.csv});
+  // Records read before the producer starts (events before the first request, then it), replayed first.
+  std::deque<TraceRecord> read_early = detail::read_trace_head(config, reader, info);
+  const TraceRequest warmup_request = read_early.back().request;
+
   // Backends first: an unreachable Redis fails fast, before the model load.
-  Tiers tiers = build_tiers(config);
-  const CacheSet* caches = tiers.set.any() ? &tiers.set : nullptr;
-  std::mutex verify_mutex;
-  std::atomic<Nanos> verify_ns{0};  // time spent verifying: not part of the replay's wall time
-  VerifyReport verify;
-  verify.enabled = caches && config.verify_fraction > 0;
-  verify.fraction = config.verify_fraction;
+  detail::CacheState tiers = detail::build_cache_state(config.tiers, config.cache_namespace, config.replica_index >= 0);
+  const CacheSet* caches = tiers.caches();
+  detail::Verifier verifier(caches != nullptr, config.verify_fraction);
 
   const std::string& mode_name = config.update_mode.empty() ? profile.model.update : config.update_mode;
   const auto update_mode = parse_update_mode(mode_name);
   if (!update_mode) throw bad_input(fmt::format("--update {}: expected sync, async or preload", mode_name));
-  std::unique_ptr<ModelSource> source;
-  std::string first_version;
-  if (config.store_url.empty()) {
-    source = make_file_source(config.model_path);
-  } else {
-    auto at = config.model_path.find('@');
-    source = make_store_source(config, config.model_path.substr(0, at));
-    if (at != std::string::npos) first_version = config.model_path.substr(at + 1);
-  }
-
-  info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
-  if (observer) observer->phase(ReplayObserver::Phase::loading_model);
-  const ModelBytes first_bytes = source->fetch(first_version);
-  // libtorch checks no CRC: a damaged archive can load and run. A plain file's
-  // sha256 is reported, and checked before loading when the user gave one.
-  if (!source->versioned() || !config.model_sha256.empty()) {
-    const std::string sha = sha256_hex(*first_bytes.bytes);
-    if (!source->versioned()) info.model_sha256 = sha;
-    if (!config.model_sha256.empty() && sha != config.model_sha256)
-      throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}",
-                                  printable(config.model_path), sha, config.model_sha256));
-  }
-  Pipeline pipeline(
-      first_bytes, profile,
-      PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
-  const ModelInfo& model = pipeline.model();
+  detail::LoadedPipeline loaded = detail::load_pipeline(config, info, observer);
+  ModelSource* const source = loaded.source.get();
+  Pipeline& pipeline = *loaded.pipeline;
+  detail::PipelineServer server(pipeline);
   std::optional<ModelUpdates> updates;
   if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
   std::uint64_t ignored_events = 0;
@@ -394,16 +320,6 @@ RunOutcome run_replay(const RunConfig& config) {
                                               });
     channel->wait_subscribed();
   }
-  info.model_path = model.path;
-  info.model_version = model.version;
-  info.model_served_by = model.served_by;
-  info.model_hash = model.hash;
-  info.model_arch = model.meta.arch;
-  info.model_parameters = model.parameters;
-  info.model_bytes = model.file_bytes;
-  info.load_ms = model.load_ms;
-  info.copies_applicable = profile.model.device != "cpu";
-
   if (info.warmup == 0)
     info.warnings.push_back(
         "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
@@ -475,17 +391,13 @@ RunOutcome run_replay(const RunConfig& config) {
       try {
         {
           // Warm-up: the first request's input, served N times, never measured.
-          RequestRecord scratch;
-          for (int i = 0; i < info.warmup && !failure.failed() && !lifecycle::interrupted(); ++i) {
-            scratch.reset();
-            scratch.arrival = scratch.start = now_ns();
-            pipeline.serve(warmup_request, scratch);
-            scratch.finish();
-            if (w == 0) {
-              info.warmup_us.push_back(static_cast<double>(scratch.total()) / 1e3);
-              if (observer) observer->warmup(i + 1, info.warmup);
-            }
-          }
+          detail::warm_up(
+              server, warmup_request, info.warmup, [&] { return failure.failed() || lifecycle::interrupted(); },
+              [&](int done_warmups, double us) {
+                if (w != 0) return;
+                info.warmup_us.push_back(us);
+                if (observer) observer->warmup(done_warmups, info.warmup);
+              });
           std::unique_lock<std::mutex> lock(gate_mutex);
           ++warmed;
           gate_cv.notify_all();
@@ -494,7 +406,6 @@ RunOutcome run_replay(const RunConfig& config) {
         if (failure.failed() || !wait_until(epoch)) return;
         Batch batch(kBatch);
         std::size_t used = 0;
-        Blob served;
         Job job;
         while (jobs.pop(job)) {
           if (job.event) {
@@ -505,42 +416,10 @@ RunOutcome run_replay(const RunConfig& config) {
               channel->publish(ModelRef{source->name(), job.version});
             continue;
           }
-          RequestRecord& r = batch[used];
-          r.reset();
-          r.seq = job.seq;
-          r.id = job.request.id;
-          r.line = job.line;
-          r.key = job.request.key;
-          r.worker = static_cast<std::uint32_t>(w);
-          if (job.due != 0) {
-            if (!wait_until(job.due)) break;  // interrupted before it arrived: never released
-            r.arrival = job.due;
-          }
-          r.begin();  // start, and the thread CPU clock
-          const bool check = verify.enabled && sampled(job.seq, config.verify_fraction);
-          served.reset();
-          ModelHandle use;
-          if (updates) use = updates->begin_request(r, job.request);
-          // Verified against the version that served it: pin it, so a swap in between cannot differ.
-          if (check && !use) use = pipeline.active();
-          pipeline.serve(job.request, r, caches, check ? &served : nullptr, use);
-          r.finish();
-          if (updates) updates->end_request(r, job.request);
-          if (check && r.cache_outcome != "miss") {
-            // Outside the measured request: recompute without caches and compare.
-            Nanos v0 = now_ns();
-            double diff = pipeline.verify(job.request, served, use);
-            verify_ns.fetch_add(now_ns() - v0, std::memory_order_relaxed);
-            std::lock_guard<std::mutex> lock(verify_mutex);
-            ++verify.checked;
-            verify.max_abs_diff = std::max(verify.max_abs_diff, diff);
-            if (!(diff <= kVerifyTolerance)) {
-              ++verify.mismatches;
-              if (verify.examples.size() < 5)
-                verify.examples.push_back(
-                    fmt::format("request {} ({}): max abs difference {:.6g}", job.request.id, r.cache_outcome, diff));
-            }
-          }
+          if (job.due != 0 && !wait_until(job.due)) break;  // interrupted before it arrived: never released
+          detail::serve_step(server, caches, updates ? &*updates : nullptr, &verifier,
+                             detail::ServeJob{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)},
+                             batch[used]);
           done.fetch_add(1, std::memory_order_relaxed);
           if (++used == kBatch) {
             if (!to_collector.push(std::move(batch))) return;
@@ -719,7 +598,7 @@ RunOutcome run_replay(const RunConfig& config) {
     throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.trace_path,
                                 skipped ? fmt::format(" ({} invalid lines skipped)", skipped) : ""));
   // Verification stalls the workers between requests; take it out of the replay time.
-  info.wall_s = static_cast<double>(replay_end - epoch - verify_ns.load() / config.concurrency) / 1e9;
+  info.wall_s = static_cast<double>(replay_end - epoch - verifier.spent_ns() / config.concurrency) / 1e9;
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
   if (ignored_events && !updates)
@@ -733,21 +612,12 @@ RunOutcome run_replay(const RunConfig& config) {
   std::vector<UpdateReport> update_reports;
   channel.reset();  // no announcement after this point
   if (updates) update_reports = updates->finish();
-  info.peak_rss_mb = peak_rss_mb();
+  info.peak_rss_mb = detail::peak_rss_mb();
   info.gpu = pipeline.finish_gpu();
 
   if (observer)
     observer->phase(config.out_dir.empty() ? ReplayObserver::Phase::finished : ReplayObserver::Phase::writing_reports);
-  RunOutcome outcome;
-  outcome.summary = collector->summarize(info);
-  for (std::size_t i = 0; i < tiers.owned.size(); ++i) {
-    CacheTierReport report;
-    report.spec = tiers.owned[i]->spec();
-    report.where = tiers.where[i];
-    report.stats = tiers.owned[i]->stats();
-    outcome.summary.caches.push_back(report);
-  }
-  outcome.summary.verify = verify;
+  RunOutcome outcome = detail::collect_run(*collector, info, tiers, verifier);
   // The collector grouped latencies by update phase; the update manager knows the rest.
   outcome.summary.updates.resize(update_reports.size());
   for (std::size_t k = 0; k < update_reports.size(); ++k) {
@@ -761,13 +631,7 @@ RunOutcome run_replay(const RunConfig& config) {
       outcome.summary.info.warnings.push_back(
           fmt::format("update to {}@{} failed, {} kept serving: {}", u.model, u.to_version, u.from_version, u.error));
   }
-  outcome.folded = collector->folded();
-  if (!config.out_dir.empty()) {
-    collector->commit(outcome.summary);
-    for (const char* f :
-         {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
-      outcome.files.push_back((fs::path(config.out_dir) / f).string());
-  }
+  detail::commit_run(*collector, outcome, config.out_dir);
   return outcome;
 }
 

@@ -57,6 +57,36 @@ std::string bytes_text(const CompareRow& row, std::string_view tier) {
            : "-";
 }
 
+// Mean µs of the requests `outcome` served ("l1_hit", ..., "miss"); nullptr: none.
+const OutcomeStats* outcome_cost(const CompareRow& row, std::string_view outcome) {
+  for (const OutcomeStats& o : row.outcome_costs)
+    if (o.outcome == outcome && o.count > 0) return &o;
+  return nullptr;
+}
+
+bool any_caches(const CompareResult& r) {
+  for (const CompareRow& row : r.rows)
+    if (!row.tiers.empty() || !row.last.caches.empty()) return true;
+  return false;
+}
+
+std::string cost_text(const CompareRow& row, std::string_view outcome) {
+  const OutcomeStats* o = outcome_cost(row, outcome);
+  return o ? human_duration_us(o->mean_us) : "-";
+}
+
+// "lockstep: paired bootstrap over 120 requests"
+std::string interval_line(const CompareResult& r) {
+  return fmt::format("speedup intervals: {} mode, {}", compare_mode_name(r.mode),
+                     r.interval.empty() ? std::string("bootstrap over requests") : r.interval);
+}
+
+std::string single_wall_note(const CompareResult& r) {
+  return r.mode == CompareMode::lockstep
+             ? "wall speedup without an interval: one lockstep pass; --repeat 3 or more for one\n"
+             : "wall speedup without an interval: one replay per configuration; repeat for one\n";
+}
+
 std::string times(double v) {
   return std::isfinite(v) ? fmt::format("{:.2f}\u00d7", v) : "n/a";
 }
@@ -96,7 +126,10 @@ std::string headline(const CompareResult& r) {
   if (!s.info.trace_path.empty()) out += fmt::format(" · {}", base_name(s.info.trace_path));
   out += fmt::format(" · {}", plural(s.requests, "request", "requests"));
   const auto repeats = static_cast<std::uint64_t>(std::max(r.repeat, 1));
-  out += repeats > 1 ? fmt::format(" · {} repeats, interleaved", repeats) : std::string(" · 1 run each");
+  if (r.mode == CompareMode::lockstep)
+    out += repeats > 1 ? fmt::format(" · lockstep, {} repeats", repeats) : std::string(" · lockstep");
+  else
+    out += repeats > 1 ? fmt::format(" · {} repeats, interleaved", repeats) : std::string(" · 1 run each");
   if (!r.interrupted_by.empty()) out += fmt::format(" · interrupted ({}): completed replays only", r.interrupted_by);
   return out;
 }
@@ -114,6 +147,13 @@ Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
     header.push_back(fmt::format("{} hit", t));
   for (std::string_view t : tiers)
     header.push_back(fmt::format("{} bytes", t));
+  // What a request costs by what served it: a tier's hit against a miss.
+  const bool costs = any_caches(r);
+  if (costs) {
+    for (std::string_view t : tiers)
+      header.push_back(fmt::format("{} hit cost", t));
+    header.push_back("miss cost");
+  }
   cells.push_back(std::move(header));
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const CompareRow& row = r.rows[i];
@@ -132,6 +172,11 @@ Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
       line.push_back(hit_text(row, t));
     for (std::string_view t : tiers)
       line.push_back(bytes_text(row, t));
+    if (costs) {
+      for (std::string_view t : tiers)
+        line.push_back(cost_text(row, fmt::format("{}_hit", t)));
+      line.push_back(cost_text(row, "miss"));
+    }
     cells.push_back(std::move(line));
   }
   return cells;
@@ -288,11 +333,12 @@ std::string render_compare_table(const CompareResult& r) {
     out += text + '\n';
   }
 
+  if (r.rows.size() > 1) out += interval_line(r) + '\n';
   const bool noise = any_noise(r);
   const bool single_wall = r.rows.size() > 1 && degenerate_wall_interval(r);
   if (noise || single_wall) out += '\n';
   if (noise) out += fmt::format("~ {}\n", kNoiseNote);
-  if (single_wall) out += "wall speedup without an interval: one replay per configuration; repeat for one\n";
+  if (single_wall) out += single_wall_note(r);
 
   if (r.rows.size() > 1) {
     out += "\nwhere the time went:\n";
@@ -332,12 +378,13 @@ std::string render_compare_markdown(const CompareResult& r) {
       out += '\n';
     }
   }
+  if (r.rows.size() > 1) out += '\n' + markdown_cell(interval_line(r)) + '\n';
   const bool noise = any_noise(r);
   const bool single_wall = r.rows.size() > 1 && degenerate_wall_interval(r);
   if (noise || single_wall) out += '\n';
   if (noise) out += fmt::format("\\~ {}\n", kNoiseNote);
   if (noise && single_wall) out += '\n';
-  if (single_wall) out += "wall speedup without an interval: one replay per configuration; repeat for one\n";
+  if (single_wall) out += single_wall_note(r);
   if (r.rows.size() > 1) {
     out += "\n**Where the time went**\n\n";
     for (std::size_t i = 1; i < r.rows.size(); ++i) {
@@ -366,7 +413,7 @@ std::string render_compare_csv(const CompareResult& r) {
   out.append(std::string_view(
       "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
       "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
-      "errors\n"));
+      "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us\n"));
   auto it = std::back_inserter(out);
   for (const CompareRow& row : r.rows) {
     append_csv_field(out, row.name);
@@ -400,7 +447,15 @@ std::string render_compare_csv(const CompareResult& r) {
     std::uint64_t errors = 0;
     for (const CacheTierReport& t : row.last.caches)
       errors += t.stats.errors;
-    fmt::format_to(it, ",{}\n", errors);
+    fmt::format_to(it, ",{},{}", errors, compare_mode_name(r.mode));
+    // Mean µs of the requests each outcome served; empty when it served none.
+    for (std::string_view outcome : {"l1_hit", "l2_hit", "l3_hit", "miss"}) {
+      if (const OutcomeStats* o = outcome_cost(row, outcome))
+        csv_number(out, o->mean_us, 3);
+      else
+        out.push_back(',');
+    }
+    out.push_back('\n');
   }
   return fmt::to_string(out);
 }
@@ -411,6 +466,9 @@ std::string render_compare_json(const CompareResult& r) {
   w.begin_object();
   w.field("schema", "inferprof.compare/1");
   w.field("repeat", r.repeat);
+  w.field("mode", std::string(compare_mode_name(r.mode)));
+  w.field("interval", r.interval);
+  if (r.mode == CompareMode::lockstep) w.field("paired_requests", r.paired);
   w.field("baseline", r.rows.empty() ? std::string() : r.rows[0].name);
   w.key("configurations").begin_array();
   for (const CompareRow& row : r.rows) {
@@ -449,6 +507,15 @@ std::string render_compare_json(const CompareResult& r) {
     json_speedup(w, "speedup", row.mean_speedup);
     json_speedup(w, "wall_speedup", row.wall_speedup);
     w.field("outliers_dominate", row.outliers_dominate);
+    // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.
+    w.key("outcome_costs").begin_object();
+    for (const OutcomeStats& o : row.outcome_costs) {
+      w.key(o.outcome).begin_object();
+      w.field("count", o.count);
+      w.field_number("mean_us", o.mean_us, 3);
+      w.end_object();
+    }
+    w.end_object();
     write_cache_json(w, row.last);  // "caches", "served_by", "verify"
     w.end_object();
   }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <thread>
 
+#include "cache/hierarchy.hpp"
 #include "cache/policy_cache.hpp"
 #include "inferprof/error.hpp"
 #include "simulate/curves.hpp"
@@ -41,25 +42,35 @@ struct ConfigState {
       if (c) c->reset_counters();
     std::fill(std::begin(served), std::end(served), 0);
   }
-  // Pipeline::serve's order, without the model.
+  // The walk Pipeline::serve takes (cache/hierarchy.hpp), without the model:
+  // values are only sizes, and a hit is the key being held.
+  struct Steps {
+    ConfigState& s;
+    const CacheKey& rkey;
+    const CacheKey& pkey;
+    std::uint64_t rbytes, pbytes;
+    Nanos now;
+    struct Nothing {};
+    Cache* tier(CacheLevel l) const {
+      return l == CacheLevel::l1 ? s.l1.get() : l == CacheLevel::l2 ? s.l2.get() : s.l3.get();
+    }
+    bool has(CacheLevel l) const { return tier(l) != nullptr; }
+    Nothing phase() const { return {}; }
+    Nothing at(CacheLevel) const { return {}; }
+    bool get_result(CacheLevel l) { return tier(l)->get(rkey, now) != nullptr; }
+    void put_result(CacheLevel l, bool) { tier(l)->put(rkey, SimValue{}, rbytes, now); }
+    bool get_input() { return s.l3->get(pkey, now) != nullptr; }
+    bool prepare() const { return true; }
+    void put_input(bool) { s.l3->put(pkey, SimValue{}, pbytes, now); }
+    bool compute(bool) const { return true; }
+    bool cacheable(bool) const { return true; }
+    bool wants_result() const { return false; }
+    bool encode(bool) const { return true; }
+    void serve(bool) const {}
+  };
   void serve(const CacheKey& rkey, const CacheKey& pkey, std::uint64_t rbytes, std::uint64_t pbytes, Nanos now) {
-    if (l1 && l1->get(rkey, now)) {
-      ++served[0];
-      return;
-    }
-    if (l2 && l2->get(rkey, now)) {
-      if (l1) l1->put(rkey, SimValue{}, rbytes, now);
-      ++served[1];
-      return;
-    }
-    bool l3_hit = false;
-    if (l3) {
-      l3_hit = l3->get(pkey, now) != nullptr;
-      if (!l3_hit) l3->put(pkey, SimValue{}, pbytes, now);
-    }
-    ++served[l3_hit ? 2 : 3];
-    if (l1) l1->put(rkey, SimValue{}, rbytes, now);
-    if (l2) l2->put(rkey, SimValue{}, rbytes, now);
+    Steps steps{*this, rkey, pkey, rbytes, pbytes, now};
+    ++served[static_cast<int>(walk_hierarchy(steps))];
   }
   // What ModelUpdates::go_live does to the real L1/L2: the leaving version's
   // results can no longer be asked for, so they stop taking room. Dropped

@@ -77,7 +77,7 @@ TEST_SUITE("e2e hardening") {
     check_error(run_cli({"simulate", "--trace", trace, "--tier", "l1=lru:10", "--out", dir.file("sim")}), 2, message);
     CHECK(dir_is_empty_or_missing(dir.file("sim")));
     fs::create_directories(dir.file("conv"));
-    check_error(run_cli({"convert", trace, "--to", dir.file("conv/t.iptrace")}), 2, message);
+    check_error(run_cli({"convert", trace, "-o", dir.file("conv/t.iptrace")}), 2, message);
     CHECK(dir_is_empty_or_missing(dir.file("conv")));
   }
 

@@ -372,6 +372,43 @@ TEST_SUITE("e2e lifecycle") {
     CHECK(slurp(bg->out).find("\"interrupted\": true") != std::string::npos);
   }
 
+  TEST_CASE("lockstep compare interrupted keeps every configuration, each with the requests served under all") {
+    auto& f = fixture();
+    TempDir io;
+    const fs::path out = io.path() / "c";
+    TempDir traces;
+    const std::string trace = traces.file("long.jsonl");
+    REQUIRE(run_cli({"gen-trace", "--requests", "400000", "--keys", "50", "-o", trace}).code == 0);
+    auto bg = start({"compare", f.model, "--trace", trace, "--caches", "none", "--caches", "l1", "--warmup", "1",
+                     "--out", out.string(), "--no-progress", "--format", "json"},
+                    io);
+    REQUIRE(wait_for([&] { return !names_with(out / "l1", ".requests.csv.tmp.").empty(); }, 60s));
+    std::this_thread::sleep_for(200ms);
+    ::kill(bg->pid, SIGINT);
+    REQUIRE(bg->wait(30s) == 130);
+    simdjson::dom::parser parser;
+    auto result = load_json(parser, out / "compare.json");
+    bool interrupted = false;
+    CHECK(result["interrupted"].get(interrupted) == simdjson::SUCCESS);
+    CHECK(interrupted);
+    std::string_view mode;
+    CHECK(result["mode"].get(mode) == simdjson::SUCCESS);
+    CHECK(mode == "lockstep");
+    simdjson::dom::array configs;
+    REQUIRE(result["configurations"].get(configs) == simdjson::SUCCESS);
+    REQUIRE(configs.size() == 2);
+    std::uint64_t none = 0, l1 = 0, paired = 0;
+    CHECK(configs.at(0)["requests"].get(none) == simdjson::SUCCESS);
+    CHECK(configs.at(1)["requests"].get(l1) == simdjson::SUCCESS);
+    CHECK(result["paired_requests"].get(paired) == simdjson::SUCCESS);
+    CHECK(none > 0);
+    CHECK(none < 400000);
+    CHECK(none == l1);  // an interrupt ends the pass between requests, never inside one
+    CHECK(paired == none);
+    for (const char* folder : {"none", "l1"})
+      CHECK_MESSAGE(fs::is_regular_file(out / folder / "summary.json"), folder);
+  }
+
   TEST_CASE("a thread that cannot start is one line, exit 3") {
     auto& f = fixture();
     TempDir io;

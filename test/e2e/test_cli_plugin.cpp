@@ -42,7 +42,7 @@ TEST_SUITE("plugin") {
     for (const std::vector<std::string>& args : {std::vector<std::string>{"--version"},
                                                  {"--help"},
                                                  {"simulate", "--trace", trace, "--tier", "l1=lru:10"},
-                                                 {"convert", trace, "--to", dir.file("t.iptrace")}}) {
+                                                 {"convert", trace, "-o", dir.file("t.iptrace")}}) {
       auto r = run_cli(args, "LD_DEBUG=files");
       CAPTURE(args[0]);
       CHECK(r.code == 0);
@@ -73,7 +73,7 @@ TEST_SUITE("plugin") {
 
     CHECK(run_binary(copy, {"--version"}).code == 0);
     CHECK(run_binary(copy, {"gen-trace", "--requests", "10", "-o", dir.file("u.jsonl")}).code == 0);
-    CHECK(run_binary(copy, {"convert", trace, "--to", dir.file("t.iptrace")}).code == 0);
+    CHECK(run_binary(copy, {"convert", trace, "-o", dir.file("t.iptrace")}).code == 0);
     CHECK(run_binary(copy, {"simulate", "--trace", dir.file("t.iptrace"), "--tier", "l1=lru:10"}).code == 0);
 
     const std::string expected = "inferprof: error: the model pipeline '" + bin + "/libinferprof_pipeline.so" +

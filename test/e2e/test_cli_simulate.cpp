@@ -140,7 +140,7 @@ TEST_SUITE("e2e simulate") {
   TEST_CASE("convert: .iptrace gives the same answer as the JSON lines, CSV traces read with chosen columns") {
     auto& f = sim_fixture();
     TempDir d;
-    auto c = run_cli({"convert", f.trace, "--to", d.file("t.iptrace")});
+    auto c = run_cli({"convert", f.trace, "-o", d.file("t.iptrace")});
     REQUIRE_MESSAGE(c.code == 0, c.err);
     CHECK(c.out.find("500 requests") != std::string::npos);
     auto a = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lfu:10", "--format", "csv"});

@@ -141,7 +141,7 @@ TEST_SUITE("e2e docs") {
     const fs::path readme = fs::path(INFERPROF_PROFILES_DIR).parent_path() / "README.md";
     TempDir dir;
     const std::string trace = dir.write("t.jsonl", first_json_block(slurp(readme)));
-    auto r = run_cli({"convert", trace, "--to", dir.file("t.iptrace")});
+    auto r = run_cli({"convert", trace, "-o", dir.file("t.iptrace")});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find(": 2 requests, 1 model updates from ") != std::string::npos);
   }
@@ -151,7 +151,7 @@ TEST_SUITE("e2e docs") {
     TempDir dir;
     const std::string trace = dir.write("t.jsonl", first_json_block(section(md, "## JSON lines (requests.jsonl)")));
     // convert reads every line through the same validating reader as run.
-    auto r = run_cli({"convert", trace, "--to", dir.file("t.iptrace")});
+    auto r = run_cli({"convert", trace, "-o", dir.file("t.iptrace")});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find(": 5 requests, 1 model updates from ") != std::string::npos);
   }

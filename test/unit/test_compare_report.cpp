@@ -157,20 +157,20 @@ TEST_SUITE("compare report") {
     CHECK(lines[0] ==
           "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
           "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
-          "errors");
+          "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us");
     CHECK(lines[1] ==
           "none,2,45100.000,40590.000,90200.000,22.173,45.100000,1.0000,1.0000,1.0000,1.0000,1.0000,1.0000,false,,,,,,,"
-          "0");
+          "0,sequential,,,,");
     CHECK(lines[2] ==
           "l1,2,8530.000,1.200,47000.000,117.200,9.000000,5.2900,5.0100,5.6000,5.1000,4.9000,5.3000,false,0.812000,,,"
-          "3355443,,,0");
+          "3355443,,,0,sequential,,,,");
     // A name with a comma is quoted; the degraded L2's errors are counted.
     CHECK(lines[3].rfind("\"l1,l2\",2,", 0) == 0);
     CHECK(lines[3].find(",false,0.812000,0.000000,,3355443,0,,12") != std::string::npos);
     CHECK(lines[4].find(",true,,,,,,,0") != std::string::npos);
-    // Every line has the header's 21 columns (the quoted comma excepted).
+    // Every line has the header's 26 columns (the quoted comma excepted).
     for (std::size_t i = 0; i < lines.size(); ++i)
-      CHECK(count_of(lines[i], ",") == (i == 3 ? 21u : 20u));
+      CHECK(count_of(lines[i], ",") == (i == 3 ? 26u : 25u));
   }
 
   TEST_CASE("compare.json: valid JSON with the documented fields and no password") {

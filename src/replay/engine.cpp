@@ -1,0 +1,189 @@
+#include "replay/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "replay/model_updates.hpp"
+
+namespace inferprof::detail {
+
+namespace {
+// Served and recomputed outputs of the same deterministic computation agree
+// to the bit on one machine; the tolerance only absorbs float reassociation.
+constexpr double kVerifyTolerance = 1e-4;
+
+// Deterministic sample of the hits to verify: the same requests every run.
+bool sampled(std::uint64_t seq, double fraction) {
+  if (fraction >= 1) return true;
+  std::uint64_t x = seq * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 29;
+  return static_cast<double>(x >> 11) * 0x1.0p-53 < fraction;
+}
+}  // namespace
+
+CacheState::~CacheState() {
+  // The run's keys are deleted when it ends, also when it fails: a shared
+  // Redis keeps nothing of it.
+  for (auto& tier : owned) {
+    if (keep_remote && tier->spec().backend == "redis") continue;
+    try {
+      tier->clear();
+    } catch (...) {
+    }
+  }
+  remote_cleanup.release();
+  owned.clear();  // close LMDB environments before removing their folders
+  for (auto& dir : scratch)
+    dir.remove();
+}
+
+std::vector<CacheTierReport> CacheState::reports() const {
+  std::vector<CacheTierReport> out;
+  for (std::size_t i = 0; i < owned.size(); ++i) {
+    CacheTierReport report;
+    report.spec = owned[i]->spec();
+    report.where = where[i];
+    report.stats = owned[i]->stats();
+    out.push_back(report);
+  }
+  return out;
+}
+
+CacheState build_cache_state(const std::vector<TierSpec>& tiers, const std::string& name_space, bool keep_remote) {
+  CacheState t;
+  t.keep_remote = keep_remote;
+  for (const TierSpec& spec : tiers) {
+    std::unique_ptr<CacheTier> tier;
+    if (spec.backend == "memory") {
+      tier = make_memory_tier(spec);
+      t.where.push_back("in-process");
+    } else if (spec.backend == "redis") {
+      auto backend = make_redis_backend(spec.location, name_space);
+      if (!t.keep_remote) {
+        t.remote.emplace_back(spec.location, name_space);
+        t.remote_cleanup = lifecycle::Cleanup([remote = t.remote] {
+          for (const auto& [url, ns] : remote) {
+            try {
+              make_redis_backend(url, ns)->clear();
+            } catch (...) {  // unreachable now: its keys expire (redis_backend.cpp)
+            }
+          }
+        });
+      }
+      t.where.push_back(backend->describe());
+      tier = make_backend_tier(spec, std::move(backend));
+    } else {
+      std::string path = spec.location;
+      if (path.empty()) {
+        // No path configured: a private folder for this state alone.
+        t.scratch.emplace_back("inferprof-l3");
+        path = t.scratch.back().path();
+      }
+      auto backend = make_lmdb_backend(path, name_space);
+      t.where.push_back(backend->describe());
+      tier = make_backend_tier(spec, std::move(backend));
+    }
+    if (!(t.keep_remote && spec.backend == "redis")) tier->clear();  // a cold, empty start
+    if (spec.tier == "l1")
+      t.set.l1 = tier.get();
+    else if (spec.tier == "l2")
+      t.set.l2 = tier.get();
+    else
+      t.set.l3 = tier.get();
+    t.owned.push_back(std::move(tier));
+  }
+  return t;
+}
+
+Verifier::Verifier(bool caches, double fraction) {
+  report_.enabled = caches && fraction > 0;
+  report_.fraction = fraction;
+}
+
+bool Verifier::wants(std::uint64_t seq) const {
+  return report_.enabled && sampled(seq, report_.fraction);
+}
+
+void Verifier::check(RequestServer& server, const TraceRequest& request, const RequestRecord& record,
+                     const Blob& served, const ModelHandle& model) {
+  if (record.cache_outcome == "miss") return;
+  Nanos v0 = now_ns();
+  double diff = server.verify(request, served, model);
+  spent_ns_.fetch_add(now_ns() - v0, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++report_.checked;
+  report_.max_abs_diff = std::max(report_.max_abs_diff, diff);
+  if (!(diff <= kVerifyTolerance)) {
+    ++report_.mismatches;
+    if (report_.examples.size() < 5)
+      report_.examples.push_back(
+          fmt::format("request {} ({}): max abs difference {:.6g}", request.id, record.cache_outcome, diff));
+  }
+}
+
+VerifyReport Verifier::report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return report_;
+}
+
+void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* updates, Verifier* verifier,
+                const ServeJob& job, RequestRecord& r) {
+  const TraceRequest& request = *job.request;
+  r.reset();
+  r.seq = job.seq;
+  r.id = request.id;
+  r.line = job.line;
+  r.key = request.key;
+  r.worker = job.worker;
+  if (job.due != 0) r.arrival = job.due;
+  r.begin();  // start, and the thread CPU clock
+  const bool check = verifier && verifier->wants(job.seq);
+  Blob served;
+  ModelHandle use;
+  if (updates) use = updates->begin_request(r, request);
+  // Verified against the version that served it: pin it, so a swap in between cannot differ.
+  if (check && !use) use = server.active();
+  server.serve(request, r, caches, check ? &served : nullptr, use);
+  r.finish();
+  if (updates) updates->end_request(r, request);
+  // Outside the measured request: recompute without caches and compare.
+  if (check) verifier->check(server, request, r, served, use);
+}
+
+void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
+             const std::function<void(int, double)>& each) {
+  RequestRecord scratch;
+  for (int i = 0; i < times && !stop(); ++i) {
+    scratch.reset();
+    scratch.arrival = scratch.start = now_ns();
+    server.serve(request, scratch, nullptr, nullptr, nullptr);
+    scratch.finish();
+    if (each) each(i + 1, static_cast<double>(scratch.total()) / 1e3);
+  }
+}
+
+std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& lanes,
+                             const std::function<bool(TraceRequest&, std::uint64_t&)>& next,
+                             const std::function<bool()>& stop, std::uint64_t limit) {
+  const std::size_t n = lanes.size();
+  if (n == 0) return 0;
+  RequestRecord record;
+  TraceRequest request;
+  std::uint64_t line = 0, seq = 0;
+  while ((limit == 0 || seq < limit) && !stop() && next(request, line)) {
+    ServeJob job{&request, seq, line, 0, 0};
+    for (std::size_t k = 0; k < n; ++k) {
+      LockstepLane& lane = lanes[(seq + k) % n];
+      serve_step(server, lane.caches, nullptr, lane.verifier, job, record);
+      lane.latency_us.push_back(static_cast<double>(record.total()) / 1e3);
+      lane.outcome.push_back(record.cache_outcome);
+      lane.busy_ns += record.total();
+      if (lane.collector) lane.collector->add(record);
+    }
+    ++seq;
+  }
+  return seq;
+}
+
+}  // namespace inferprof::detail

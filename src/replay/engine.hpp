@@ -1,0 +1,192 @@
+#pragma once
+// The replay engine's parts that every driver shares (closed loop, open loop,
+// lockstep): what a request is served through (RequestServer: the real
+// Pipeline, or a stand-in in unit tests), one configuration's cache state,
+// the --verify check, and the serve step itself. No libtorch here.
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "inferprof/cache.hpp"
+#include "inferprof/lifecycle.hpp"
+#include "inferprof/pipeline.hpp"
+#include "inferprof/replay.hpp"
+#include "inferprof/report.hpp"
+#include "inferprof/timing.hpp"
+#include "inferprof/trace.hpp"
+
+namespace inferprof {
+class ModelUpdates;
+class ModelSource;
+class TraceReader;
+struct TraceRecord;
+
+namespace detail {
+
+// What the engine serves requests through. Pipeline's contract (pipeline.hpp):
+// serve records the stages in `record` and sets record.cache_outcome.
+class RequestServer {
+ public:
+  virtual ~RequestServer() = default;
+  virtual void serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
+                     const ModelHandle& model) = 0;
+  // Max absolute difference between a fresh, uncached computation and `served`.
+  virtual double verify(const TraceRequest& request, const Blob& served, const ModelHandle& model) = 0;
+  virtual ModelHandle active() const = 0;
+};
+
+class PipelineServer final : public RequestServer {
+ public:
+  explicit PipelineServer(Pipeline& pipeline) : pipeline_(pipeline) {}
+  void serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
+             const ModelHandle& model) override {
+    pipeline_.serve(request, record, caches, served, model);
+  }
+  double verify(const TraceRequest& request, const Blob& served, const ModelHandle& model) override {
+    return pipeline_.verify(request, served, model);
+  }
+  ModelHandle active() const override { return pipeline_.active(); }
+
+ private:
+  Pipeline& pipeline_;
+};
+
+// One configuration's cache tiers, started empty, and their CacheSet view.
+// Remote ones live in their own Redis namespace, an unplaced L3 in a private
+// LMDB folder; both are emptied and removed when the state goes, also when
+// the run fails (a replica leaves the shared namespace to its parent).
+struct CacheState {
+  std::vector<std::unique_ptr<CacheTier>> owned;
+  std::vector<std::string> where;
+  CacheSet set;
+  std::vector<lifecycle::PrivateFolder> scratch;
+  bool keep_remote = false;
+  // A process killed by a signal runs no destructor: the lifecycle thread
+  // empties the namespace over its own connection.
+  std::vector<std::pair<std::string, std::string>> remote;  // (Redis URL, namespace) this state owns
+  lifecycle::Cleanup remote_cleanup;
+  CacheState() = default;
+  CacheState(CacheState&&) = default;
+  ~CacheState();
+  const CacheSet* caches() const { return set.any() ? &set : nullptr; }
+  std::vector<CacheTierReport> reports() const;
+};
+CacheState build_cache_state(const std::vector<TierSpec>& tiers, const std::string& name_space, bool keep_remote);
+
+// --verify: a deterministic sample of the cache hits recomputed and compared,
+// outside the measured request.
+class Verifier {
+ public:
+  Verifier(bool caches, double fraction);
+  bool wants(std::uint64_t seq) const;
+  void check(RequestServer& server, const TraceRequest& request, const RequestRecord& record, const Blob& served,
+             const ModelHandle& model);
+  VerifyReport report() const;
+  Nanos spent_ns() const { return spent_ns_.load(); }  // not part of the replay's wall time
+
+ private:
+  mutable std::mutex mutex_;
+  VerifyReport report_;
+  std::atomic<Nanos> spent_ns_{0};
+};
+
+// One request as a driver hands it to the serve step.
+struct ServeJob {
+  const TraceRequest* request = nullptr;
+  std::uint64_t seq = 0, line = 0;
+  Nanos due = 0;  // open loop: when it arrived; 0: arrives when served
+  std::uint32_t worker = 0;
+};
+
+// THE serve step: one request through (server, cache state) into `record`
+// (reset, identified, timed, outcome set), with the model updates and the
+// verify sample when given.
+void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* updates, Verifier* verifier,
+                const ServeJob& job, RequestRecord& record);
+
+// The warm-up gate's work for one thread: `request` served `times` without
+// caches, never measured; `each` hears every warm-up's µs. Stops early on
+// `stop`.
+void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
+             const std::function<void(int, double)>& each);
+
+// Lockstep (compare --mode lockstep): each request served under every lane,
+// one after another on this thread, the order rotated per request (request i
+// starts with lane i mod N), so drift reaches all lanes alike.
+struct LockstepLane {
+  const CacheSet* caches = nullptr;
+  Collector* collector = nullptr;  // null: not aggregated
+  Verifier* verifier = nullptr;    // --verify's sample of its hits; null: none
+  std::vector<double> latency_us;  // per request, in the order served
+  std::vector<std::string> outcome;
+  Nanos busy_ns = 0;  // summed request time: this lane's replay time
+};
+// Serves requests from `next` (false: no more) until it ends, `stop` says so
+// between requests, or `limit` (0: none) are served. Returns the requests
+// served under every lane: each lane's vectors have exactly that many entries.
+std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& lanes,
+                             const std::function<bool(TraceRequest&, std::uint64_t&)>& next,
+                             const std::function<bool()>& stop, std::uint64_t limit = 0);
+
+// The observer hears `finished` however a replay ends (declare it after the
+// ReplayCounters it was given: they must outlive that call).
+struct ObserverFinish {
+  ReplayObserver* observer;
+  ~ObserverFinish() {
+    if (observer) observer->phase(ReplayObserver::Phase::finished);
+  }
+  ObserverFinish(const ObserverFinish&) = delete;
+  ObserverFinish& operator=(const ObserverFinish&) = delete;
+};
+
+// ---- Set-up, shared by run_replay and the lockstep compare (replay.cpp) ----
+// The checks of a replay's settings (Error(bad_input)).
+void check_replay_config(const RunConfig& config);
+// The run's description before anything is loaded (tool, machine, settings).
+RunInfo describe_replay(const RunConfig& config);
+// Reads up to the trace's first request (the warm-up input): the records read,
+// that request last, are replayed first. Records the trace's size and hash.
+std::deque<TraceRecord> read_trace_head(const RunConfig& config, TraceReader& reader, RunInfo& info);
+// The model's first version loaded (sha256 checked), intra-op threads set,
+// and the model's facts in `info`.
+struct LoadedPipeline {
+  std::unique_ptr<ModelSource> source;
+  std::unique_ptr<Pipeline> pipeline;
+  LoadedPipeline();
+  LoadedPipeline(LoadedPipeline&&) noexcept;
+  ~LoadedPipeline();
+};
+LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObserver* observer);
+
+// Collect: the summary of what `collector` aggregated, with the tiers' and
+// --verify's reports, and the flame graph's stacks.
+RunOutcome collect_run(const Collector& collector, const RunInfo& info, const CacheState& caches,
+                       const Verifier& verifier);
+// Commit: with `out_dir`, the report files (each complete or absent), listed in outcome.files.
+void commit_run(Collector& collector, RunOutcome& outcome, const std::string& out_dir);
+
+// compare --mode lockstep's pass (lockstep.cpp): one configuration per target.
+struct LockstepTarget {
+  std::vector<TierSpec> tiers;
+  std::string cache_namespace;  // its own Redis namespace (an unplaced L3 gets its own folder)
+  std::string out_dir;          // empty: no report files
+};
+struct LockstepPass {
+  std::uint64_t requests = 0;                     // served under every configuration
+  std::vector<RunOutcome> outcomes;               // per target (files written when out_dir was set)
+  std::vector<std::vector<double>> latency_us;    // per target, per request (same order for all)
+  std::vector<std::vector<std::string>> outcome;  // per target, per request: what served it
+};
+// Set-up, shared warm-up, drive, collect, commit. Throws Error; a failure
+// leaves no report of any target. An interrupt ends the pass between
+// requests: it covers the requests served under every configuration.
+LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<LockstepTarget>& targets);
+
+}  // namespace detail
+}  // namespace inferprof
