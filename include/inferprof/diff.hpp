@@ -1,9 +1,10 @@
 #pragma once
-// `inferprof diff`: the CI gate. Two saved runs (summary.json, and the
-// per-request requests.csv beside it when there is one) compared stage by
-// stage and metric by metric; a gate fails only when a change is both past its
-// threshold and statistically clear, so noise is named as noise instead of
-// failing a build.
+// `inferprof diff`: the CI gate. Saved runs (summary.json, and the
+// per-request requests.csv beside it when there is one), one or several per
+// side, compared stage by stage and metric by metric, on wall or thread CPU
+// time; a gate fails only when the whole interval of the change lies past its
+// threshold, so noise is named as noise instead of failing a build, and a side
+// whose own runs disagree is named unstable.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -16,10 +17,12 @@
 namespace inferprof {
 
 // One gate of --max-regression: "p99=10%" (every stage and the total),
-// "compute.p99=5%" (one stage), "total.mean=5%+0.05ms" (with an absolute
-// allowance), "throughput=10%" (a drop in requests/s).
+// "compute.p99=5%" (one stage), "total.cpu.p50=5%" (thread CPU time),
+// "total.mean=5%+0.05ms" (with an absolute allowance), "throughput=10%" (a
+// drop in requests/s).
 struct GateSpec {
   std::string stage;                  // a stage name, "total", or "*" (every stage and the total); "" for throughput
+  std::string clock = "wall";         // "wall" or "cpu" (thread CPU time: mean, p50, p99 only)
   std::string metric;                 // mean, p50, p90, p99, max or throughput
   double pct = 0;                     // allowed change, in percent of the base value
   double floor_us = kDefaultFloorUs;  // plus this much, in µs (latency metrics only)
@@ -28,9 +31,15 @@ struct GateSpec {
   static constexpr double kDefaultFloorUs = 10;
 };
 
-// What a CI user wants by default: fail on what callers feel, the request
-// total, and leave stage rows informative until a gate names them.
-inline constexpr std::string_view kDefaultGates = "total.p99=10%,total.mean=5%";
+// What a CI user wants by default: the request total, on thread CPU time,
+// which other processes on the machine barely move (wall time grows with every
+// time slice they take); stage rows stay informative until a gate names them.
+inline constexpr std::string_view kDefaultGates = "total.cpu.mean=5%,total.cpu.p50=5%";
+// The defaults for runs that recorded no CPU time (older summaries).
+inline constexpr std::string_view kWallDefaultGates = "total.p99=10%,total.mean=5%";
+// The exit code of an unstable verdict: no gate failed, but at least one could
+// not be judged because the runs of one side disagree beyond its threshold.
+inline constexpr int kExitUnstable = 4;
 
 // Parses the --max-regression grammar. Throws Error(bad_input) naming the
 // offending item and what was expected.
@@ -51,6 +60,8 @@ struct RunData {
   // Per successful request, µs, per stage then the total (same indexing);
   // empty without requests.csv. At most kMaxRows rows, evenly spaced.
   std::array<std::vector<double>, kStageCount + 1> per_request;
+  // Thread CPU µs of the same requests; empty when requests.csv has none.
+  std::array<std::vector<double>, kStageCount + 1> per_request_cpu;
   std::uint64_t csv_rows = 0;  // successful rows read (before thinning)
   static constexpr std::size_t kMaxRows = 10000;
 };
@@ -59,8 +70,8 @@ struct RunData {
 // Error(bad_input) for a missing or malformed file.
 RunData load_run(const std::string& path);
 
-enum class Verdict { none, ok, regression, improved, noise };
-std::string_view verdict_name(Verdict v);  // "-", "ok", "REGRESSION", "improved", "noise"
+enum class Verdict { none, ok, regression, improved, noise, unstable };
+std::string_view verdict_name(Verdict v);  // "-", "ok", "REGRESSION", "improved", "noise", "unstable"
 
 // A change with its confidence interval (of new - base, in the metric's unit).
 struct Change {
@@ -72,24 +83,41 @@ struct Change {
 
 // The gate decision, on its own so tests can drive it with constructed data.
 // `limit` is the allowed change in the metric's unit (pct of base + floor);
-// for throughput a drop is the regression.
+// for throughput a drop is the regression. With an interval, a regression (an
+// improvement) needs the whole interval beyond the limit; a change past the
+// limit whose interval is not is noise.
 Verdict judge(const Change& c, double limit, bool higher_is_better = false);
 // Allowed change of `spec` against `base`.
 double gate_limit(const GateSpec& spec, double base);
 
-// The bootstrap interval of stat(now) - stat(base) for each latency metric,
-// from per-request values. `metric` is mean, p50, p90 or p99 (the maximum has
-// no valid bootstrap interval).
+// The bootstrap interval of stat(now) - stat(base) for mean, p50, p90 and
+// p99 (the maximum has no valid bootstrap interval), and of the relative
+// change stat(now) / stat(base) - 1. A side's statistic is the mean over its
+// runs of each run's statistic.
 struct MetricIntervals {
   std::array<std::pair<double, double>, 4> mean_p50_p90_p99{};
+  std::array<std::pair<double, double>, 4> relative{};  // fractions: 0.05 is +5%
 };
+// Hierarchical bootstrap: each resample draws as many runs as the side has,
+// with replacement, then each drawn run's requests with replacement, so the
+// variation between runs is inside the interval. One run per side is the
+// plain bootstrap over requests. Deterministic (a fixed seed).
+MetricIntervals hierarchical_intervals(const std::vector<std::vector<double>>& base_runs,
+                                       const std::vector<std::vector<double>>& new_runs, double confidence,
+                                       int resamples = 1000);
+// One run per side.
 MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, const std::vector<double>& now,
                                            double confidence, int resamples = 1000);
 
 struct DiffRow {
-  std::string stage;   // "total", "compute", ..., "throughput", "l1 hit ratio"
-  std::string metric;  // mean..max, "req/s", "ratio"
-  Change change;
+  std::string stage;                                  // "total", "compute", ..., "throughput", "l1 hit ratio"
+  std::string clock = "wall";                         // "wall" or "cpu" (latency rows)
+  std::string metric;                                 // mean..max, "req/s", "ratio"
+  Change change;                                      // base and new: the mean over each side's runs
+  std::optional<std::pair<double, double>> relative;  // the interval of the relative change (fractions)
+  std::vector<double> base_runs, new_runs;            // the statistic of each run
+  // (max - min) / mean of the runs of a side, with two runs or more.
+  std::optional<double> base_spread, new_spread;
   std::string unit = "us";  // "us", "req/s", "ratio"
   std::string gate;         // the gate applied, as written ("" if none)
   double limit = 0;         // allowed change (in the unit), when gated
@@ -98,7 +126,7 @@ struct DiffRow {
 };
 
 struct DiffConfig {
-  std::string base_path, new_path;
+  std::vector<std::string> base_paths, new_paths;
   std::string gates = std::string(kDefaultGates);
   bool force = false;
   double confidence = 0.95;
@@ -106,25 +134,29 @@ struct DiffConfig {
 };
 
 struct DiffResult {
-  std::string base_path, new_path;
-  RunData base, now;
+  std::vector<RunData> base, now;  // the runs of each side, in the order given
   std::vector<GateSpec> gates;
   double confidence = 0.95;
   int resamples = 0;
-  bool intervals = false;               // both runs had requests.csv
-  std::string intervals_note;           // why not, or how they were computed
+  bool intervals = false;               // every run had requests.csv
+  std::string method;                   // "hierarchical bootstrap", "request bootstrap" or "none"
+  std::string intervals_note;           // why not, or how they were computed and what they can see
   std::vector<std::string> mismatches;  // identity differences overridden by --force
   std::vector<std::string> notes;       // configuration differences (profile, concurrency, ...)
   std::vector<std::string> hidden;      // stages zero or n/a in both runs, not shown
   std::vector<DiffRow> rows;
-  int gated = 0, regressions = 0, noise = 0, improved = 0;
+  int gated = 0, regressions = 0, noise = 0, improved = 0, unstable = 0;
   bool failed() const { return regressions > 0; }
+  // 1 on a regression, kExitUnstable when a gate could not be judged, else 0
+  // (inline: the renderers, in the report layer, print it too).
+  int exit_code() const { return regressions > 0 ? 1 : unstable > 0 ? kExitUnstable : 0; }
 };
 
-// Loads both runs, checks they are comparable (Error(bad_input) naming the
+// Loads every run, checks they are comparable (Error(bad_input) naming the
 // differences unless config.force), and applies the gates.
 DiffResult run_diff(const DiffConfig& config);
 // The same on already-loaded runs (for tests).
+DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const DiffConfig& config);
 DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config);
 
 // Renderers.

@@ -73,22 +73,53 @@ ConvertStats convert_trace(const std::string& in_path, const std::string& out_pa
 
 // ---- Costs (a run's measured stage costs) ------------------------------------
 
-// What serving a request costs by what served it, from a run's summary.json
-// and, when next to it, its requests.csv (per-request distributions for p99).
+// What a cache tier's work costs, in mean µs per span, from the costs run's
+// trace.json: the tier's first span in a request is its lookup, a later one
+// an insert. Unset: the run did not measure it (see SimCosts::notes).
+struct SimTierCosts {
+  std::optional<double> lookup_hit_us, lookup_miss_us;  // a lookup that found / did not find the entry
+  // L1 fill on an L2 hit, L2 insert after L1, L3 insert (encoding the
+  // preprocessed input and putting it).
+  std::optional<double> insert_us;
+  // Result tiers: encoding the output and putting it, what the first result
+  // tier of a configuration pays on a miss.
+  std::optional<double> store_us;
+  std::uint64_t lookups = 0, inserts = 0, stores = 0;  // spans measured
+};
+
+// What serving a request costs, from a run's summary.json and, when next to
+// it, its requests.csv (per-request distributions for p99) and trace.json
+// (the l1/l2/l3 spans: each tier's lookup and insert costs). The request
+// costs leave out the run's cache work (its cache_us), which a prediction
+// adds back per configuration.
 struct SimCosts {
-  std::string source;         // the summary.json path
-  bool per_request = false;   // requests.csv was read
-  std::uint64_t rows = 0;     // requests.csv rows read
-  double miss_mean_us = 0;    // a request computed from scratch
-  double l3_hit_mean_us = 0;  // preprocessing skipped
-  double l1_hit_mean_us = 0, l2_hit_mean_us = 0;
-  std::vector<double> miss_us, l3_hit_us, l1_hit_us, l2_hit_us;  // samples (bounded), when per_request
-  std::uint64_t result_bytes = 0;                                // mean entry size of the run's L1/L2 (0: not known)
-  std::uint64_t preprocessed_bytes = 0;                          // of its L3
-  std::vector<std::string> notes;                                // assumptions made, said in the output
+  std::string source;                              // the summary.json path
+  bool per_request = false;                        // requests.csv was read
+  std::uint64_t rows = 0;                          // requests.csv rows read
+  double miss_mean_us = 0;                         // a request computed from scratch, cache work left out
+  double l3_hit_mean_us = 0;                       // input and preprocessing skipped, cache work left out
+  double hit_mean_us = 0;                          // an L1/L2 hit outside its cache work (bookkeeping)
+  std::vector<double> miss_us, l3_hit_us, hit_us;  // samples (bounded), when per_request
+  std::string spans_source;                        // the trace.json read; empty: none
+  std::uint64_t span_requests = 0;                 // requests of trace.json read
+  SimTierCosts tiers[3];                           // l1, l2, l3
+  std::uint64_t result_bytes = 0;                  // mean entry size of the run's L1/L2 (0: not known)
+  std::uint64_t preprocessed_bytes = 0;            // of its L3
+  std::vector<std::string> notes;                  // assumptions made, said in the output
 };
 // Throws Error(bad_input) naming the file (and line of requests.csv).
 SimCosts load_sim_costs(const std::string& summary_json_path);
+
+// The cache work of one configuration by what served the request, in µs,
+// each tier's costs resolved from SimCosts (an unmeasured cost falls back to
+// a related measured one, else 0; each assumption is listed in `assumed`).
+struct SimCacheCosts {
+  double lookup_us[4] = {0, 0, 0, 0};  // served by l1, l2, l3, compute: the lookups made
+  double insert_us[4] = {0, 0, 0, 0};  // the inserts, the output's encoding included
+  std::vector<std::string> assumed;
+  double total(int outcome) const { return lookup_us[outcome] + insert_us[outcome]; }
+};
+SimCacheCosts cache_costs(const SimCosts& c, bool l1, bool l2, bool l3);
 
 // ---- Settings ------------------------------------------------------------------
 
@@ -127,8 +158,10 @@ struct SimTierResult {
 struct SimPrediction {
   bool available = false;
   double mean_us = 0;
-  std::optional<double> p99_us;  // needs per-request costs
-  double speedup = 1;            // predicted no-cache mean / this mean
+  double cache_us = 0;                  // of mean_us: lookups and inserts per request
+  double outcome_us[4] = {0, 0, 0, 0};  // a request served by l1, l2, l3, compute
+  std::optional<double> p99_us;         // needs per-request costs
+  double speedup = 1;                   // predicted no-cache mean / this mean
 };
 struct SimConfigResult {
   std::string name;  // "l1,l2"
@@ -170,6 +203,9 @@ struct SimulateResult {
 SimulateResult run_simulate(const SimulateConfig& config);
 
 // Building blocks, exposed for tests and bench/bench_simulate.cpp.
+// Predicted latency of a configuration (which tiers it has) that served
+// served[0..3] requests from l1, l2, l3 and compute.
+SimPrediction predict_latency(const SimCosts& c, bool l1, bool l2, bool l3, const std::uint64_t served[4]);
 // Hit ratio at each capacity for an LRU cache alone over `keys`, in one pass
 // (exact: Fenwick tree over last-access times, renumbered to stay within
 // 2 x distinct keys). The first `warmup` accesses are not counted.

@@ -105,7 +105,8 @@ Runner add_simulate_command(CLI::App& app) {
                   "A configuration to simulate, e.g. l1 or l1,l2 (repeatable; default: all --tier tiers together)");
   cmd->add_option("--costs", a->costs,
                   "A run's summary.json (or its folder): measured stage costs for predicted mean/p99 latency and "
-                  "speedup; its requests.csv is read when next to it");
+                  "speedup; its requests.csv and trace.json (each tier's lookup and insert costs) are read when next "
+                  "to it");
   cmd->add_option("--warmup-requests", a->warmup, "The first N requests only fill the caches (not counted)")
       ->check(whole_at_least(0))
       ->capture_default_str();

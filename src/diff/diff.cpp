@@ -1,12 +1,14 @@
-// Comparing two saved runs: are they comparable, what changed, and which
-// changes are past their gate and statistically clear.
+// Comparing saved runs, one or several per side: are they comparable, what
+// changed, and which changes are past their gate and statistically clear.
 #include "inferprof/diff.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <random>
 
 #include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
@@ -16,13 +18,22 @@ namespace inferprof {
 namespace {
 
 constexpr std::array<std::string_view, 5> kLatencyMetrics = {"mean", "p50", "p90", "p99", "max"};
+// What summary.json records of thread CPU time.
+constexpr std::array<std::string_view, 3> kCpuMetrics = {"mean", "p50", "p99"};
 
-double metric_of(const StageStats& s, std::string_view metric) {
+double metric_of(const StageStats& s, std::string_view clock, std::string_view metric) {
+  if (clock == "cpu") return metric == "mean" ? s.cpu_mean_us : metric == "p50" ? s.cpu_p50_us : s.cpu_p99_us;
   if (metric == "mean") return s.mean_us;
   if (metric == "p50") return s.p50_us;
   if (metric == "p90") return s.p90_us;
   if (metric == "p99") return s.p99_us;
   return s.max_us;
+}
+
+// The index of `metric` among the bootstrapped ones (mean, p50, p90, p99); 4 for max.
+std::size_t interval_index(std::string_view metric) {
+  return static_cast<std::size_t>(std::find(kLatencyMetrics.begin(), kLatencyMetrics.end(), metric) -
+                                  kLatencyMetrics.begin());
 }
 
 std::string stage_label(std::size_t i) {
@@ -33,30 +44,36 @@ std::string or_unknown(const std::string& s) {
   return s.empty() ? "not recorded" : s;
 }
 
+double mean_of(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
 // Differences that make a comparison meaningless without --force: what was
 // run (model, trace), where (the kind of machine, not its host name: CI
-// runners get a new name every job) and with how much of it.
-std::vector<std::string> identity_mismatches(const RunData& b, const RunData& n) {
+// runners get a new name every job) and with how much of it. `lb` and `ln`
+// name the two runs in the messages.
+std::vector<std::string> identity_mismatches(const RunData& b, const RunData& n, const std::string& lb,
+                                             const std::string& ln) {
   std::vector<std::string> out;
   auto differ = [&](std::string_view what, const std::string& x, const std::string& y) {
-    if (!x.empty() && !y.empty() && x != y) out.push_back(fmt::format("{} differ: base {} vs new {}", what, x, y));
+    if (!x.empty() && !y.empty() && x != y) out.push_back(fmt::format("{} differ: {} {} vs {} {}", what, lb, x, ln, y));
   };
   // Summaries written before the hashes were recorded: the paths stand in.
   const bool hashes = !b.model_hash.empty() && !n.model_hash.empty() && !b.trace_hash.empty() && !n.trace_hash.empty();
   differ("models", hashes ? b.model_hash : b.model_path, hashes ? n.model_hash : n.model_path);
   differ("traces", hashes ? b.trace_hash : b.trace_path, hashes ? n.trace_hash : n.trace_path);
   if (b.limit != n.limit)
-    out.push_back(fmt::format("trace limits differ: base {} vs new {}", b.limit ? std::to_string(b.limit) : "all",
+    out.push_back(fmt::format("trace limits differ: {} {} vs {} {}", lb, b.limit ? std::to_string(b.limit) : "all", ln,
                               n.limit ? std::to_string(n.limit) : "all"));
   differ("machines (CPU)", b.cpu_model, n.cpu_model);
   if (b.cpu_cores && n.cpu_cores && b.cpu_cores != n.cpu_cores)
-    out.push_back(fmt::format("machines (cores) differ: base {} vs new {}", b.cpu_cores, n.cpu_cores));
+    out.push_back(fmt::format("machines (cores) differ: {} {} vs {} {}", lb, b.cpu_cores, ln, n.cpu_cores));
   differ("libtorch versions", b.libtorch_version, n.libtorch_version);
   differ("devices", b.device, n.device);
   if (b.threads != n.threads)
-    out.push_back(fmt::format("intra-op threads differ: base {} vs new {}", b.threads, n.threads));
+    out.push_back(fmt::format("intra-op threads differ: {} {} vs {} {}", lb, b.threads, ln, n.threads));
   if (b.concurrency != n.concurrency)
-    out.push_back(fmt::format("concurrency differs: base {} vs new {}", b.concurrency, n.concurrency));
+    out.push_back(fmt::format("concurrency differs: {} {} vs {} {}", lb, b.concurrency, ln, n.concurrency));
   differ("replay modes", b.mode, n.mode);
   return out;
 }
@@ -77,25 +94,73 @@ std::vector<std::string> config_notes(const RunData& b, const RunData& n) {
   return out;
 }
 
-const GateSpec* gate_for(const std::vector<GateSpec>& gates, const std::string& stage, std::string_view metric) {
+const GateSpec* gate_for(const std::vector<GateSpec>& gates, const std::string& stage, std::string_view clock,
+                         std::string_view metric) {
   const GateSpec* wildcard = nullptr;
   for (const GateSpec& g : gates) {
-    if (g.metric != metric) continue;
+    if (g.metric != metric || (!g.stage.empty() && g.clock != clock)) continue;
     if (g.stage == stage) return &g;  // a named stage overrides "every stage"
     if (g.stage == "*") wildcard = &g;
   }
   return wildcard;
 }
 
+// (max - min) / mean of a side's runs, with two runs or more.
+std::optional<double> spread_of(const std::vector<double>& runs) {
+  if (runs.size() < 2) return std::nullopt;
+  const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+  const double mean = mean_of(runs);
+  return mean != 0 ? (*hi - *lo) / std::abs(mean) : 0;
+}
+
+// A row's figures from the figure of each run of each side.
+void set_runs(DiffRow& row, std::vector<double> base_runs, std::vector<double> new_runs) {
+  row.base_runs = std::move(base_runs);
+  row.new_runs = std::move(new_runs);
+  row.change = Change{mean_of(row.base_runs), mean_of(row.new_runs), std::nullopt};
+  row.base_spread = spread_of(row.base_runs);
+  row.new_spread = spread_of(row.new_runs);
+}
+
+// Whether the runs of one side differ among themselves by more than `allowed(mean)`.
+template <typename Allowed>
+bool disagree(const std::vector<double>& runs, Allowed allowed) {
+  if (runs.size() < 2) return false;
+  const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+  return *hi - *lo > allowed(mean_of(runs));
+}
+
 void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_better = false) {
   if (!gate) return;
+  auto allowed = [&](double base) {
+    return higher_is_better ? std::abs(base) * gate->pct / 100.0 : gate_limit(*gate, base);
+  };
   row.gate = gate->text;
-  row.limit = higher_is_better ? std::abs(row.change.base) * gate->pct / 100.0 : gate_limit(*gate, row.change.base);
+  row.limit = allowed(row.change.base);
   row.verdict = judge(row.change, row.limit, higher_is_better);
+  // Past the threshold while a side cannot agree with itself by that much:
+  // the change may be the machine's, so it is not judged, unless the sides
+  // are apart anyway: every run of one beyond every run of the other by
+  // more than the threshold.
+  const bool unsure = disagree(row.base_runs, allowed) || disagree(row.new_runs, allowed);
+  if (unsure && row.verdict != Verdict::ok) {
+    // Each side's lowest and highest run, oriented so that larger is worse.
+    auto range = [&](const std::vector<double>& v) {
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      return higher_is_better ? std::pair{-*hi, -*lo} : std::pair{*lo, *hi};
+    };
+    const auto [base_lo, base_hi] = range(row.base_runs);
+    const auto [new_lo, new_hi] = range(row.new_runs);
+    const bool apart = row.verdict == Verdict::regression ? new_lo - base_hi > row.limit
+                       : row.verdict == Verdict::improved ? base_lo - new_hi > row.limit
+                                                          : false;
+    if (!apart) row.verdict = Verdict::unstable;
+  }
   ++r.gated;
   if (row.verdict == Verdict::regression) ++r.regressions;
   if (row.verdict == Verdict::noise) ++r.noise;
   if (row.verdict == Verdict::improved) ++r.improved;
+  if (row.verdict == Verdict::unstable) ++r.unstable;
 }
 
 std::vector<GateSpec> checked_gates(const DiffConfig& config) {
@@ -105,22 +170,99 @@ std::vector<GateSpec> checked_gates(const DiffConfig& config) {
   return parse_gates(config.gates);
 }
 
+std::string run_name(std::string_view side, std::size_t i, std::size_t count) {
+  return count > 1 ? fmt::format("{} {}", side, i + 1) : std::string(side);
+}
+
+// Every run against the first base run; throws on the first pair that differs unless forced.
+std::vector<std::string> check_comparable(const std::vector<RunData>& base, const std::vector<RunData>& now,
+                                          bool force) {
+  std::vector<std::string> all;
+  auto check = [&](const RunData& other, const std::string& label) {
+    const std::string first = run_name("base", 0, base.size());
+    auto m = identity_mismatches(base[0], other, first, label);
+    if (!m.empty() && !force) {
+      std::string why;
+      for (const auto& x : m)
+        why += (why.empty() ? "" : "; ") + x;
+      throw bad_input(fmt::format("{} and {} are not comparable: {} (--force compares them anyway)",
+                                  base[0].summary_path, other.summary_path, why));
+    }
+    for (auto& x : m)
+      if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(std::move(x));
+  };
+  for (std::size_t i = 1; i < base.size(); ++i)
+    check(base[i], run_name("base", i, base.size()));
+  for (std::size_t i = 0; i < now.size(); ++i)
+    check(now[i], run_name("new", i, now.size()));
+  return all;
+}
+
+std::size_t requests_of(const std::vector<RunData>& runs) {
+  std::size_t n = 0;
+  for (const auto& r : runs)
+    n += r.per_request[kStageCount].size();
+  return n;
+}
+
+std::string intervals_note(const DiffResult& r, bool thinned) {
+  const std::size_t nb = r.base.size(), nn = r.now.size();
+  const std::string thin = thinned ? fmt::format(", each run evenly thinned to at most {}", RunData::kMaxRows) : "";
+  if (nb == 1 && nn == 1)
+    return fmt::format(
+        "{:.0f}% bootstrap intervals over requests ({} resamples of {} base vs {} new requests from requests.csv{}); "
+        "one run per side: the interval cannot see drift between runs (give several with --base DIR... --new "
+        "DIR...)",
+        r.confidence * 100, r.resamples, requests_of(r.base), requests_of(r.now), thin);
+  std::string out = fmt::format(
+      "{:.0f}% hierarchical bootstrap intervals ({} resamples, each drawing {} base and {} new run{} with "
+      "replacement, then the requests of each drawn run; {} base vs {} new requests from requests.csv{}): the "
+      "variation between runs is inside the interval",
+      r.confidence * 100, r.resamples, nb, nn, nn == 1 ? "" : "s", requests_of(r.base), requests_of(r.now), thin);
+  if (nb == 1 || nn == 1)
+    out +=
+        fmt::format("; the {} side has one run, so its own run-to-run variation is not seen", nb == 1 ? "base" : "new");
+  return out;
+}
+
+std::string no_intervals_note(const std::vector<RunData>& base, const std::vector<RunData>& now) {
+  for (const auto* side : {&base, &now})
+    for (const RunData& run : *side)
+      if (run.csv_path.empty() || run.per_request[kStageCount].empty())
+        return fmt::format(
+            "no confidence intervals: {} {} requests.csv beside its summary.json ({}), so gates use the threshold "
+            "alone",
+            side == &base ? "base" : "new", run.csv_path.empty() ? "has no" : "has an empty", run.summary_path);
+  return "";
+}
+
+bool all_of_runs(const std::vector<RunData>& base, const std::vector<RunData>& now,
+                 const std::function<bool(const RunData&)>& pred) {
+  return std::all_of(base.begin(), base.end(), pred) && std::all_of(now.begin(), now.end(), pred);
+}
+
 }  // namespace
 
-MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, const std::vector<double>& now,
-                                           double confidence, int resamples) {
+MetricIntervals hierarchical_intervals(const std::vector<std::vector<double>>& base_runs,
+                                       const std::vector<std::vector<double>>& new_runs, double confidence,
+                                       int resamples) {
   MetricIntervals out;
-  if (base.empty() || now.empty() || resamples < 1) return out;
+  auto usable = [](const std::vector<std::vector<double>>& runs) {
+    return !runs.empty() && std::none_of(runs.begin(), runs.end(), [](const auto& r) { return r.empty(); });
+  };
+  if (!usable(base_runs) || !usable(new_runs) || resamples < 1) return out;
   Resampler resampler;
-  std::array<std::vector<double>, 4> replicates;
-  for (auto& v : replicates)
-    v.reserve(static_cast<std::size_t>(resamples));
-  std::vector<double> b, n;
+  std::mt19937_64 pick(7);  // which runs; fixed, like the resampler's seed
+  std::array<std::vector<double>, 4> absolute, relative;
+  for (auto* set : {&absolute, &relative})
+    for (auto& v : *set)
+      v.reserve(static_cast<std::size_t>(resamples));
+  std::vector<double> drawn;
   // mean, p50, p90, p99 of one resample; the quantiles by successive
   // partial selection, each in the part above the previous one.
   auto stats = [](std::vector<double>& v) {
     std::array<double, 4> s{};
-    s[0] = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    s[0] = mean_of(v);
     auto from = v.begin();
     const std::array<double, 3> qs = {0.50, 0.90, 0.99};
     for (std::size_t k = 0; k < qs.size(); ++k) {
@@ -131,76 +273,139 @@ MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, cons
     }
     return s;
   };
+  // A side's statistic: the mean over as many runs as it has, drawn with
+  // replacement, of each one's statistic on a resample of its requests.
+  auto side = [&](const std::vector<std::vector<double>>& runs) {
+    std::array<double, 4> sum{};
+    std::uniform_int_distribution<std::size_t> which(0, runs.size() - 1);
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      resampler.draw(runs.size() == 1 ? runs[0] : runs[which(pick)], drawn);
+      const auto s = stats(drawn);
+      for (std::size_t m = 0; m < 4; ++m)
+        sum[m] += s[m] / static_cast<double>(runs.size());
+    }
+    return sum;
+  };
   for (int i = 0; i < resamples; ++i) {
-    resampler.draw(base, b);
-    resampler.draw(now, n);
-    const auto sb = stats(b), sn = stats(n);
-    for (std::size_t k = 0; k < 4; ++k)
-      replicates[k].push_back(sn[k] - sb[k]);
+    const auto sb = side(base_runs), sn = side(new_runs);
+    for (std::size_t m = 0; m < 4; ++m) {
+      absolute[m].push_back(sn[m] - sb[m]);
+      relative[m].push_back(sb[m] != 0 ? sn[m] / sb[m] - 1 : 0);
+    }
   }
-  for (std::size_t k = 0; k < 4; ++k)
-    out.mean_p50_p90_p99[k] = percentile_interval(replicates[k], confidence);
+  for (std::size_t m = 0; m < 4; ++m) {
+    out.mean_p50_p90_p99[m] = percentile_interval(absolute[m], confidence);
+    out.relative[m] = percentile_interval(relative[m], confidence);
+  }
   return out;
 }
 
-DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config) {
+MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, const std::vector<double>& now,
+                                           double confidence, int resamples) {
+  return hierarchical_intervals({base}, {now}, confidence, resamples);
+}
+
+DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const DiffConfig& config) {
+  if (base.empty() || now.empty()) throw bad_input("diff: no base or no new run given (expected at least one of each)");
   DiffResult r;
   r.gates = checked_gates(config);
-  r.base_path = base.summary_path;
-  r.new_path = now.summary_path;
   r.confidence = config.confidence;
-  r.mismatches = identity_mismatches(base, now);
-  if (!r.mismatches.empty() && !config.force) {
-    std::string why;
-    for (const auto& m : r.mismatches)
-      why += (why.empty() ? "" : "; ") + m;
-    throw bad_input(fmt::format("{} and {} are not comparable: {} (--force compares them anyway)", base.summary_path,
-                                now.summary_path, why));
-  }
-  r.notes = config_notes(base, now);
+  r.mismatches = check_comparable(base, now, config.force);
+  r.notes = config_notes(base[0], now[0]);
 
-  const bool have_csv = !base.per_request[kStageCount].empty() && !now.per_request[kStageCount].empty();
+  // CPU gates need every run to have recorded thread CPU time; the default
+  // gates fall back to wall time for runs from before it was.
+  const bool cpu = all_of_runs(base, now, [](const RunData& d) { return d.stages[kStageCount].cpu; });
+  const bool cpu_gates =
+      std::any_of(r.gates.begin(), r.gates.end(), [](const GateSpec& g) { return g.clock == "cpu"; });
+  if (cpu_gates && !cpu) {
+    const RunData* without = nullptr;
+    for (const auto* side : {&base, &now})
+      for (const RunData& d : *side)
+        if (!without && !d.stages[kStageCount].cpu) without = &d;
+    if (config.gates != kDefaultGates)
+      throw bad_input(fmt::format(
+          "{}: no thread CPU time recorded (a summary.json from before inferprof measured it), so cpu gates cannot "
+          "apply; gate on wall time instead, e.g. --max-regression {}",
+          without->summary_path, kWallDefaultGates));
+    r.gates = parse_gates(kWallDefaultGates);
+    r.notes.push_back(fmt::format("default gates on wall time ({}): {} recorded no thread CPU time", kWallDefaultGates,
+                                  without->summary_path));
+  }
+
+  const bool have_csv = all_of_runs(base, now, [](const RunData& d) { return !d.per_request[kStageCount].empty(); });
+  const bool have_cpu_csv =
+      have_csv && all_of_runs(base, now, [](const RunData& d) { return !d.per_request_cpu[kStageCount].empty(); });
   r.intervals = have_csv;
+  r.base = std::move(base);
+  r.now = std::move(now);
   if (have_csv) {
     r.resamples = config.resamples;
-    r.intervals_note = fmt::format(
-        "{:.0f}% bootstrap intervals over requests ({} resamples of {} base vs {} new requests from requests.csv{})",
-        config.confidence * 100, config.resamples, base.per_request[kStageCount].size(),
-        now.per_request[kStageCount].size(),
-        base.csv_rows > RunData::kMaxRows || now.csv_rows > RunData::kMaxRows
-            ? fmt::format(", evenly thinned to at most {}", RunData::kMaxRows)
-            : "");
+    r.method = r.base.size() == 1 && r.now.size() == 1 ? "request bootstrap" : "hierarchical bootstrap";
+    const bool thinned = !all_of_runs(r.base, r.now, [](const RunData& d) { return d.csv_rows <= RunData::kMaxRows; });
+    r.intervals_note = intervals_note(r, thinned);
   } else {
-    std::string which = base.csv_path.empty() && now.csv_path.empty() ? "neither run has"
-                        : base.csv_path.empty()                       ? "base has no"
-                        : now.csv_path.empty()                        ? "new has no"
-                                                                      : "a run has an empty";
-    r.intervals_note = fmt::format(
-        "no confidence intervals: {} requests.csv beside its summary.json, so gates use "
-        "the threshold alone",
-        which);
+    r.method = "none";
+    r.intervals_note = no_intervals_note(r.base, r.now);
   }
+  if (cpu && have_csv && !have_cpu_csv)
+    r.notes.push_back(
+        "no intervals on cpu rows: a requests.csv has no cpu_us column, so cpu gates use the threshold alone");
 
+  auto per_run = [](const std::vector<RunData>& runs, auto value) {
+    std::vector<double> out;
+    for (const RunData& d : runs)
+      out.push_back(value(d));
+    return out;
+  };
   for (std::size_t i = 0; i <= kStageCount; ++i) {
-    const StageStats &sb = base.stages[i], &sn = now.stages[i];
     const std::string stage = stage_label(i);
-    const bool shown = i == kStageCount || (sb.applicable && sn.applicable && (sb.max_us > 0 || sn.max_us > 0));
+    const bool shown =
+        i == kStageCount || (all_of_runs(r.base, r.now, [i](const RunData& d) { return d.stages[i].applicable; }) &&
+                             !all_of_runs(r.base, r.now, [i](const RunData& d) { return d.stages[i].max_us <= 0; }));
     if (!shown) {
       r.hidden.push_back(stage);
       continue;
     }
-    MetricIntervals ci;
-    if (have_csv)
-      ci = bootstrap_metric_intervals(base.per_request[i], now.per_request[i], config.confidence, config.resamples);
-    for (std::size_t m = 0; m < kLatencyMetrics.size(); ++m) {
-      DiffRow row;
-      row.stage = stage;
-      row.metric = std::string(kLatencyMetrics[m]);
-      row.change = Change{metric_of(sb, row.metric), metric_of(sn, row.metric), std::nullopt};
-      if (have_csv && m < 4) row.change.interval = ci.mean_p50_p90_p99[m];
-      if (have_csv && m == 4) row.note = "threshold only: a maximum has no bootstrap interval";
-      apply(row, gate_for(r.gates, stage, row.metric), r);
-      r.rows.push_back(std::move(row));
+    for (const std::string clock : {"wall", "cpu"}) {
+      const bool is_cpu = clock == "cpu";
+      if (is_cpu && !all_of_runs(r.base, r.now, [i](const RunData& d) { return d.stages[i].cpu; })) continue;
+      // CPU intervals for the total and for gated stages: each costs a bootstrap.
+      const bool gated = std::any_of(r.gates.begin(), r.gates.end(), [&](const GateSpec& g) {
+        return g.clock == clock && (g.stage == stage || g.stage == "*");
+      });
+      MetricIntervals ci;
+      const bool with_ci = is_cpu ? have_cpu_csv && (i == kStageCount || gated) : have_csv;
+      if (with_ci) {
+        auto requests = [&](const std::vector<RunData>& runs) {
+          std::vector<std::vector<double>> out;
+          for (const RunData& d : runs)
+            out.push_back(is_cpu ? d.per_request_cpu[i] : d.per_request[i]);
+          return out;
+        };
+        ci = hierarchical_intervals(requests(r.base), requests(r.now), config.confidence, config.resamples);
+      }
+      for (std::string_view metric :
+           is_cpu ? std::vector<std::string_view>(kCpuMetrics.begin(), kCpuMetrics.end())
+                  : std::vector<std::string_view>(kLatencyMetrics.begin(), kLatencyMetrics.end())) {
+        DiffRow row;
+        row.stage = stage;
+        row.clock = clock;
+        row.metric = std::string(metric);
+        auto value = [&](const RunData& d) { return metric_of(d.stages[i], clock, metric); };
+        set_runs(row, per_run(r.base, value), per_run(r.now, value));
+        const std::size_t m = interval_index(metric);
+        if (with_ci && m < 4) {
+          row.change.interval = ci.mean_p50_p90_p99[m];
+          row.relative = ci.relative[m];
+        }
+        if (have_csv && m == 4) row.note = "threshold only: a maximum has no bootstrap interval";
+        if (is_cpu && have_csv && !have_cpu_csv) row.note = "threshold only: requests.csv has no cpu times";
+        if (is_cpu && have_cpu_csv && !with_ci)
+          row.note = "no interval: cpu intervals cover the total and gated stages";
+        apply(row, gate_for(r.gates, stage, clock, metric), r);
+        r.rows.push_back(std::move(row));
+      }
     }
   }
   for (const GateSpec& g : r.gates)
@@ -211,31 +416,48 @@ DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config) {
   tp.stage = "throughput";
   tp.metric = "req/s";
   tp.unit = "req/s";
-  tp.change = Change{base.throughput_rps, now.throughput_rps, std::nullopt};
+  auto throughput = [](const RunData& d) { return d.throughput_rps; };
+  set_runs(tp, per_run(r.base, throughput), per_run(r.now, throughput));
   tp.note = "threshold only: one figure per run";
-  apply(tp, gate_for(r.gates, "", "throughput"), r, true);
+  apply(tp, gate_for(r.gates, "", "wall", "throughput"), r, true);
   r.rows.push_back(std::move(tp));
 
-  for (const auto& [tier, ratio] : base.hit_ratios)
-    for (const auto& [tier2, ratio2] : now.hit_ratios)
-      if (tier == tier2) {
-        DiffRow row;
-        row.stage = tier + " hit ratio";
-        row.metric = "ratio";
-        row.unit = "ratio";
-        row.change = Change{ratio, ratio2, std::nullopt};
-        r.rows.push_back(std::move(row));
-      }
-  r.base = std::move(base);
-  r.now = std::move(now);
+  // Hit ratios of the tiers every run has, averaged over each side's runs.
+  auto ratio_of = [](const RunData& d, const std::string& tier) -> std::optional<double> {
+    for (const auto& [t, ratio] : d.hit_ratios)
+      if (t == tier) return ratio;
+    return std::nullopt;
+  };
+  for (const auto& [tier, unused] : r.base[0].hit_ratios) {
+    if (!all_of_runs(r.base, r.now, [&](const RunData& d) { return ratio_of(d, tier).has_value(); })) continue;
+    DiffRow row;
+    row.stage = tier + " hit ratio";
+    row.metric = "ratio";
+    row.unit = "ratio";
+    auto ratio = [&](const RunData& d) { return *ratio_of(d, tier); };
+    set_runs(row, per_run(r.base, ratio), per_run(r.now, ratio));
+    r.rows.push_back(std::move(row));
+  }
   return r;
 }
 
+DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config) {
+  std::vector<RunData> b, n;
+  b.push_back(std::move(base));
+  n.push_back(std::move(now));
+  return diff_runs(std::move(b), std::move(n), config);
+}
+
 DiffResult run_diff(const DiffConfig& config) {
-  // The settings first: a typo there should not wait for two large CSVs.
+  // The settings first: a typo there should not wait for large CSVs.
   checked_gates(config);
-  RunData base = load_run(config.base_path);
-  RunData now = load_run(config.new_path);
+  if (config.base_paths.empty() || config.new_paths.empty())
+    throw bad_input("diff: expected BASE NEW, or --base DIR... --new DIR... (at least one run per side)");
+  std::vector<RunData> base, now;
+  for (const auto& p : config.base_paths)
+    base.push_back(load_run(p));
+  for (const auto& p : config.new_paths)
+    now.push_back(load_run(p));
   return diff_runs(std::move(base), std::move(now), config);
 }
 

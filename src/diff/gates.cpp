@@ -15,7 +15,7 @@ namespace inferprof {
 namespace {
 
 constexpr std::string_view kGrammar =
-    "expected METRIC=PCT% or STAGE.METRIC=PCT%[+FLOOR(ms|us)], e.g. p99=10%,compute.mean=5%+0.05ms";
+    "expected [STAGE.][cpu.|wall.]METRIC=PCT%[+FLOOR(ms|us)], e.g. total.cpu.p50=5%,compute.mean=5%+0.05ms";
 constexpr std::array<std::string_view, 6> kMetrics = {"mean", "p50", "p90", "p99", "max", "throughput"};
 
 std::string_view trim(std::string_view s) {
@@ -56,24 +56,42 @@ GateSpec parse_gate(std::string_view item) {
   if (eq == std::string_view::npos) throw gate_error(item, "no '='");
   std::string_view lhs = trim(item.substr(0, eq)), rhs = trim(item.substr(eq + 1));
 
-  std::string_view metric = lhs;
+  // [STAGE.][CLOCK.]METRIC: no stage is called cpu or wall, so two parts read either way.
+  std::vector<std::string_view> parts;
+  for (std::size_t from = 0;;) {
+    const auto dot = lhs.find('.', from);
+    parts.push_back(lhs.substr(from, dot == std::string_view::npos ? std::string_view::npos : dot - from));
+    if (dot == std::string_view::npos) break;
+    from = dot + 1;
+  }
+  if (parts.size() > 3) throw gate_error(item, fmt::format("'{}' has more than three parts", lhs));
+  const bool is_clock = parts.size() > 1 && (parts[parts.size() - 2] == "cpu" || parts[parts.size() - 2] == "wall");
+  if (parts.size() == 3 && !is_clock)
+    throw gate_error(item, fmt::format("unknown clock '{}' (expected cpu or wall)", parts[1]));
+  const std::string_view metric = parts.back();
   g.stage = "*";
-  if (auto dot = lhs.find('.'); dot != std::string_view::npos) {
-    std::string_view stage = lhs.substr(0, dot);
-    metric = lhs.substr(dot + 1);
+  if (parts.size() == 3 || (parts.size() == 2 && !is_clock)) {
+    std::string_view stage = parts[0];
     const bool known =
         stage == "total" || std::find(kStageNames.begin(), kStageNames.end(), stage) != kStageNames.end();
     if (!known) throw gate_error(item, fmt::format("unknown stage '{}' (expected one of {})", stage, stage_list()));
     g.stage = std::string(stage);
   }
+  if (is_clock) g.clock = std::string(parts[parts.size() - 2]);
   if (std::find(kMetrics.begin(), kMetrics.end(), metric) == kMetrics.end())
     throw gate_error(item,
                      fmt::format("unknown metric '{}' (expected one of mean, p50, p90, p99, max, throughput)", metric));
   g.metric = std::string(metric);
   if (g.metric == "throughput") {
-    if (g.stage != "*" && g.stage != "total")
-      throw gate_error(item, "throughput belongs to the whole run, not to a stage (write throughput=PCT%)");
+    if ((g.stage != "*" && g.stage != "total") || is_clock)
+      throw gate_error(item, "throughput belongs to the whole run, not to a stage or a clock (write throughput=PCT%)");
     g.stage = "";
+  }
+  if (g.clock == "cpu") {
+    // What summary.json records of thread CPU time.
+    if (g.metric != "mean" && g.metric != "p50" && g.metric != "p99")
+      throw gate_error(item, fmt::format("cpu time has no {} (expected cpu.mean, cpu.p50 or cpu.p99)", g.metric));
+    if (g.stage == "queue") throw gate_error(item, "queue is waiting, it has no cpu time");
   }
 
   std::string_view pct = rhs, floor;
@@ -122,7 +140,7 @@ std::vector<GateSpec> parse_gates(std::string_view text) {
     if (item.empty()) throw bad_input(fmt::format("--max-regression: an empty item in '{}'; {}", text, kGrammar));
     GateSpec g = parse_gate(item);
     for (const GateSpec& other : gates)
-      if (other.stage == g.stage && other.metric == g.metric)
+      if (other.stage == g.stage && other.clock == g.clock && other.metric == g.metric)
         throw gate_error(item, fmt::format("a second gate for the same metric (first: '{}')", other.text));
     gates.push_back(std::move(g));
     if (comma == std::string_view::npos) break;
@@ -140,12 +158,14 @@ Verdict judge(const Change& c, double limit, bool higher_is_better) {
   const double sign = higher_is_better ? -1.0 : 1.0;
   const double worse = sign * c.delta();
   if (std::abs(worse) <= limit) return Verdict::ok;
-  // Past the threshold: clear only if the whole interval lies on that side of zero.
+  // Past the threshold: clear only if the whole interval lies past it too.
+  // An interval that merely excludes 0 is not enough: a change of 1% known
+  // precisely is not a 5% regression.
   bool clear = true;
   if (c.interval) {
     const double a = sign * c.interval->first, b = sign * c.interval->second;
     const double lo = std::min(a, b), hi = std::max(a, b);
-    clear = worse > 0 ? lo > 0 : hi < 0;
+    clear = worse > 0 ? lo > limit : hi < -limit;
   }
   if (!clear) return Verdict::noise;
   return worse > 0 ? Verdict::regression : Verdict::improved;

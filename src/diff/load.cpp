@@ -14,11 +14,15 @@ void read_requests(RunData& run) {
   std::vector<std::string> required;
   for (std::size_t i = 0; i < kStageCount; ++i)
     required.push_back(fmt::format("{}_us", kStageNames[i]));
-  std::array<std::vector<double>, kStageCount + 1> all;
+  std::array<std::vector<double>, kStageCount + 1> all, cpu;
+  bool every_cpu = true;  // CPU intervals only when every successful row has its CPU time
   report::read_requests_csv(run.csv_path, required, [&](const report::RequestRow& r) {
     if (!r.ok) return;  // failed requests have no meaningful stage times
-    for (std::size_t i = 0; i <= kStageCount; ++i)
+    every_cpu = every_cpu && r.has_cpu;
+    for (std::size_t i = 0; i <= kStageCount; ++i) {
       all[i].push_back(r.us[i]);
+      cpu[i].push_back(r.cpu_us[i]);
+    }
   });
   run.csv_rows = all[kStageCount].size();
   // The intervals need the shape of the distribution, not every row: evenly
@@ -26,12 +30,15 @@ void read_requests(RunData& run) {
   // conservative interval, never a narrower one).
   const std::size_t n = all[kStageCount].size();
   const std::size_t keep = std::min(n, RunData::kMaxRows);
-  for (std::size_t s = 0; s <= kStageCount; ++s) {
-    auto& out = run.per_request[s];
+  auto thin = [&](const std::vector<double>& from, std::vector<double>& out) {
     out.clear();
     out.reserve(keep);
     for (std::size_t k = 0; k < keep; ++k)
-      out.push_back(all[s][k * n / keep]);
+      out.push_back(from[k * n / keep]);
+  };
+  for (std::size_t s = 0; s <= kStageCount; ++s) {
+    thin(all[s], run.per_request[s]);
+    if (every_cpu && n > 0) thin(cpu[s], run.per_request_cpu[s]);
   }
 }
 

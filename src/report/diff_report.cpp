@@ -23,6 +23,8 @@ std::string_view verdict_name(Verdict v) {
       return "improved";
     case Verdict::noise:
       return "noise";
+    case Verdict::unstable:
+      return "unstable";
     case Verdict::none:
       break;
   }
@@ -52,10 +54,25 @@ std::string pct_text(const DiffRow& row) {
   return fmt::format("{:+.1f}%", row.change.pct());
 }
 
+// The interval of the relative change: what the gate's percentage is read against.
 std::string interval_text(const DiffRow& row) {
-  if (!row.change.interval) return "-";
-  return fmt::format("[{}, {}]", signed_text(row, row.change.interval->first),
-                     signed_text(row, row.change.interval->second));
+  if (!row.relative) return "-";
+  return fmt::format("[{:+.1f}%, {:+.1f}%]", row.relative->first * 100, row.relative->second * 100);
+}
+
+std::string metric_label(const DiffRow& row) {
+  return row.clock == "cpu" ? "cpu." + row.metric : row.metric;
+}
+
+bool several_runs(const DiffResult& r) {
+  return r.base.size() > 1 || r.now.size() > 1;
+}
+
+// How far apart the runs of each side are: (max - min) / mean.
+std::string spread_text(const DiffRow& row) {
+  if (!row.base_spread && !row.new_spread) return "-";
+  auto one = [](const std::optional<double>& s) { return s ? fmt::format("{:.1f}%", *s * 100) : std::string("-"); };
+  return one(row.base_spread) + " / " + one(row.new_spread);
 }
 
 std::string gate_text(const DiffRow& row) {
@@ -65,8 +82,13 @@ std::string gate_text(const DiffRow& row) {
 
 std::string verdict_line(const DiffResult& r) {
   if (r.regressions > 0)
-    return fmt::format("REGRESSION: {} of {} gates failed (past the threshold and statistically clear)", r.regressions,
-                       r.gated);
+    return fmt::format("REGRESSION: {} of {} gates failed (the whole interval of the change past the threshold)",
+                       r.regressions, r.gated);
+  if (r.unstable > 0)
+    return fmt::format(
+        "UNSTABLE: {} of {} gates not judged: the runs of one side differ among themselves by more than the "
+        "threshold (exit {}; rerun on a quieter machine, or with more runs)",
+        r.unstable, r.gated, kExitUnstable);
   std::string out = fmt::format("ok: {} gate{} passed", r.gated, r.gated == 1 ? "" : "s");
   if (r.noise > 0) out += fmt::format(", {} past the threshold but within noise", r.noise);
   if (r.improved > 0) out += fmt::format(", {} improved", r.improved);
@@ -76,6 +98,18 @@ std::string verdict_line(const DiffResult& r) {
 std::string run_line(std::string_view label, const RunData& d) {
   return fmt::format("{}: {} · {} requests · {} · {}", label, d.summary_path, report::group_thousands(d.requests),
                      d.started_at.empty() ? "?" : d.started_at, d.hostname.empty() ? "?" : d.hostname);
+}
+
+// One line for a side of one run; a count, then a line per run, for several.
+std::string side_lines(std::string_view label, const std::vector<RunData>& runs) {
+  if (runs.size() == 1) return "  " + run_line(label, runs[0]) + "\n";
+  std::uint64_t requests = 0;
+  for (const auto& d : runs)
+    requests += d.requests;
+  std::string out = fmt::format("  {}: {} runs · {} requests\n", label, runs.size(), report::group_thousands(requests));
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    out += "    " + run_line(fmt::format("{}", i + 1), runs[i]) + "\n";
+  return out;
 }
 
 // Rows shown to people: every gated row, and the others that are not all zero.
@@ -93,7 +127,14 @@ std::vector<std::string> footnotes(const DiffResult& r) {
     out.push_back(fmt::format("not shown (0 or n/a in both runs): {}", h));
   }
   if (r.noise > 0)
-    out.push_back("noise: past the threshold, but the interval of the change includes 0 — not counted as a regression");
+    out.push_back(
+        "noise: past the threshold, but the interval of the change is not wholly past it — not counted as a "
+        "regression");
+  if (r.unstable > 0)
+    out.push_back(
+        "unstable: past the threshold while the runs of one side spread (max - min over their mean) wider than the "
+        "threshold, and the two sides' runs are not apart by more than it — the change cannot be told from the "
+        "machine's own variation");
   for (const auto& m : r.mismatches)
     out.push_back(fmt::format("warning (--force): {}", m));
   for (const auto& n : r.notes)
@@ -101,35 +142,44 @@ std::vector<std::string> footnotes(const DiffResult& r) {
   return out;
 }
 
-std::vector<std::string> row_cells(const DiffRow& row) {
-  return {row.stage,
-          row.metric,
-          value_text(row, row.change.base),
-          value_text(row, row.change.now),
-          signed_text(row, row.change.delta()),
-          pct_text(row),
-          interval_text(row),
-          gate_text(row),
-          std::string(verdict_name(row.verdict))};
+// The spread column only when a side has several runs.
+std::vector<std::string> header_cells(const DiffResult& r) {
+  std::vector<std::string> h = {
+      "stage", "metric", "base", "new", "change", "%", fmt::format("{:.0f}% interval", r.confidence * 100)};
+  if (several_runs(r)) h.push_back("spread b / n");
+  h.insert(h.end(), {"gate", "verdict"});
+  return h;
+}
+
+std::vector<std::string> row_cells(const DiffResult& r, const DiffRow& row) {
+  std::vector<std::string> c = {row.stage,
+                                metric_label(row),
+                                value_text(row, row.change.base),
+                                value_text(row, row.change.now),
+                                signed_text(row, row.change.delta()),
+                                pct_text(row),
+                                interval_text(row)};
+  if (several_runs(r)) c.push_back(spread_text(row));
+  c.insert(c.end(), {gate_text(row), std::string(verdict_name(row.verdict))});
+  return c;
 }
 
 }  // namespace
 
 std::string render_diff_table(const DiffResult& r) {
   std::vector<std::vector<std::string>> lines;
-  lines.push_back({"stage", "metric", "base", "new", "change", "%", fmt::format("{:.0f}% interval", r.confidence * 100),
-                   "gate", "verdict"});
+  lines.push_back(header_cells(r));
   for (const DiffRow& row : r.rows)
-    if (shown(row)) lines.push_back(row_cells(row));
+    if (shown(row)) lines.push_back(row_cells(r, row));
   std::vector<std::size_t> width(lines[0].size(), 0);
   for (const auto& line : lines)
     for (std::size_t c = 0; c < line.size(); ++c)
       width[c] = std::max(width[c], report::display_width(line[c]));
-  std::string out = fmt::format("inferprof diff\n  {}\n  {}\n\n", run_line("base", r.base), run_line("new ", r.now));
+  std::string out = "inferprof diff\n" + side_lines("base", r.base) + side_lines("new ", r.now) + "\n";
   for (const auto& line : lines) {
     std::string text;
     for (std::size_t c = 0; c < line.size(); ++c) {
-      const bool left = c < 2 || c >= 7;
+      const bool left = c < 2 || c >= line.size() - 2;
       if (c > 0) text += "  ";
       text += left ? report::pad_right(line[c], width[c]) : report::pad_left(line[c], width[c]);
     }
@@ -148,12 +198,16 @@ std::string render_diff_markdown(const DiffResult& r) {
   using report::markdown_cell;
   std::string out = fmt::format("**inferprof diff: {}**\n\n", markdown_cell(verdict_line(r)));
   auto table = [&](bool gated_only) {
-    std::string t = fmt::format("| stage | metric | base | new | change | % | {:.0f}% interval | gate | verdict |\n",
-                                r.confidence * 100);
-    t += "|:--|:--|--:|--:|--:|--:|--:|:--|:--|\n";
+    std::string t = "|", align = "|";
+    const auto head = header_cells(r);
+    for (std::size_t c = 0; c < head.size(); ++c) {
+      t += " " + head[c] + " |";
+      align += c < 2 || c >= head.size() - 2 ? ":--|" : "--:|";
+    }
+    t += "\n" + align + "\n";
     for (const DiffRow& row : r.rows) {
       if (gated_only ? row.gate.empty() : !shown(row)) continue;
-      auto cells = row_cells(row);
+      auto cells = row_cells(r, row);
       if (row.verdict == Verdict::regression) cells.back() = "**REGRESSION**";
       t += "|";
       for (const auto& c : cells)
@@ -166,9 +220,14 @@ std::string render_diff_markdown(const DiffResult& r) {
   out += "\n<details><summary>every stage and metric</summary>\n\n" + table(false) + "\n</details>\n\n";
   for (const auto& f : footnotes(r))
     out += "- " + markdown_cell(f) + "\n";
-  out +=
-      fmt::format("\nbase `{}` ({}) · new `{}` ({})\n", markdown_cell(r.base.summary_path),
-                  markdown_cell(r.base.started_at), markdown_cell(r.now.summary_path), markdown_cell(r.now.started_at));
+  auto side = [&](const std::vector<RunData>& runs) {
+    std::string s;
+    for (const auto& d : runs)
+      s +=
+          fmt::format("{}`{}` ({})", s.empty() ? "" : ", ", markdown_cell(d.summary_path), markdown_cell(d.started_at));
+    return s;
+  };
+  out += fmt::format("\nbase {} · new {}\n", side(r.base), side(r.now));
   return out;
 }
 
@@ -176,15 +235,25 @@ std::string render_diff_json(const DiffResult& r) {
   report::JsonWriter w;
   w.begin_object();
   w.field("schema", "inferprof.diff/1");
-  w.field("verdict", r.failed() ? "regression" : "ok");
-  w.field("base", r.base.summary_path);
-  w.field("new", r.now.summary_path);
+  w.field("verdict", r.failed() ? "regression" : r.unstable > 0 ? "unstable" : "ok");
+  w.field("exit_code", r.exit_code());
+  w.field("base", r.base[0].summary_path);  // the first run of each side
+  w.field("new", r.now[0].summary_path);
+  for (const auto& [key, runs] : {std::pair{"base_runs", &r.base}, std::pair{"new_runs", &r.now}}) {
+    w.key(key).begin_array();
+    for (const auto& d : *runs)
+      w.value(d.summary_path);
+    w.end_array();
+  }
   w.field("gates", r.gated);
   w.field("regressions", r.regressions);
   w.field("noise", r.noise);
   w.field("improved", r.improved);
+  w.field("unstable", r.unstable);
   w.field_number("confidence", r.confidence);
   w.field("intervals", r.intervals);
+  w.field("method", r.method);
+  w.field("resamples", r.resamples);
   w.field("intervals_note", r.intervals_note);
   w.key("forced_mismatches").begin_array();
   for (const auto& m : r.mismatches)
@@ -198,6 +267,7 @@ std::string render_diff_json(const DiffResult& r) {
   for (const DiffRow& row : r.rows) {
     w.begin_object();
     w.field("stage", row.stage);
+    w.field("clock", row.clock);
     w.field("metric", row.metric);
     w.field("unit", row.unit);
     w.field_number("base", row.change.base, 6);
@@ -213,6 +283,25 @@ std::string render_diff_json(const DiffResult& r) {
       w.begin_array(true).number(row.change.interval->first, 6).number(row.change.interval->second, 6).end_array();
     else
       w.null();
+    w.key("interval_pct");
+    if (row.relative)
+      w.begin_array(true).number(row.relative->first * 100, 3).number(row.relative->second * 100, 3).end_array();
+    else
+      w.null();
+    for (const auto& [key, runs] : {std::pair{"base_runs", &row.base_runs}, std::pair{"new_runs", &row.new_runs}}) {
+      w.key(key).begin_array(true);
+      for (double v : *runs)
+        w.number(v, 6);
+      w.end_array();
+    }
+    for (const auto& [key, spread] :
+         {std::pair{"base_spread_pct", &row.base_spread}, std::pair{"new_spread_pct", &row.new_spread}}) {
+      w.key(key);
+      if (*spread)
+        w.number(**spread * 100, 3);
+      else
+        w.null();
+    }
     w.key("gate");
     if (row.gate.empty())
       w.null();
@@ -263,19 +352,25 @@ std::string xml_escape(std::string_view s) {
 std::string render_diff_junit(const DiffResult& r) {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"inferprof diff\" tests=\"{}\" failures=\"{}\">\n", r.gated, r.regressions);
-  out += fmt::format("  <testsuite name=\"inferprof diff\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
-                     r.gated, r.regressions);
+  out += fmt::format("  <testsuite name=\"inferprof diff\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n",
+                     r.gated, r.regressions, r.unstable);
   for (const DiffRow& row : r.rows) {
     if (row.gate.empty()) continue;
     const std::string summary = fmt::format(
-        "{} {}: base {}, new {}, change {} ({}), {} interval {}, allowed ±{}", row.stage, row.metric,
+        "{} {}: base {}, new {}, change {} ({}), {} interval {}, allowed ±{}{}", row.stage, metric_label(row),
         value_text(row, row.change.base), value_text(row, row.change.now), signed_text(row, row.change.delta()),
-        pct_text(row), fmt::format("{:.0f}%", r.confidence * 100), interval_text(row), value_text(row, row.limit));
+        pct_text(row), fmt::format("{:.0f}%", r.confidence * 100), interval_text(row), value_text(row, row.limit),
+        several_runs(r) ? ", spread of the runs (base / new) " + spread_text(row) : "");
     out += fmt::format("    <testcase classname=\"inferprof.diff\" name=\"{}\">\n",
-                       xml_escape(fmt::format("{}.{} ({})", row.stage, row.metric, row.gate)));
+                       xml_escape(fmt::format("{}.{} ({})", row.stage, metric_label(row), row.gate)));
     if (row.verdict == Verdict::regression) {
       out += fmt::format("      <failure message=\"{}\" type=\"regression\">{}</failure>\n",
-                         xml_escape(fmt::format("{} {} regressed {}", row.stage, row.metric, pct_text(row))),
+                         xml_escape(fmt::format("{} {} regressed {}", row.stage, metric_label(row), pct_text(row))),
+                         xml_escape(summary));
+    } else if (row.verdict == Verdict::unstable) {
+      // Not judged: neither a pass nor a failure.
+      out += fmt::format("      <skipped message=\"{}\"/>\n      <system-out>{}</system-out>\n",
+                         xml_escape(fmt::format("unstable: the runs of one side differ by more than {}", row.gate)),
                          xml_escape(summary));
     } else {
       std::string note = std::string(verdict_name(row.verdict)) + ": " + summary;

@@ -87,6 +87,15 @@ bool read_stage(const Doc& doc, simdjson::dom::object parent, std::string_view n
   s.max_us = doc.number(o, "max_us", p + ".max_us");
   s.total_us = doc.optional_number(o, "total_us");
   s.share = doc.optional_number(o, "share");
+  // Thread CPU time: absent for queue and in summaries from before it was recorded.
+  simdjson::dom::element cpu_mean;
+  s.cpu = o["cpu_mean_us"].get(cpu_mean) == simdjson::SUCCESS;
+  if (s.cpu) {
+    s.cpu_mean_us = doc.number(o, "cpu_mean_us", p + ".cpu_mean_us");
+    s.cpu_p50_us = doc.number(o, "cpu_p50_us", p + ".cpu_p50_us");
+    s.cpu_p99_us = doc.number(o, "cpu_p99_us", p + ".cpu_p99_us");
+    s.off_cpu = doc.optional_number(o, "off_cpu");
+  }
   return has_mean;
 }
 
@@ -222,10 +231,15 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
   };
   for (const std::string& name : required)
     need(name);
-  std::array<int, kStageCount + 1> cols{};
-  for (std::size_t i = 0; i < kStageCount; ++i)
-    cols[i] = CsvReader::column(fields, fmt::format("{}_us", kStageNames[i]));
-  cols[kStageCount] = static_cast<int>(need("total_us"));
+  std::array<int, kStageCount + 1> cols{}, cpu_cols{};
+  std::array<std::string, kStageCount + 1> names, cpu_names;
+  for (std::size_t i = 0; i <= kStageCount; ++i) {
+    names[i] = i < kStageCount ? fmt::format("{}_us", kStageNames[i]) : "total_us";
+    cpu_names[i] = i < kStageCount ? fmt::format("{}_cpu_us", kStageNames[i]) : "cpu_us";
+    cols[i] = CsvReader::column(fields, names[i]);
+    cpu_cols[i] = CsvReader::column(fields, cpu_names[i]);
+  }
+  need("total_us");
   const std::size_t ok_col = need("ok");
   const int cache_col = CsvReader::column(fields, "cache");
   const std::size_t width = fields.size();
@@ -239,19 +253,23 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
           at_line(path, r.line, fmt::format("{} fields, expected {} as in the header", fields.size(), width)));
     r.ok = fields[ok_col] == "true";
     r.cache = cache_col >= 0 ? fields[static_cast<std::size_t>(cache_col)] : "none";
-    for (std::size_t i = 0; i <= kStageCount; ++i) {
-      r.us[i] = 0;
-      if (cols[i] < 0) continue;
-      const std::string& f = fields[static_cast<std::size_t>(cols[i])];
-      if (f.empty()) continue;  // n/a (h2d/d2h on CPU)
+    // One cell as µs; an empty cell (n/a, or no CPU clock read) or no column: nothing.
+    auto cell = [&](int col, const std::string& name) -> std::optional<double> {
+      if (col < 0) return std::nullopt;
+      const std::string& f = fields[static_cast<std::size_t>(col)];
+      if (f.empty()) return std::nullopt;
       char* end = nullptr;
       const double v = std::strtod(f.c_str(), &end);
       if (end != f.c_str() + f.size() || !std::isfinite(v))
-        throw bad_input(at_line(path, r.line,
-                                fmt::format("'{}' is not a number of µs in column '{}'", printable(f),
-                                            i < kStageCount ? fmt::format("{}_us", kStageNames[i]) : "total_us")));
-      r.us[i] = v;
+        throw bad_input(
+            at_line(path, r.line, fmt::format("'{}' is not a number of µs in column '{}'", printable(f), name)));
+      return v;
+    };
+    for (std::size_t i = 0; i <= kStageCount; ++i) {
+      r.us[i] = cell(cols[i], names[i]).value_or(0);
+      r.cpu_us[i] = cell(cpu_cols[i], cpu_names[i]).value_or(0);
     }
+    r.has_cpu = cell(cpu_cols[kStageCount], cpu_names[kStageCount]).has_value();
     row(r);
   }
 }

@@ -66,6 +66,9 @@ struct RequestRow {
   bool ok = false;
   std::string cache = "none";                // the "cache" column, "none" without one
   std::array<double, kStageCount + 1> us{};  // stage µs, then total_us; an empty cell (n/a) or no column: 0
+  // Thread CPU µs (<stage>_cpu_us, then cpu_us), the same way; has_cpu: cpu_us has a value.
+  std::array<double, kStageCount + 1> cpu_us{};
+  bool has_cpu = false;
 };
 // Reads a requests.csv row by row, columns found by name. The header must
 // name total_us, ok and every column in `required`. Throws Error(bad_input)

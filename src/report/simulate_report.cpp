@@ -1,5 +1,6 @@
 // The reports of `inferprof simulate`: the table for people, markdown,
 // simulate.csv / simulate.json, and the miss-ratio curve as mrc.csv and mrc.svg.
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -44,13 +45,32 @@ std::string headline(const SimulateResult& r) {
                    r.timestamps ? "the trace's ts_ms" : "none (no timestamps in the trace)", r.sizes);
   if (r.costs) {
     const SimCosts& c = *r.costs;
-    s += fmt::format("costs from {}: compute {} · l3 hit {} · l1 hit {} · l2 hit {}{}\n", c.source,
+    s += fmt::format("costs from {}, outside cache work: miss {} · l3 hit {} · l1/l2 hit {}{}\n", c.source,
                      human_duration_us(c.miss_mean_us), human_duration_us(c.l3_hit_mean_us),
-                     human_duration_us(c.l1_hit_mean_us), human_duration_us(c.l2_hit_mean_us),
+                     human_duration_us(c.hit_mean_us),
                      c.per_request ? fmt::format(" (per-request: {} rows of requests.csv)", group_thousands(c.rows))
                                    : std::string());
+    if (!c.spans_source.empty())
+      s += fmt::format("tier costs from {} ({} requests), mean per span:\n", c.spans_source,
+                       group_thousands(c.span_requests));
   }
   return s;
+}
+
+std::string cost_cell(const std::optional<double>& us) {
+  return us ? human_duration_us(*us) : std::string("n/a");
+}
+
+// What each tier's lookups and inserts cost in the costs run.
+Cells tier_cost_cells(const SimCosts& c) {
+  Cells cells = {{"tier", "lookup hit", "lookup miss", "insert", "store (encode+insert)", "spans"}};
+  for (int t = 0; t < 3; ++t) {
+    const SimTierCosts& k = c.tiers[t];
+    cells.push_back({fmt::format("l{}", t + 1), cost_cell(k.lookup_hit_us), cost_cell(k.lookup_miss_us),
+                     cost_cell(k.insert_us), t < 2 ? cost_cell(k.store_us) : "-",
+                     group_thousands(k.lookups + k.inserts + k.stores)});
+  }
+  return cells;
 }
 
 Cells tier_cells(const SimulateResult& r) {
@@ -68,15 +88,32 @@ Cells tier_cells(const SimulateResult& r) {
 }
 
 Cells prediction_cells(const SimulateResult& r) {
-  Cells cells = {{"config", "l1 hit", "l2 hit", "l3 hit", "compute", "mean", "p99", "speedup"}};
+  Cells cells = {{"config", "l1 hit", "l2 hit", "l3 hit", "compute", "mean", "of which cache", "p99", "speedup"}};
   auto p99 = [](const SimPrediction& p) { return p.p99_us ? human_duration_us(*p.p99_us) : std::string("n/a"); };
-  cells.push_back({"none", "-", "-", "-", "100.00%", human_duration_us(r.baseline.mean_us), p99(r.baseline),
+  cells.push_back({"none", "-", "-", "-", "100.00%", human_duration_us(r.baseline.mean_us), "-", p99(r.baseline),
                    speedup(1) + " (baseline)"});
   for (const auto& c : r.configurations) {
     const std::uint64_t n = c.served_l1 + c.served_l2 + c.served_l3 + c.served_compute;
     cells.push_back({c.name, ratio(c.served_l1, n), ratio(c.served_l2, n), ratio(c.served_l3, n),
-                     ratio(c.served_compute, n), human_duration_us(c.predicted.mean_us), p99(c.predicted),
-                     speedup(c.predicted.speedup)});
+                     ratio(c.served_compute, n), human_duration_us(c.predicted.mean_us),
+                     human_duration_us(c.predicted.cache_us), p99(c.predicted), speedup(c.predicted.speedup)});
+  }
+  return cells;
+}
+
+// A request's predicted latency by what served it: its costs outside the
+// cache plus the lookups and inserts of the configuration's tiers.
+Cells outcome_cells(const SimulateResult& r) {
+  Cells cells = {{"config", "served by l1", "by l2", "by l3", "computed"}};
+  for (const auto& c : r.configurations) {
+    auto has = [&](int t) {
+      const std::string name = fmt::format("l{}", t + 1);
+      return std::any_of(c.tiers.begin(), c.tiers.end(), [&](const SimTierResult& x) { return x.spec.tier == name; });
+    };
+    std::vector<std::string> row = {c.name};
+    for (int o = 0; o < 4; ++o)
+      row.push_back(o < 3 && !has(o) ? "-" : human_duration_us(c.predicted.outcome_us[o]));
+    cells.push_back(std::move(row));
   }
   return cells;
 }
@@ -152,6 +189,12 @@ void write_prediction_json(JsonWriter& w, const SimPrediction& p) {
   }
   w.begin_object();
   w.field_number("mean_us", p.mean_us, 3);
+  w.field_number("cache_us", p.cache_us, 3);
+  w.key("by_outcome_us").begin_object();
+  static const char* kOutcome[4] = {"l1", "l2", "l3", "compute"};
+  for (int o = 0; o < 4; ++o)
+    w.field_number(kOutcome[o], p.outcome_us[o], 3);
+  w.end_object();
   w.key("p99_us");
   if (p.p99_us)
     w.number(*p.p99_us, 3);
@@ -167,10 +210,14 @@ void write_prediction_json(JsonWriter& w, const SimPrediction& p) {
 std::string render_simulate_table(const SimulateResult& r) {
   using namespace report;
   std::string out = headline(r);
+  if (r.costs && !r.costs->spans_source.empty()) out += render_grid(tier_cost_cells(*r.costs), {0});
   if (!r.configurations.empty()) out += "\n" + render_grid(tier_cells(r), {0, 1, 2});
-  if (r.costs && !r.configurations.empty())
+  if (r.costs && !r.configurations.empty()) {
     out += "\npredicted latency (share of measured requests served by each tier):\n" +
-           render_grid(prediction_cells(r), {0, 7});
+           render_grid(prediction_cells(r), {0, 8});
+    out += "\npredicted latency of a request by what served it (lookups and inserts included):\n" +
+           render_grid(outcome_cells(r), {0});
+  }
   for (const auto& m : r.mrc)
     out += "\n" + mrc_note(m) + "\n" + render_grid(mrc_cells(m, r.costs.has_value()), {});
   if (r.costs)
@@ -191,7 +238,12 @@ std::string render_simulate_markdown(const SimulateResult& r) {
     out += markdown_cell(head.substr(start, end - start)) + "  \n";
   }
   if (!r.configurations.empty()) out += "\n" + markdown_table(tier_cells(r));
-  if (r.costs && !r.configurations.empty()) out += "\n**Predicted latency**\n\n" + markdown_table(prediction_cells(r));
+  if (r.costs && !r.costs->spans_source.empty())
+    out += "\n**Tier costs**\n\n" + markdown_table(tier_cost_cells(*r.costs));
+  if (r.costs && !r.configurations.empty()) {
+    out += "\n**Predicted latency**\n\n" + markdown_table(prediction_cells(r));
+    out += "\n**Predicted latency by what served the request**\n\n" + markdown_table(outcome_cells(r));
+  }
   for (const auto& m : r.mrc)
     out += "\n**" + markdown_cell(mrc_note(m)) + "**\n\n" + markdown_table(mrc_cells(m, r.costs.has_value()));
   for (const auto& w : r.warnings)
@@ -251,8 +303,34 @@ std::string render_simulate_json(const SimulateResult& r) {
     w.field("rows", c.rows);
     w.field_number("compute_us", c.miss_mean_us, 3);
     w.field_number("l3_hit_us", c.l3_hit_mean_us, 3);
-    w.field_number("l1_hit_us", c.l1_hit_mean_us, 3);
-    w.field_number("l2_hit_us", c.l2_hit_mean_us, 3);
+    w.field_number("hit_us", c.hit_mean_us, 3);
+    w.key("spans_source");
+    if (c.spans_source.empty())
+      w.null();
+    else
+      w.value(c.spans_source);
+    w.field("span_requests", c.span_requests);
+    w.key("tiers").begin_object();
+    for (int t = 0; t < 3; ++t) {
+      const SimTierCosts& k = c.tiers[t];
+      w.key(fmt::format("l{}", t + 1)).begin_object();
+      auto opt = [&](const char* name, const std::optional<double>& v) {
+        w.key(name);
+        if (v)
+          w.number(*v, 3);
+        else
+          w.null();
+      };
+      opt("lookup_hit_us", k.lookup_hit_us);
+      opt("lookup_miss_us", k.lookup_miss_us);
+      opt("insert_us", k.insert_us);
+      opt("store_us", k.store_us);
+      w.field("lookups", k.lookups);
+      w.field("inserts", k.inserts);
+      w.field("stores", k.stores);
+      w.end_object();
+    }
+    w.end_object();
     w.key("notes").begin_array();
     for (const auto& n : c.notes)
       w.value(n);

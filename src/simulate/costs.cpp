@@ -1,7 +1,10 @@
 // A run's measured costs, read back from its summary.json (and requests.csv
 // when it lies next to it; report/saved_run.hpp reads both), as the cost of
-// serving a request by what served it.
+// serving a request by what served it without its cache work, and from its
+// trace.json the cost of each tier's lookups and inserts, which a prediction
+// adds back for the tiers of each configuration.
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <random>
 
+#include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/simulate.hpp"
 #include "report/saved_run.hpp"
@@ -44,29 +48,110 @@ double mean_of(const std::vector<double>& v) {
 }
 
 void read_requests(const std::string& path, SimCosts& c) {
-  Reservoir miss{&c.miss_us}, l3{&c.l3_hit_us}, l1{&c.l1_hit_us}, l2{&c.l2_hit_us}, derived_l3{nullptr};
+  Reservoir miss{&c.miss_us}, l3{&c.l3_hit_us}, hit{&c.hit_us}, derived_l3{nullptr};
   std::vector<double> derived;
   derived_l3.out = &derived;
-  constexpr auto kInput = static_cast<std::size_t>(Stage::input), kPre = static_cast<std::size_t>(Stage::preprocess);
+  constexpr auto kInput = static_cast<std::size_t>(Stage::input), kPre = static_cast<std::size_t>(Stage::preprocess),
+                 kCache = static_cast<std::size_t>(Stage::cache);
   report::read_requests_csv(path, {"input_us", "preprocess_us", "cache"}, [&](const report::RequestRow& r) {
     if (!r.ok) return;
-    const double t = r.us[kStageCount];
+    // The run's own cache work is left out: each configuration adds its own.
+    const double t = r.us[kStageCount] - r.us[kCache];
     ++c.rows;
     if (r.cache == "none" || r.cache == "miss") {
       miss.add(t);
       derived_l3.add(t - r.us[kInput] - r.us[kPre]);
     } else if (r.cache == "l3_hit") {
       l3.add(t);
-    } else if (r.cache == "l1_hit") {
-      l1.add(t);
-    } else if (r.cache == "l2_hit") {
-      l2.add(t);
+    } else if (r.cache == "l1_hit" || r.cache == "l2_hit") {
+      hit.add(t);
     }
   });
   // A run without L3 hits still says what an L3 hit costs: its misses minus
   // the input and preprocessing they spent.
   if (c.l3_hit_us.empty()) c.l3_hit_us = std::move(derived);
   c.per_request = !c.miss_us.empty();
+}
+
+// Sums and counts of one kind of tier span.
+struct Acc {
+  double sum = 0;
+  std::uint64_t n = 0;
+  void add(double v) {
+    sum += v;
+    ++n;
+  }
+  std::optional<double> mean() const { return n ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt; }
+};
+
+// The l1/l2/l3 spans of trace.json, by what each did. A request's events
+// follow its "request" event; Pipeline::serve_traced opens a tier's span
+// first for its lookup and again for each insert, and the first result tier
+// of a miss encodes the output inside its insert span (a store).
+void read_tier_spans(const std::string& path, SimCosts& c) {
+  simdjson::padded_string text;
+  if (auto err = simdjson::padded_string::load(path).get(text))
+    throw bad_input(fmt::format("{}: cannot read ({})", path, simdjson::error_message(err)));
+  simdjson::ondemand::parser parser;
+  Acc hit[3], miss[3], insert[3], store[3];
+  std::string outcome;
+  std::string_view stage;  // the top-level stage the spans are in
+  bool seen[3] = {false, false, false};
+  int last_tier = -1;
+  std::uint64_t requests = 0;
+  auto fail = [&](simdjson::error_code err) {
+    return bad_input(fmt::format("{}: not an inferprof trace.json ({})", path, simdjson::error_message(err)));
+  };
+  try {
+    simdjson::ondemand::document doc = parser.iterate(text);
+    for (auto event : doc.find_field_unordered("traceEvents").get_array()) {
+      simdjson::ondemand::object o = event.get_object();
+      std::string_view name, cat;
+      if (o.find_field_unordered("name").get(name) || o.find_field_unordered("cat").get(cat)) continue;  // metadata
+      if (cat == "request") {
+        std::string_view served;
+        if (o.find_field_unordered("args").find_field_unordered("cache").get(served)) served = "";
+        outcome = std::string(served);
+        std::fill(std::begin(seen), std::end(seen), false);
+        last_tier = -1;
+        ++requests;
+        continue;
+      }
+      if (cat == "stage") {
+        stage = name == "cache" ? "cache" : "other";
+        continue;
+      }
+      const int t = name == "l1" ? 0 : name == "l2" ? 1 : name == "l3" ? 2 : -1;
+      if (t < 0 || stage != "cache") continue;
+      double dur = 0;
+      if (auto err = o.find_field_unordered("dur").get(dur)) throw fail(err);
+      const bool miss_path = outcome == "miss" || outcome == "l3_hit";
+      if (!seen[t]) {
+        seen[t] = true;
+        const bool found = outcome == std::string("l") + char('1' + t) + "_hit";
+        (found ? hit : miss)[t].add(dur);
+      } else if (t < 2 && miss_path && (t == 0 || last_tier != 0)) {
+        store[t].add(dur);  // the first result tier after compute: encode + put
+      } else {
+        insert[t].add(dur);
+      }
+      last_tier = t;
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    throw fail(e.error());
+  }
+  c.spans_source = path;
+  c.span_requests = requests;
+  for (int t = 0; t < 3; ++t) {
+    SimTierCosts& k = c.tiers[t];
+    k.lookup_hit_us = hit[t].mean();
+    k.lookup_miss_us = miss[t].mean();
+    k.insert_us = insert[t].mean();
+    k.store_us = store[t].mean();
+    k.lookups = hit[t].n + miss[t].n;
+    k.inserts = insert[t].n;
+    k.stores = store[t].n;
+  }
 }
 
 }  // namespace
@@ -93,7 +178,9 @@ SimCosts load_sim_costs(const std::string& path) {
     if (o.outcome == "l1_hit") served[2] = o.mean_us;
     if (o.outcome == "l2_hit") served[3] = o.mean_us;
   }
+  bool had[3] = {false, false, false};  // the run's tiers
   for (const auto& t : run.caches) {
+    if (t.tier == "l1" || t.tier == "l2" || t.tier == "l3") had[t.tier[1] - '1'] = true;
     if (t.entries <= 0 || t.bytes <= 0) continue;
     const auto mean = static_cast<std::uint64_t>(t.bytes / t.entries + 0.5);
     if (t.tier == "l3")
@@ -102,32 +189,132 @@ SimCosts load_sim_costs(const std::string& path) {
       c.result_bytes = mean;
   }
 
+  const std::filesystem::path trace_json = std::filesystem::path(run.summary_path).parent_path() / "trace.json";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(trace_json, ec)) read_tier_spans(trace_json.string(), c);
   if (!run.csv_path.empty()) read_requests(run.csv_path, c);
 
   const bool had_caches = served[0] || served[1] || served[2] || served[3];
-  c.miss_mean_us = c.per_request ? mean_of(c.miss_us) : served[0] ? *served[0] : total_us;
   if (had_caches && !served[0] && !c.per_request)
     throw bad_input(
         fmt::format("--costs '{}': the run had no cache misses, so it does not say what computing a "
                     "request costs; use a run without caches",
                     path));
+  // Without requests.csv the per-outcome means of summary.json hold the
+  // run's cache work: take out what its spans say that work cost.
+  const SimCacheCosts own = cache_costs(c, had[0], had[1], had[2]);
+  const double overhead_us = run.stages[static_cast<std::size_t>(Stage::overhead)].mean_us;
+  c.miss_mean_us = c.per_request ? mean_of(c.miss_us) : served[0] ? *served[0] - own.total(3) : total_us;
   c.l3_hit_mean_us = !c.l3_hit_us.empty() ? mean_of(c.l3_hit_us)
-                     : served[1]          ? *served[1]
+                     : served[1]          ? *served[1] - own.total(2)
                                           : std::max(0.0, c.miss_mean_us - input_us - pre_us);
-  auto hit_cost = [&](std::vector<double>& samples, const std::optional<double>& s, const char* tier) {
-    if (!samples.empty()) return mean_of(samples);
-    if (s) return *s;
+  if (!c.hit_us.empty())
+    c.hit_mean_us = mean_of(c.hit_us);
+  else if (!c.per_request && (served[2] || served[3]))
+    c.hit_mean_us = served[2] ? *served[2] - own.total(0) : *served[3] - own.total(1);
+  else
+    c.hit_mean_us = overhead_us;  // a hit outside its cache work is the request's bookkeeping
+  c.hit_mean_us = std::max(0.0, c.hit_mean_us);
+  if (c.spans_source.empty())
     c.notes.push_back(
-        fmt::format("{} hit cost not measured by the costs run (no {} hits): taken as 0 µs; give "
-                    "--costs a run with --cache {} to measure it",
-                    tier, tier, tier));
-    return 0.0;
-  };
-  c.l1_hit_mean_us = hit_cost(c.l1_hit_us, served[2], "l1");
-  c.l2_hit_mean_us = hit_cost(c.l2_hit_us, served[3], "l2");
+        fmt::format("no trace.json next to {}: the tiers' lookup and insert costs are not known and are taken as "
+                    "0 µs; give --costs the --out folder of a run with the tiers",
+                    path));
   if (!c.per_request)
     c.notes.push_back(fmt::format("no requests.csv next to {}: predicted p99 needs per-request costs", path));
   return c;
+}
+
+namespace {
+constexpr const char* kTierName[3] = {"l1", "l2", "l3"};
+}  // namespace
+
+SimCacheCosts cache_costs(const SimCosts& c, bool l1, bool l2, bool l3) {
+  SimCacheCosts out;
+  auto assume = [&](int t, const char* what, const std::string& how) {
+    out.assumed.push_back(fmt::format("{} {}: {}", kTierName[t], what, how));
+  };
+  // An unmeasured cost falls back to the nearest measured one, else 0.
+  auto lookup = [&](int t, bool found) {
+    const SimTierCosts& k = c.tiers[t];
+    const auto& want = found ? k.lookup_hit_us : k.lookup_miss_us;
+    const auto& other = found ? k.lookup_miss_us : k.lookup_hit_us;
+    const char* what = found ? "lookup (hit)" : "lookup (miss)";
+    if (want) return *want;
+    if (other) {
+      assume(t, what, found ? "not measured, taken as its miss's" : "not measured, taken as its hit's");
+      return *other;
+    }
+    assume(t, what, "not measured, taken as 0 µs");
+    return 0.0;
+  };
+  auto insert = [&](int t) {
+    if (c.tiers[t].insert_us) return *c.tiers[t].insert_us;
+    assume(t, "insert", "not measured, taken as 0 µs");
+    return 0.0;
+  };
+  // Encoding the output and putting it into the first result tier `t`.
+  auto store = [&](int t) {
+    const SimTierCosts& k = c.tiers[t];
+    if (k.store_us) return *k.store_us;
+    const SimTierCosts& o = c.tiers[1 - t];
+    if (o.store_us) {
+      if (o.insert_us && k.insert_us) {
+        assume(
+            t, "store",
+            fmt::format("not measured, taken as {}'s store with its insert swapped for this tier's", kTierName[1 - t]));
+        return std::max(0.0, *o.store_us - *o.insert_us + *k.insert_us);
+      }
+      assume(t, "store", fmt::format("not measured, taken as {}'s", kTierName[1 - t]));
+      return *o.store_us;
+    }
+    assume(t, "store (encoding the output)", "not measured, taken as 0 µs");
+    return 0.0;
+  };
+  // The walk `run` takes (cache/hierarchy.hpp), steered to each outcome, adds
+  // up the work it does: each lookup, and each insert, the first put after
+  // encoding the output being the store.
+  struct CostSteps {
+    const bool on[3];
+    const int want;  // the outcome to steer to
+    double lookups = 0, inserts = 0;
+    bool encoded = false;
+    decltype(lookup)& lookup_cost;
+    decltype(insert)& insert_cost;
+    decltype(store)& store_cost;
+    static int tier(CacheLevel l) { return static_cast<int>(l); }
+    bool has(CacheLevel l) const { return on[tier(l)]; }
+    int phase() { return 0; }
+    int at(CacheLevel) { return 0; }
+    bool get_result(CacheLevel l) {
+      const bool hit = want == tier(l);
+      lookups += lookup_cost(tier(l), hit);
+      return hit;
+    }
+    void put_result(CacheLevel l, bool) {
+      inserts += encoded ? store_cost(tier(l)) : insert_cost(tier(l));
+      encoded = false;
+    }
+    bool get_input() { return get_result(CacheLevel::l3); }
+    bool prepare() { return true; }
+    void put_input(bool) { inserts += insert_cost(2); }
+    bool compute(bool) { return true; }
+    bool cacheable(bool) { return true; }
+    bool wants_result() { return false; }
+    bool encode(bool) { return encoded = true; }
+    void serve(bool) {}
+  };
+  const bool on[3] = {l1, l2, l3};
+  for (int o = 0; o < 4; ++o) {
+    if (o < 3 && !on[o]) continue;  // an outcome this configuration cannot have
+    CostSteps steps{{l1, l2, l3}, o, 0, 0, false, lookup, insert, store};
+    walk_hierarchy(steps);
+    out.lookup_us[o] = steps.lookups;
+    out.insert_us[o] = steps.inserts;
+  }
+  std::sort(out.assumed.begin(), out.assumed.end());
+  out.assumed.erase(std::unique(out.assumed.begin(), out.assumed.end()), out.assumed.end());
+  return out;
 }
 
 }  // namespace inferprof

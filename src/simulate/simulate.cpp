@@ -158,15 +158,23 @@ std::string config_name(const std::vector<std::string>& tiers) {
   return s;
 }
 
-// The weighted 99th percentile of a mixture of per-outcome samples.
-double mixture_p99(const std::vector<std::pair<const std::vector<double>*, double>>& parts,
-                   const std::vector<std::pair<double, double>>& constants) {
-  std::vector<std::pair<double, double>> items = constants;  // (value, weight)
-  for (const auto& [samples, frac] : parts) {
-    if (frac <= 0 || samples->empty()) continue;
-    const double w = frac / static_cast<double>(samples->size());
-    for (double v : *samples)
-      items.emplace_back(v, w);
+// The weighted 99th percentile of a mixture of per-outcome samples, each
+// shifted by its outcome's cache work.
+struct MixturePart {
+  const std::vector<double>* samples;  // empty: the outcome's mean enters as one point
+  double mean_us, offset_us, weight;
+};
+double mixture_p99(const std::vector<MixturePart>& parts) {
+  std::vector<std::pair<double, double>> items;  // (value, weight)
+  for (const auto& p : parts) {
+    if (p.weight <= 0) continue;
+    if (p.samples->empty()) {
+      items.emplace_back(p.mean_us + p.offset_us, p.weight);
+      continue;
+    }
+    const double w = p.weight / static_cast<double>(p.samples->size());
+    for (double v : *p.samples)
+      items.emplace_back(v + p.offset_us, w);
   }
   std::sort(items.begin(), items.end());
   double total = 0;
@@ -180,30 +188,33 @@ double mixture_p99(const std::vector<std::pair<const std::vector<double>*, doubl
   return items.empty() ? 0 : items.back().first;
 }
 
-SimPrediction predict(const SimCosts& c, const std::uint64_t served[4]) {
+}  // namespace
+
+SimPrediction predict_latency(const SimCosts& c, bool l1, bool l2, bool l3, const std::uint64_t served[4]) {
   SimPrediction p;
   const double n = static_cast<double>(served[0] + served[1] + served[2] + served[3]);
   if (n == 0) return p;
-  const double f1 = served[0] / n, f2 = served[1] / n, f3 = served[2] / n, fm = served[3] / n;
+  const SimCacheCosts cache = cache_costs(c, l1, l2, l3);
+  // A request: what served it costs outside the cache, plus the lookups it
+  // made and the inserts it caused.
+  const double base[4] = {c.hit_mean_us, c.hit_mean_us, c.l3_hit_mean_us, c.miss_mean_us};
+  const std::vector<double>* samples[4] = {&c.hit_us, &c.hit_us, &c.l3_hit_us, &c.miss_us};
+  std::vector<MixturePart> parts;
   p.available = true;
-  p.mean_us = f1 * c.l1_hit_mean_us + f2 * c.l2_hit_mean_us + f3 * c.l3_hit_mean_us + fm * c.miss_mean_us;
-  p.speedup = p.mean_us > 0 ? c.miss_mean_us / p.mean_us : 1;
-  if (c.per_request) {
-    std::vector<std::pair<const std::vector<double>*, double>> parts = {{&c.l3_hit_us, f3}, {&c.miss_us, fm}};
-    std::vector<std::pair<double, double>> constants;
-    // A hit cost measured only as a mean (or assumed) enters as one point.
-    if (c.l1_hit_us.empty())
-      constants.emplace_back(c.l1_hit_mean_us, f1);
-    else
-      parts.emplace_back(&c.l1_hit_us, f1);
-    if (c.l2_hit_us.empty())
-      constants.emplace_back(c.l2_hit_mean_us, f2);
-    else
-      parts.emplace_back(&c.l2_hit_us, f2);
-    p.p99_us = mixture_p99(parts, constants);
+  for (int o = 0; o < 4; ++o) {
+    const double f = static_cast<double>(served[o]) / n;
+    p.outcome_us[o] = base[o] + cache.total(o);
+    p.mean_us += f * p.outcome_us[o];
+    p.cache_us += f * cache.total(o);
+    parts.push_back({samples[o], base[o], cache.total(o), f});
   }
+  // The baseline: every request computed, no cache work.
+  p.speedup = p.mean_us > 0 ? c.miss_mean_us / p.mean_us : 1;
+  if (c.per_request) p.p99_us = mixture_p99(parts);
   return p;
 }
+
+namespace {
 
 SimTierResult tier_result(const Cache& c, const TierSpec& spec) {
   SimTierResult r;
@@ -374,8 +385,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
 
   if (res.costs) {
     const std::uint64_t none[4] = {0, 0, 0, res.measured};
-    res.baseline = predict(*res.costs, none);
-    if (res.costs->per_request) res.baseline.p99_us = mixture_p99({{&res.costs->miss_us, 1.0}}, {});
+    res.baseline = predict_latency(*res.costs, false, false, false, none);
   }
   for (auto& s : states) {
     SimConfigResult r;
@@ -387,7 +397,14 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     r.served_l2 = s.served[1];
     r.served_l3 = s.served[2];
     r.served_compute = s.served[3];
-    if (res.costs) r.predicted = predict(*res.costs, s.served);
+    if (res.costs) {
+      r.predicted = predict_latency(*res.costs, s.l1 != nullptr, s.l2 != nullptr, s.l3 != nullptr, s.served);
+      // Each cost a configuration needs that the costs run did not measure, said once.
+      for (auto& a : cache_costs(*res.costs, s.l1 != nullptr, s.l2 != nullptr, s.l3 != nullptr).assumed) {
+        std::string w = "cost of " + a + " (the costs run did not measure it)";
+        if (std::find(res.warnings.begin(), res.warnings.end(), w) == res.warnings.end()) res.warnings.push_back(w);
+      }
+    }
     res.configurations.push_back(std::move(r));
   }
 
@@ -436,11 +453,12 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       pt.capacity = m.spec.capacities[p];
       pt.hit_ratio = ratios[p];
       if (res.costs) {
-        const SimCosts& c = *res.costs;
-        const double hit = m.spec.tier == "l1"   ? c.l1_hit_mean_us
-                           : m.spec.tier == "l2" ? c.l2_hit_mean_us
-                                                 : c.l3_hit_mean_us;
-        pt.predicted_mean_us = pt.hit_ratio * hit + (1 - pt.hit_ratio) * c.miss_mean_us;
+        // The tier alone in front of compute: hits are served by it, misses computed.
+        const int t = m.spec.tier == "l1" ? 0 : m.spec.tier == "l2" ? 1 : 2;
+        const double hits = std::round(pt.hit_ratio * 1e9);
+        std::uint64_t served[4] = {0, 0, 0, 1000000000 - static_cast<std::uint64_t>(hits)};
+        served[t] = static_cast<std::uint64_t>(hits);
+        pt.predicted_mean_us = predict_latency(*res.costs, t == 0, t == 1, t == 2, served).mean_us;
       }
       r.points.push_back(pt);
     }

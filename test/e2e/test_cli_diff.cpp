@@ -79,12 +79,12 @@ TEST_SUITE("e2e diff") {
     std::string junit = slurp(out.path() / "junit.xml");
     CHECK(junit.find("<testsuites name=\"inferprof diff\" tests=\"2\"") != std::string::npos);
     CHECK(junit.find("failures=\"0\"") == std::string::npos);
-    CHECK(junit.find("<failure message=\"total mean regressed") != std::string::npos);
+    CHECK(junit.find("<failure message=\"total cpu.mean regressed") != std::string::npos);
 
     auto md = run_cli({"diff", f.base, f.slow, "--format", "markdown"});
     CHECK(md.code == 1);
     CHECK(md.out.rfind("**inferprof diff: REGRESSION", 0) == 0);
-    CHECK(md.out.find("| total | mean |") != std::string::npos);
+    CHECK(md.out.find("| total | cpu.mean |") != std::string::npos);
 
     auto js = run_cli({"diff", f.base, f.slow, "--format", "json", "--max-regression", "preprocess.mean=50%"});
     CHECK(js.code == 1);
@@ -96,6 +96,7 @@ TEST_SUITE("e2e diff") {
     bool seen = false;
     for (auto row : doc["rows"].get_array()) {
       if (std::string_view(row["stage"].get_string()) != "preprocess" ||
+          std::string_view(row["clock"].get_string()) != "wall" ||
           std::string_view(row["metric"].get_string()) != "mean")
         continue;
       seen = true;
@@ -131,8 +132,8 @@ TEST_SUITE("e2e diff") {
     CHECK(r.code == 2);
     CHECK(r.err ==
           "inferprof: error: --max-regression: '10' is not a percentage (expected a number followed by %, e.g. 10%) "
-          "in 'p99=10'; expected METRIC=PCT% or STAGE.METRIC=PCT%[+FLOOR(ms|us)], e.g. "
-          "p99=10%,compute.mean=5%+0.05ms\n");
+          "in 'p99=10'; expected [STAGE.][cpu.|wall.]METRIC=PCT%[+FLOOR(ms|us)], e.g. "
+          "total.cpu.p50=5%,compute.mean=5%+0.05ms\n");
     r = run_cli({"diff", f.base, f.dir.file("missing")});
     CHECK(r.code == 2);
     CHECK(r.err == "inferprof: error: " + f.dir.file("missing") +

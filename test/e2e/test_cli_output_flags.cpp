@@ -31,7 +31,7 @@ std::size_t count_of(const std::string& text, const std::string& what) {
 }  // namespace
 
 TEST_SUITE("e2e output flags") {
-  TEST_CASE("convert writes its one file with -o/--output; --to names the new spelling") {
+  TEST_CASE("convert writes its one file with -o/--output, and --to names the new spelling") {
     TempDir dir;
     const std::string trace = dir.file("t.jsonl");
     REQUIRE(run_cli({"gen-trace", "--requests", "20", "--keys", "5", "-o", trace}).code == 0);
@@ -50,7 +50,7 @@ TEST_SUITE("e2e output flags") {
     }
   }
 
-  TEST_CASE("gen-images writes a folder with --out only; -o names --out") {
+  TEST_CASE("gen-images writes a folder with --out only, and -o names --out") {
     TempDir dir;
     const std::string imgs = dir.file("imgs");
     check_renamed({"gen-images", "-o", imgs, "--sizes", "4x4", "--formats", "png"}, "-o was renamed: use --out " + imgs,

@@ -155,7 +155,7 @@ TEST_SUITE("e2e run") {
     CHECK(r.out.find("off-cpu") != std::string::npos);
 
     // requests.csv, read by Python's csv module: the CPU columns come after the
-    // old ones, and per row CPU time stays within wall time (two clocks: 20 µs of slack).
+    // old ones, and CPU time stays within wall time.
     const std::string check = R"(
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -163,12 +163,18 @@ cols = list(rows[0].keys())
 assert len(rows) == 100, len(rows)
 assert cols.index('cpu_us') > cols.index('model_version'), cols
 assert sum(float(r['cpu_us']) for r in rows) > 0, 'no CPU time recorded'
+# Two clocks read a moment apart: 20 us of slack per value. On a heavily
+# loaded machine a stray row may still exceed it; process CPU time (both
+# threads) or a wrong unit would break the bound on most rows and on the sums.
+over = []
 for r in rows:
     cpu, total, queue = float(r['cpu_us']), float(r['total_us']), float(r['queue_us'])
-    assert cpu <= total - queue + 20, (r['seq'], cpu, total)
+    if cpu > total - queue + 20: over.append((r['seq'], 'total', cpu, total))
     for s in ('input', 'preprocess', 'compute', 'overhead'):
-        assert float(r[s + '_cpu_us']) <= float(r[s + '_us']) + 20, (r['seq'], s)
+        if float(r[s + '_cpu_us']) > float(r[s + '_us']) + 20: over.append((r['seq'], s))
     assert r['h2d_cpu_us'] == '' and r['d2h_cpu_us'] == '', 'copies are n/a on CPU'
+assert len(over) <= 2, over
+assert sum(float(r['cpu_us']) for r in rows) <= sum(float(r['total_us']) - float(r['queue_us']) for r in rows) + 100, 'CPU above wall in total'
 )";
     const std::string script = out.file("check.py");
     std::ofstream(script) << check;

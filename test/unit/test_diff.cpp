@@ -8,70 +8,24 @@
 #include <fstream>
 #include <numeric>
 
+#include "diff_runs.hpp"
 #include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
 #include "temp_dir.hpp"
 
 using namespace inferprof;
+using inferprof::testing::run_of;
+using inferprof::testing::spread_values;
 using inferprof::testing::TempDir;
 
 namespace {
 
 const std::string kGrammar =
-    "; expected METRIC=PCT% or STAGE.METRIC=PCT%[+FLOOR(ms|us)], e.g. p99=10%,compute.mean=5%+0.05ms";
-
-// Deterministic values spread around `center` (±spread), like request latencies.
-std::vector<double> spread_values(std::size_t n, double center, double spread, std::uint32_t seed) {
-  std::vector<double> v;
-  std::uint32_t x = seed;
-  for (std::size_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    v.push_back(center + spread * ((static_cast<double>(x >> 8) / static_cast<double>(1u << 24)) * 2 - 1));
-  }
-  return v;
-}
-
-double nearest_rank_of(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()) - 1e-9));
-  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
-}
-
-// A run whose only non-zero stage is compute, equal to the request total.
-RunData run_of(const std::vector<double>& totals, const std::string& model = "xxh3:00000000000000aa") {
-  RunData r;
-  r.summary_path = "run/summary.json";
-  r.csv_path = "run/requests.csv";
-  r.model_hash = model;
-  r.trace_hash = "xxh3:00000000000000bb";
-  r.cpu_model = "Test CPU";
-  r.cpu_cores = 2;
-  r.threads = 1;
-  r.concurrency = 1;
-  r.device = "cpu";
-  r.mode = "closed-loop";
-  r.requests = totals.size();
-  r.csv_rows = totals.size();
-  r.throughput_rps = 1e6 / (std::accumulate(totals.begin(), totals.end(), 0.0) / static_cast<double>(totals.size()));
-  for (std::size_t s : {static_cast<std::size_t>(Stage::compute), kStageCount}) {
-    StageStats& st = r.stages[s];
-    st.count = totals.size();
-    st.mean_us = std::accumulate(totals.begin(), totals.end(), 0.0) / static_cast<double>(totals.size());
-    st.p50_us = nearest_rank_of(totals, 0.5);
-    st.p90_us = nearest_rank_of(totals, 0.9);
-    st.p99_us = nearest_rank_of(totals, 0.99);
-    st.max_us = *std::max_element(totals.begin(), totals.end());
-  }
-  for (std::size_t s = 0; s <= kStageCount; ++s)
-    r.per_request[s] = (s == static_cast<std::size_t>(Stage::compute) || s == kStageCount)
-                           ? totals
-                           : std::vector<double>(totals.size(), 0.0);
-  return r;
-}
+    "; expected [STAGE.][cpu.|wall.]METRIC=PCT%[+FLOOR(ms|us)], e.g. total.cpu.p50=5%,compute.mean=5%+0.05ms";
 
 const DiffRow& row_of(const DiffResult& r, const std::string& stage, const std::string& metric) {
   for (const auto& row : r.rows)
-    if (row.stage == stage && row.metric == metric) return row;
+    if (row.stage == stage && row.clock == "wall" && row.metric == metric) return row;
   throw std::runtime_error("no row " + stage + "." + metric);
 }
 
@@ -135,7 +89,7 @@ TEST_SUITE("diff") {
                        kGrammar)
                           .c_str());
     CHECK_THROWS_WITH(parse_gates("compute.throughput=5%"),
-                      ("--max-regression: throughput belongs to the whole run, not to a stage (write "
+                      ("--max-regression: throughput belongs to the whole run, not to a stage or a clock (write "
                        "throughput=PCT%) in 'compute.throughput=5%'" +
                        kGrammar)
                           .c_str());
@@ -156,6 +110,9 @@ TEST_SUITE("diff") {
   TEST_CASE("judge: regression only when past the threshold and clear") {
     // Past the threshold, interval above 0: a regression.
     CHECK(judge(Change{100, 130, std::make_pair(20.0, 40.0)}, 10) == Verdict::regression);
+    // Past the threshold, the interval above 0 but not wholly past the threshold: noise.
+    CHECK(judge(Change{100, 130, std::make_pair(5.0, 40.0)}, 10) == Verdict::noise);
+    CHECK(judge(Change{100, 70, std::make_pair(-40.0, -5.0)}, 10) == Verdict::noise);
     // Past the threshold, interval straddles 0: noise.
     CHECK(judge(Change{100, 130, std::make_pair(-5.0, 60.0)}, 10) == Verdict::noise);
     // Faster past the threshold and clear: improved; not clear: noise.
@@ -312,7 +269,7 @@ TEST_SUITE("diff") {
                       doctest::Contains("models differ: base a.pt vs new b.pt"));
     old_new.model_path = "a.pt";
     r = diff_runs(old_base, old_new, DiffConfig{});
-    REQUIRE(r.notes.size() == 1);
+    REQUIRE_FALSE(r.notes.empty());
     CHECK(r.notes[0].find("hashes not recorded in base") != std::string::npos);
     // The host name alone is not a different machine (CI runners change names every job).
     RunData c = run_of(base), d = run_of(base);
