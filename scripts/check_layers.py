@@ -16,7 +16,7 @@ import sys
 
 # Functions both sides define on purpose: the executable's forwarding facade
 # (pipeline/host.cpp) and the plugin's implementation, local to it.
-PLUGIN_OWN_NAMES = ("model_info", "configure_threads", "libtorch_version", "generate_model")
+PLUGIN_OWN_NAMES = ("model_info", "configure_threads", "libtorch_version", "generate_model", "inspect_model")
 
 
 def symbols(path):

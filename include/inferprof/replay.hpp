@@ -40,6 +40,7 @@ class ReplayObserver {
 struct RunConfig {
   std::string model_path;  // a TorchScript file, or with store_url "name[@version]" in the store
   std::string trace_path;
+  CsvColumns csv;            // a .csv trace's columns (--csv-columns)
   std::string model_sha256;  // lowercase hex; when set, the model's bytes must hash to it before loading
   Profile profile;
   int warmup = -1;

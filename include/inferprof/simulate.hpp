@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "inferprof/cache.hpp"
+#include "inferprof/trace.hpp"  // CsvColumns
 
 namespace inferprof {
 
@@ -26,18 +27,6 @@ struct SimRecord {
   std::uint64_t size = 0;       // entry bytes, if the trace says (CSV size column); 0: unknown
   std::uint64_t line = 0;       // 1-based line (JSONL, CSV) or record number (.iptrace)
 };
-
-// Column names of a cache-trace CSV (header row required).
-struct CsvColumns {
-  std::string ts = "timestamp";  // empty: no timestamps
-  std::string key = "key";
-  std::string size = "size";  // optional column: absent from the header means no sizes
-  // Set by parse_csv_columns for a ts or size column the user named: only the
-  // defaults may be missing from the header.
-  bool ts_named = false, size_named = false;
-};
-// "ts=time,key=obj_id,size=bytes" (any subset). Throws Error(bad_input).
-CsvColumns parse_csv_columns(std::string_view text);
 
 class SimSource {
  public:

@@ -66,16 +66,37 @@ struct TraceRecord {
   TraceEvent event;        // valid when kind == event
 };
 
+// Column names of a CSV trace (header row required): docs/trace-format.md#csv-traces.
+// simulate reads keys, timestamps and sizes; run and compare also an input per
+// row (an image path or a seed); a row without one gets a synthetic input
+// seeded by its key's hash.
+struct CsvColumns {
+  std::string ts = "timestamp";  // empty: no timestamps
+  std::string key = "key";
+  std::string size = "size";  // optional column: absent from the header means no sizes
+  std::string image;          // an image file per row, relative to the trace (input.image)
+  std::string seed;           // a synthetic input's seed per row (input.seed)
+  // Set by parse_csv_columns for a ts or size column the user named: only the
+  // defaults may be missing from the header.
+  bool ts_named = false, size_named = false;
+};
+// "ts=time,key=obj_id,size=bytes,image=path,seed=n" (any subset). Throws Error(bad_input).
+CsvColumns parse_csv_columns(std::string_view text);
+
 // Streams a JSONL trace with simdjson, one line at a time through a fixed-size
 // buffer, so traces larger than memory replay in bounded memory. Every line is
 // validated against docs/trace-format.md's schema; a bad line throws Error(bad_input)
 // "FILE:LINE: what was expected", or with skip_invalid is counted and skipped.
+// A file named *.csv is read as a CSV trace instead, through Options::csv.
 class TraceReader {
  public:
   struct Options {
     bool skip_invalid = false;
     std::size_t buffer_bytes = 1 << 20;  // grows for a longer line
+    CsvColumns csv;                      // a .csv trace's columns
   };
+  // Whether `path` is read as CSV (its name ends in .csv, any case).
+  static bool is_csv(const std::string& path);
   // Throws Error(bad_input) if the file cannot be opened.
   explicit TraceReader(std::string path);
   TraceReader(std::string path, Options options);
@@ -115,6 +136,11 @@ struct GenTraceOptions {
   std::uint64_t seed = 1;
   double update_every_ms = 0;   // > 0: a model_update event every so many ms
   std::string model = "model";  // name used by model_update events
+  // Instead of seeded tensors, one input per key (keys = how many; the first
+  // `keys` when fewer are wanted): image files as the trace names them
+  // (input.image, relative to its folder), or lines of text (input.text).
+  std::vector<std::string> images;
+  std::vector<std::string> texts;
 };
 
 // Writes a reproducible trace (same options, same bytes) to `out_path`

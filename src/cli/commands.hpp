@@ -24,6 +24,7 @@ Runner add_store_command(CLI::App& app);
 Runner add_diff_command(CLI::App& app);
 Runner add_simulate_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
+Runner add_inspect_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand. Returns the process exit code.
 int run_cli(int argc, char** argv);

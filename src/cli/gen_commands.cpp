@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,8 +11,10 @@
 
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
+#include "cli/input_options.hpp"
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/inspect.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/trace.hpp"
 
@@ -136,57 +140,121 @@ Runner add_gen_images_command(CLI::App& app) {
 }
 
 namespace {
-std::vector<std::int64_t> parse_shape(const std::string& text) {
-  std::vector<std::int64_t> shape;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(part, &used);
-      if (used != part.size() || v <= 0) throw std::invalid_argument("bad");
-      shape.push_back(v);
-    } catch (const std::exception&) {
-      throw bad_input(
-          fmt::format("--shape '{}': expected positive integers separated by commas, like 1,3,224,224", text));
-    }
-  }
-  if (shape.empty()) throw bad_input("--shape is empty: expected e.g. 1,16");
-  return shape;
+
+namespace fs = std::filesystem;
+
+bool is_image_file(const fs::path& p) {
+  std::string ext = p.extension().string();
+  for (char& c : ext)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
+
+// The JPEG and PNG files under `dir` (sorted: the same folder, the same
+// trace), as paths relative to the trace's folder, which is how the trace
+// reader resolves them.
+std::vector<std::string> image_paths(const std::string& dir, const std::string& trace) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw bad_input(fmt::format("--images '{}': not a folder", dir));
+  std::vector<fs::path> found;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec) && is_image_file(it->path())) found.push_back(it->path());
+  if (ec) throw bad_input(fmt::format("--images '{}': cannot list it ({})", dir, ec.message()));
+  if (found.empty()) throw bad_input(fmt::format("--images '{}': no .jpg, .jpeg or .png files in it", dir));
+  std::sort(found.begin(), found.end());
+  const fs::path base = fs::absolute(fs::path(trace)).parent_path();
+  std::vector<std::string> out;
+  for (const auto& p : found)
+    out.push_back(fs::absolute(p).lexically_relative(base).generic_string());
+  return out;
+}
+
+// The non-blank lines of `path`, each a request's text.
+std::vector<std::string> text_lines(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw bad_input(fmt::format("--texts '{}': a folder, not a text file", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(fmt::format("--texts '{}': cannot open it", path));
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) out.push_back(line);
+  }
+  if (out.empty()) throw bad_input(fmt::format("--texts '{}': no non-blank lines", path));
+  return out;
+}
+
+struct GenTraceArgs {
+  std::string shape = "1,16", dtype = "float32", out, like, profile, images, texts;
+};
+
 }  // namespace
 
 Runner add_gen_trace_command(CLI::App& app) {
   auto opts = std::make_shared<GenTraceOptions>();
-  auto shape = std::make_shared<std::string>("1,16");
-  auto dtype = std::make_shared<std::string>("float32");
-  auto out = std::make_shared<std::string>();
+  auto a = std::make_shared<GenTraceArgs>();
   CLI::App* cmd = app.add_subcommand("gen-trace", "Write a reproducible synthetic request trace (JSON lines)");
   cmd->add_option("--requests", opts->requests, "Number of requests")->capture_default_str();
-  cmd->add_option("--keys", opts->keys, "Distinct inputs (cache keys)")->capture_default_str();
+  CLI::Option* keys = cmd->add_option("--keys", opts->keys, "Distinct inputs (cache keys)")->capture_default_str();
   cmd->add_option("--zipf", opts->zipf, "Popularity skew of keys (0 = uniform)")->capture_default_str();
   cmd->add_option("--rate", opts->rate, "Poisson arrivals per second for ts_ms (0 = no timestamps)")
       ->capture_default_str();
-  cmd->add_option("--shape", *shape, "Input shape, comma-separated")->capture_default_str();
-  cmd->add_option("--dtype", *dtype, "Input dtype")->capture_default_str();
+  CLI::Option* shape = cmd->add_option("--shape", a->shape, "Input shape, comma-separated")->capture_default_str();
+  CLI::Option* dtype = cmd->add_option("--dtype", a->dtype, "Input dtype")->capture_default_str();
+  CLI::Option* like =
+      cmd->add_option("--like", a->like,
+                      "Shape and dtype that MODEL takes through --profile (checked with a trial forward)")
+          ->type_name("MODEL");
+  CLI::Option* profile =
+      cmd->add_option("--profile", a->profile, "With --like: the profile the trace is for")->needs(like);
+  CLI::Option* images =
+      cmd->add_option("--images", a->images, "One key per JPEG/PNG file in DIR (input.image, relative to the trace)")
+          ->type_name("DIR");
+  CLI::Option* texts =
+      cmd->add_option("--texts", a->texts, "One key per non-blank line of FILE (input.text)")->type_name("FILE");
+  like->excludes(images)->excludes(texts)->excludes(shape)->excludes(dtype);
+  images->excludes(texts)->excludes(shape)->excludes(dtype);
+  texts->excludes(shape)->excludes(dtype);
+  (void)profile;
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_option("--update-every-ms", opts->update_every_ms, "A model_update event every MS milliseconds (0 = none)")
       ->capture_default_str();
   cmd->add_option("--model", opts->model, "Model name in model_update events")->capture_default_str();
-  cmd->add_option("-o,--output", *out, "Output file (requests.jsonl)")->required();
-  return [opts, shape, dtype, out] {
-    opts->shape = parse_shape(*shape);
-    auto d = parse_dtype(*dtype);
-    if (!d)
-      throw bad_input(
-          fmt::format("--dtype '{}': expected one of uint8, int8, int16, int32, int64, float16, float32, "
-                      "float64, bool",
-                      *dtype));
-    opts->dtype = *d;
-    generate_trace(*opts, *out);
-    std::fprintf(stdout, "wrote %s: %llu requests over %llu keys (zipf %.2f)%s\n", out->c_str(),
+  cmd->add_option("-o,--output", a->out, "Output file (requests.jsonl)")->required();
+  return [opts, a, keys] {
+    std::string what;
+    if (!a->like.empty()) {
+      const Profile p = load_profile(a->profile);
+      const Inspection r = inspect_model(read_model_file(a->like), p, InspectOptions{});
+      if (r.image)
+        throw bad_input(
+            fmt::format("--like {}: profile '{}' decodes images: use --images DIR for its requests", a->like, p.name));
+      if (!r.trial_ok)
+        throw bad_input(fmt::format("--like {}: {}", a->like, r.error.empty() ? "the trial forward failed" : r.error));
+      opts->shape = r.shape;
+      opts->dtype = r.dtype;
+      what = fmt::format(", inputs {} {} (from {}, tried: ok)", format_shape(r.shape), dtype_name(r.dtype), r.source);
+    } else {
+      opts->shape = parse_shape_option(a->shape);
+      opts->dtype = parse_dtype_option(a->dtype);
+    }
+    if (!a->images.empty()) opts->images = image_paths(a->images, a->out);
+    if (!a->texts.empty()) opts->texts = text_lines(a->texts);
+    const std::size_t files = std::max(opts->images.size(), opts->texts.size());
+    if (files > 0) {
+      // Each file or line is a key; --keys, when given, takes the first N.
+      if (keys->count() > 0 && opts->keys > files)
+        throw bad_input(fmt::format("--keys {}: {} has only {} {}", opts->keys,
+                                    opts->images.empty() ? a->texts : a->images, files,
+                                    opts->images.empty() ? "lines" : "images"));
+      if (keys->count() == 0) opts->keys = files;
+      what = fmt::format(", {}", opts->images.empty() ? "input.text lines" : "input.image files");
+    }
+    generate_trace(*opts, a->out);
+    std::fprintf(stdout, "wrote %s: %llu requests over %llu keys (zipf %.2f)%s%s\n", a->out.c_str(),
                  static_cast<unsigned long long>(opts->requests), static_cast<unsigned long long>(opts->keys),
-                 opts->zipf, opts->rate > 0 ? fmt::format(", Poisson arrivals at {} req/s", opts->rate).c_str() : "");
+                 opts->zipf, opts->rate > 0 ? fmt::format(", Poisson arrivals at {} req/s", opts->rate).c_str() : "",
+                 what.c_str());
     return 0;
   };
 }

@@ -15,8 +15,11 @@ namespace inferprof::cli {
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")->required();
-  cmd->add_option("--trace", args.trace, "Request trace (JSON lines, one request per line: docs/trace-format.md)")
+  cmd->add_option("--trace", args.trace,
+                  "Request trace: JSON lines (docs/trace-format.md), or a .csv with a header row (--csv-columns)")
       ->required();
+  cmd->add_option("--csv-columns", args.csv_columns,
+                  "A .csv trace's columns, e.g. ts=time,key=path,image=file (default ts=timestamp,key=key)");
   cmd->add_option("--profile", args.profile, "Pipeline profile: a name from profiles/ or a .toml path")
       ->default_str("default");
   cmd->add_option("--warmup", args.warmup, "Un-measured warm-up iterations per worker (default: the profile's)")
@@ -102,40 +105,34 @@ std::vector<std::string> normalize_verify(const std::vector<std::string>& args) 
   return out;
 }
 
-// A CSV (or .iptrace) trace given to run/compare: say what reads it. The
-// JSON-lines reader would report "malformed JSON" on line 1.
-void check_trace_is_json_lines(const std::string& path) {
+// A trace run and compare cannot read: say what reads it. The JSON-lines
+// reader would report "malformed JSON" on line 1.
+void check_trace_is_readable(const std::string& path) {
   auto ends_with = [&](std::string_view suffix) {
     if (path.size() < suffix.size()) return false;
     for (std::size_t i = 0; i < suffix.size(); ++i)
       if (std::tolower(static_cast<unsigned char>(path[path.size() - suffix.size() + i])) != suffix[i]) return false;
     return true;
   };
-  bool csv = ends_with(".csv");
-  if (!csv && !ends_with(".iptrace")) {
-    // No telling extension: a first line that starts with a letter or digit
-    // (no JSON value a trace line could be) and has commas is a CSV header or row.
-    std::ifstream in(path);
-    std::string line;
-    while (in && std::getline(in, line)) {
-      if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-      auto first = line.find_first_not_of(" \t\r");
-      if (first == std::string::npos) continue;
-      csv = std::isalnum(static_cast<unsigned char>(line[first])) && line.find(',') != std::string::npos;
-      break;
-    }
-  }
-  if (csv)
-    throw bad_input(fmt::format(
-        "{}: a CSV trace: run and compare read JSON lines (one request per line with its input, "
-        "docs/trace-format.md); write one per row, or use 'inferprof simulate --trace {}' for a cache what-if "
-        "that needs no model",
-        path, path));
   if (ends_with(".iptrace"))
     throw bad_input(fmt::format(
         "{}: an .iptrace (simulate's binary form, without inputs): run and compare read the JSON-lines trace it "
         "was converted from; use 'inferprof simulate --trace {}' for a cache what-if",
         path, path));
+  if (TraceReader::is_csv(path)) return;
+  // No telling extension: a first line that starts with a letter or digit
+  // (no JSON value a trace line could be) and has commas is a CSV header or row.
+  std::ifstream in(path);
+  std::string line;
+  while (in && std::getline(in, line)) {
+    if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    if (std::isalnum(static_cast<unsigned char>(line[first])) && line.find(',') != std::string::npos)
+      throw bad_input(
+          fmt::format("{}: a CSV trace: name it .csv to have it read as one (docs/trace-format.md#csv-traces)", path));
+    break;
+  }
 }
 
 std::vector<TierSpec> tier_overrides(const ReplayArgs& args) {
@@ -173,7 +170,12 @@ RunConfig make_run_config(const ReplayArgs& args) {
                                   printable(args.model_sha256)));
     config.model_sha256 = hex;
   }
-  check_trace_is_json_lines(args.trace);
+  check_trace_is_readable(args.trace);
+  if (!args.csv_columns.empty()) {
+    if (!TraceReader::is_csv(args.trace))
+      throw bad_input(fmt::format("--csv-columns applies to a .csv trace; '{}' is read as JSON lines", args.trace));
+    config.csv = parse_csv_columns(args.csv_columns);
+  }
   config.profile = load_profile(args.profile);
   config.warmup = args.warmup;
   config.threads = args.threads;

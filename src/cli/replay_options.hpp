@@ -28,6 +28,7 @@ struct ReplayArgs {
   bool pinned = false;
   std::string gpu_trace = "on";
   std::string model_sha256;  // --model-sha256 HEX
+  std::string csv_columns;   // --csv-columns MAP (a .csv trace)
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);

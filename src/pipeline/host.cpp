@@ -144,6 +144,9 @@ std::string libtorch_version() {
 ModelMetadata generate_model(const GenModelOptions& options) {
   return plugin::api().generate_model(options);
 }
+Inspection inspect_model(const ModelBytes& model, const Profile& profile, const InspectOptions& options) {
+  return plugin::api().inspect_model(model, profile, options);
+}
 
 const std::vector<std::string>& model_archs() {
   static const std::vector<std::string> archs = {"mlp", "cnn", "resnet18", "text"};

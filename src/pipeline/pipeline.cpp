@@ -17,6 +17,7 @@
 #include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/gpu.hpp"
+#include "pipeline/inspect_detail.hpp"
 #include "pipeline/torch_detail.hpp"
 
 namespace inferprof {
@@ -167,6 +168,9 @@ struct LoadedModel {
 const ModelInfo& model_info(const LoadedModel& model) {
   return model.info;
 }
+const torch::jit::Module& detail::module_of(const LoadedModel& model) {
+  return model.module;
+}
 
 namespace {
 
@@ -234,7 +238,8 @@ struct Pipeline::Impl {
   PipelineOptions options;
   std::vector<std::int64_t> default_shape;
   DType default_dtype = DType::float32;
-  std::string fingerprint;  // of the preprocessing: part of every L3 key
+  std::string fingerprint;   // of the preprocessing: part of every L3 key
+  std::string profile_name;  // not suggested again when the model rejects an input
   // cuda: the device, and the tracer every request and stage reports to.
   c10::Device device{c10::kCPU};
   std::unique_ptr<gpu::Tracer> tracer;
@@ -268,6 +273,7 @@ Pipeline::Pipeline(const ModelBytes& first, const Profile& profile, const Pipeli
   impl_->default_shape = !profile.input.shape.empty() ? profile.input.shape : info.meta.input_shape;
   impl_->default_dtype = profile.input.dtype.value_or(info.meta.input_dtype.value_or(DType::float32));
   impl_->fingerprint = profile.preprocess_fingerprint();
+  impl_->profile_name = profile.name;
   if (options.record_ops) detail::OpRecorder::install();
 }
 
@@ -457,6 +463,18 @@ c10::IValue Pipeline::Impl::run_module(LoadedModel& model, const TraceRequest& r
     return model.module.forward(std::move(args));
   } catch (const std::exception& e) {
     const auto& meta = model.info.meta;
+    // One tensor of a shape or dtype the first layer cannot take: say what it
+    // takes and which flag gives it, not libtorch's text about weights.
+    if (x.tensors.size() == 1) {
+      const at::Tensor& t = x.tensors.front();
+      if (auto dtype = detail::from_scalar_type(t.scalar_type())) {
+        const std::string advice =
+            detail::input_advice(model.module, t.sizes().vec(), *dtype, meta.input_shape, profile_name);
+        if (!advice.empty())
+          throw runtime_failure(fmt::format("{}: the model rejected the input {}: {}",
+                                            detail::request_where(options.trace_path, request), describe(t), advice));
+      }
+    }
     std::string expected;
     if (!meta.input_shape.empty())
       expected = fmt::format("; the model expects {} {}", format_shape(meta.input_shape),

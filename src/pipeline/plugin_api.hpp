@@ -8,20 +8,22 @@
 #include <string>
 #include <vector>
 
+#include "inferprof/inspect.hpp"
 #include "inferprof/pipeline.hpp"
 
 namespace inferprof::plugin {
 
 // Bumped whenever this table or a type passed through it changes shape; the
 // loader refuses a plugin of another build.
-inline constexpr std::uint32_t kAbi = 2;
+inline constexpr std::uint32_t kAbi = 3;
 inline constexpr const char* kFileName = "libinferprof_pipeline.so";
 // The sizes of what crosses the boundary, as each side was compiled: a plugin
 // built from other headers (a stale build) is refused rather than trusted.
 inline constexpr std::uint64_t kLayout =
     (sizeof(Profile) << 48) ^ (sizeof(TraceRequest) << 40) ^ (sizeof(RequestRecord) << 32) ^ (sizeof(ModelInfo) << 24) ^
     (sizeof(ModelBytes) << 16) ^ (sizeof(GpuInfo) << 8) ^ (sizeof(PipelineOptions) << 4) ^ sizeof(CacheSet) ^
-    (sizeof(ModelMetadata) << 12) ^ (sizeof(GenModelOptions) << 20);
+    (sizeof(ModelMetadata) << 12) ^ (sizeof(GenModelOptions) << 20) ^ (sizeof(Inspection) << 28) ^
+    (sizeof(InspectOptions) << 36);
 inline constexpr const char* kEntryPoint = "inferprof_pipeline_api";
 
 // Pipeline's work, done inside the plugin (see Pipeline in pipeline.hpp).
@@ -50,6 +52,7 @@ struct Api {
   int (*configure_threads)(int requested);
   std::string (*libtorch_version)();
   ModelMetadata (*generate_model)(const GenModelOptions& options);
+  Inspection (*inspect_model)(const ModelBytes& model, const Profile& profile, const InspectOptions& options);
 };
 
 // The plugin's table, loading the plugin on the first call (thread-safe).

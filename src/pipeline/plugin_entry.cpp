@@ -41,7 +41,7 @@ std::unique_ptr<plugin::Backend> open_backend(const ModelBytes& first, const Pro
 
 extern "C" __attribute__((visibility("default"))) const inferprof::plugin::Api* inferprof_pipeline_api() {
   using namespace inferprof;
-  static const plugin::Api api{plugin::kAbi, INFERPROF_VERSION,  plugin::kLayout,   &open_backend,
-                               &model_info,  &configure_threads, &libtorch_version, &generate_model};
+  static const plugin::Api api{plugin::kAbi,       INFERPROF_VERSION, plugin::kLayout, &open_backend, &model_info,
+                               &configure_threads, &libtorch_version, &generate_model, &inspect_model};
   return &api;
 }

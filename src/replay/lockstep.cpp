@@ -29,7 +29,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
   const ObserverFinish finished{observer};
   RunInfo info = describe_replay(base);
-  TraceReader reader(base.trace_path, TraceReader::Options{base.skip_invalid, 1 << 20});
+  TraceReader reader(base.trace_path, TraceReader::Options{base.skip_invalid, 1 << 20, base.csv});
   std::deque<TraceRecord> early = read_trace_head(base, reader, info);
   const TraceRequest warmup_request = early.back().request;
 

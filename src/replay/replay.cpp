@@ -291,7 +291,7 @@ RunOutcome run_replay(const RunConfig& config) {
 
   // Validate the trace before paying for the model load. The reader's
   // buffers are allocated here, before the clock starts.
-  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20});
+  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20, config.csv});
   // Records read before the producer starts (events before the first request, then it), replayed first.
   std::deque<TraceRecord> read_early = detail::read_trace_head(config, reader, info);
   const TraceRequest warmup_request = read_early.back().request;

@@ -2,25 +2,21 @@
 // same validation as `run`), the compact .iptrace records, and cache-trace
 // CSVs. Each reduces a record to hashes, so nothing downstream keeps strings.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <xxhash.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <memory>
 
 #include "inferprof/error.hpp"
-#include "inferprof/printable.hpp"
 #include "inferprof/simulate.hpp"
 #include "inferprof/trace.hpp"
-#include "report/csv_io.hpp"
 #include "report/streams.hpp"
 #include "report/text.hpp"
+#include "trace/csv_rows.hpp"
 
 namespace inferprof {
 
@@ -136,76 +132,21 @@ class IptraceSource final : public SimSource {
 
 class CsvSource final : public SimSource {
  public:
-  CsvSource(const std::string& path, const CsvColumns& cols)
-      : path_(path), in_(path, std::ios::binary), csv_(in_, path) {
-    if (!in_) throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    if (!csv_.next(fields_)) throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
-    const std::string header = fmt::format("{}", fmt::join(fields_, ","));
-    auto find = [&](const std::string& name) { return report::CsvReader::column(fields_, name); };
-    key_ = find(cols.key);
-    if (key_ < 0)
-      throw bad_input(at_line(path, 1,
-                              fmt::format("no key column '{}' in the header '{}' (choose it with "
-                                          "--csv-columns key=NAME)",
-                                          printable(cols.key), printable(header))));
-    ts_ = cols.ts.empty() ? -1 : find(cols.ts);
-    size_ = cols.size.empty() ? -1 : find(cols.size);
-    // A column the user named is wanted: silently running without it would
-    // hide a typo (no TTL time, or no sizes for a byte limit).
-    auto require = [&](bool named, int idx, const std::string& name, std::string_view what) {
-      if (named && idx < 0)
-        throw bad_input(at_line(path, 1,
-                                fmt::format("no {} column '{}' in the header '{}' (named by --csv-columns "
-                                            "{}={})",
-                                            what, printable(name), printable(header), what, printable(name))));
-    };
-    require(cols.ts_named, ts_, cols.ts, "ts");
-    require(cols.size_named, size_, cols.size, "size");
-  }
+  CsvSource(const std::string& path, const CsvColumns& cols) : rows_(path, cols) {}
   bool next(SimRecord& out) override {
-    do {
-      if (!csv_.next(fields_)) return false;
-    } while (report::CsvReader::blank(fields_));
-    line_ = csv_.line();
-    const int need = std::max({key_, ts_, size_});
-    if (static_cast<int>(fields_.size()) <= need)
-      throw bad_input(at_line(
-          path_, line_, fmt::format("{} fields, expected at least {} as in the header", fields_.size(), need + 1)));
+    CsvRows::Row row;
+    if (!rows_.next(row)) return false;
     out.kind = SimRecord::Kind::request;
-    out.line = line_;
-    out.key = hash_string(fields_[static_cast<std::size_t>(key_)]);
-    out.ts_ms.reset();
-    if (ts_ >= 0) {
-      const std::string& f = fields_[static_cast<std::size_t>(ts_)];
-      double v = 0;
-      auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(v))
-        throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': expected a number (ms)", printable(f))));
-      // Refused in every trace format, as JSON lines refuse a negative ts_ms.
-      if (v < 0) throw bad_input(at_line(path_, line_, fmt::format("timestamp '{}': must be >= 0", printable(f))));
-      out.ts_ms = v;
-    }
-    out.size = 0;
-    if (size_ >= 0) {
-      const std::string& f = fields_[static_cast<std::size_t>(size_)];
-      std::uint64_t v = 0;
-      auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      if (ec != std::errc() || p != f.data() + f.size())
-        throw bad_input(
-            at_line(path_, line_, fmt::format("size '{}': expected a non-negative integer (bytes)", printable(f))));
-      out.size = v;
-    }
+    out.line = row.line;
+    out.key = hash_string(row.key);
+    out.ts_ms = row.ts_ms;
+    out.size = row.size;
     return true;
   }
   std::string format() const override { return "csv"; }
 
  private:
-  std::string path_;
-  std::ifstream in_;
-  report::CsvReader csv_;
-  std::vector<std::string> fields_;
-  int key_ = -1, ts_ = -1, size_ = -1;
-  std::uint64_t line_ = 0;
+  CsvRows rows_;
 };
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -213,30 +154,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 }  // namespace
-
-CsvColumns parse_csv_columns(std::string_view text) {
-  CsvColumns c;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view part = text.substr(start, end - start);
-    const std::size_t eq = part.find('=');
-    const std::string_view name = part.substr(0, eq);
-    const std::string value(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
-    if (eq == std::string_view::npos || (value.empty() && name == "key") ||
-        (name != "ts" && name != "key" && name != "size"))
-      throw bad_input(
-          fmt::format("--csv-columns '{}': expected ts=NAME,key=NAME,size=NAME (any of them; an empty "
-                      "NAME for ts or size means no such column)",
-                      printable(text)));
-    (name == "ts" ? c.ts : name == "key" ? c.key : c.size) = value;
-    if (name == "ts") c.ts_named = !value.empty();
-    if (name == "size") c.size_named = !value.empty();
-    start = end + 1;
-  }
-  return c;
-}
 
 std::unique_ptr<SimSource> open_sim_source(const std::string& path, const CsvColumns& csv) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -247,7 +164,7 @@ std::unique_ptr<SimSource> open_sim_source(const std::string& path, const CsvCol
   if (got == 8 && std::memcmp(head, kMagic, 8) == 0) return std::make_unique<IptraceSource>(path);
   if (ends_with(path, ".iptrace"))
     throw bad_input(fmt::format("{}: not an .iptrace file (expected the 32-byte header starting IPTRACE1)", path));
-  if (ends_with(path, ".csv")) return std::make_unique<CsvSource>(path, csv);
+  if (TraceReader::is_csv(path)) return std::make_unique<CsvSource>(path, csv);
   return std::make_unique<JsonlSource>(path);
 }
 

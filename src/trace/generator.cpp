@@ -13,6 +13,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/trace.hpp"
 #include "report/atomic_file.hpp"
+#include "report/json.hpp"
 
 namespace inferprof {
 
@@ -59,36 +60,6 @@ class KeySampler {
   std::vector<double> cdf_;
 };
 
-void append_json_string(fmt::memory_buffer& out, std::string_view text) {
-  out.push_back('"');
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out.append(std::string_view("\\\""));
-        break;
-      case '\\':
-        out.append(std::string_view("\\\\"));
-        break;
-      case '\n':
-        out.append(std::string_view("\\n"));
-        break;
-      case '\t':
-        out.append(std::string_view("\\t"));
-        break;
-      case '\r':
-        out.append(std::string_view("\\r"));
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-}
-
 void validate(const GenTraceOptions& o) {
   if (o.requests == 0) throw bad_input("trace generator: requests must be > 0");
   if (o.keys == 0) throw bad_input("trace generator: keys must be > 0");
@@ -105,6 +76,8 @@ void validate(const GenTraceOptions& o) {
   if (o.update_every_ms > 0 && o.rate == 0) {
     throw bad_input("trace generator: model updates need timestamps, so update_every_ms > 0 needs rate > 0");
   }
+  if (!o.images.empty() && !o.texts.empty())
+    throw bad_input("trace generator: images and texts both give the inputs: choose one");
   if (o.shape.empty() || std::any_of(o.shape.begin(), o.shape.end(), [](std::int64_t d) { return d <= 0; })) {
     throw bad_input(
         fmt::format("trace generator: shape must be non-empty with positive extents (got {})", format_shape(o.shape)));
@@ -122,12 +95,30 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
   fmt::format_to(std::back_inserter(input_head), R"(,"input":{{"shape":[{}],"dtype":"{}","seed":)",
                  fmt::join(o.shape, ","), dtype_name(o.dtype));
   const std::string_view head(input_head.data(), input_head.size());
+  // Or each key's own input, with its key, formatted once: an image file or a line of text.
+  const std::vector<std::string>& files = o.images.empty() ? o.texts : o.images;
+  std::vector<std::string> inputs;
+  for (std::size_t i = 0; i < files.size() && i < o.keys; ++i) {
+    fmt::memory_buffer one;
+    auto at = std::back_inserter(one);
+    if (!o.images.empty()) {
+      one.append(std::string_view(R"(,"key":)"));
+      report::append_json_string(one, o.images[i]);
+      one.append(std::string_view(R"(,"input":{"image":)"));
+    } else {
+      fmt::format_to(at, R"(,"key":"t-{}","input":{{"text":)", i);
+    }
+    report::append_json_string(one, files[i]);
+    one.append(std::string_view("}}\n"));
+    inputs.emplace_back(one.data(), one.size());
+  }
+  const std::uint64_t keys = inputs.empty() ? o.keys : inputs.size();
   fmt::memory_buffer model_json;
-  append_json_string(model_json, o.model);
+  report::append_json_string(model_json, o.model);
   const std::string_view model(model_json.data(), model_json.size());
 
   std::mt19937_64 rng(o.seed);
-  const KeySampler sample_key(o.keys, o.zipf);
+  const KeySampler sample_key(keys, o.zipf);
   const bool timed = o.rate > 0;
   const double mean_gap_ms = timed ? 1000.0 / o.rate : 0.0;
   double now_ms = 0;
@@ -156,13 +147,18 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
                          model, updates + 1, static_cast<double>(updates) * o.update_every_ms);
         }
       }
-      fmt::format_to(it, R"({{"id":{},"ts_ms":{:.3f},"key":"k-{}")", id, now_ms, key);
+      fmt::format_to(it, R"({{"id":{},"ts_ms":{:.3f})", id, now_ms);
     } else {
-      fmt::format_to(it, R"({{"id":{},"key":"k-{}")", id, key);
+      fmt::format_to(it, R"({{"id":{})", id);
     }
-    // The seed is the key's index: equal keys always describe equal inputs.
-    out.append(head);
-    fmt::format_to(it, "{}}}}}\n", key);
+    if (!inputs.empty()) {
+      out.append(inputs[key]);
+    } else {
+      // The seed is the key's index: equal keys always describe equal inputs.
+      fmt::format_to(it, R"(,"key":"k-{}")", key);
+      out.append(head);
+      fmt::format_to(it, "{}}}}}\n", key);
+    }
     if (out.size() >= kFlushBytes) {
       file.write(std::string_view(out.data(), out.size()));
       out.clear();

@@ -1,8 +1,10 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "inferprof/npy.hpp"
 #include "inferprof/printable.hpp"
 #include "inferprof/trace.hpp"
+#include "trace/csv_rows.hpp"
 
 namespace inferprof {
 
@@ -664,6 +667,7 @@ struct TraceReader::Impl {
   std::vector<std::string> skipped_examples;
   LineParser parser;
   std::string error;
+  std::unique_ptr<CsvRows> csv;  // a .csv trace: read through it instead of lines of JSON
 
   Impl(std::string p, Options o) : path(std::move(p)), options(o), parser(std::filesystem::path(path).parent_path()) {}
   Impl(const Impl&) = delete;
@@ -677,6 +681,10 @@ struct TraceReader::Impl {
   }
 
   void open() {
+    if (is_csv(path)) {
+      csv = std::make_unique<CsvRows>(path, options.csv);
+      return;
+    }
     file = std::fopen(path.c_str(), "rb");
     if (file == nullptr) throw_unreadable(errno);
     // fopen succeeds on a directory; the error would only show at the first read.
@@ -761,8 +769,56 @@ TraceReader::~TraceReader() = default;
 TraceReader::TraceReader(TraceReader&&) noexcept = default;
 TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
 
+bool TraceReader::is_csv(const std::string& path) {
+  constexpr std::string_view ext = ".csv";
+  if (path.size() < ext.size()) return false;
+  return std::equal(ext.begin(), ext.end(), path.end() - static_cast<std::ptrdiff_t>(ext.size()),
+                    [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+}
+
+namespace {
+// A CSV row as the request a JSON line would give: key and ts as they are, the
+// input from the row's image or seed column, else a synthetic input seeded by
+// the key (equal keys, equal inputs; shape and dtype the profile's or model's).
+void csv_request(const CsvRows::Row& row, const std::string& trace_path, TraceRecord& out) {
+  reset(out);
+  out.line = row.line;
+  TraceRequest& r = out.request;
+  r.id = row.line;
+  r.line = row.line;
+  r.ts_ms = row.ts_ms;
+  r.key.assign(row.key);
+  r.key_given = true;
+  InputSpec& in = r.input;
+  if (!row.image.empty()) {
+    in.kind = InputSpec::Kind::image;
+    const std::filesystem::path file(row.image);
+    in.file = file.is_relative() ? (std::filesystem::path(trace_path).parent_path() / file).string() : file.string();
+  } else {
+    in.kind = InputSpec::Kind::seed;
+    in.seed = row.seed ? *row.seed : XXH3_64bits(row.key.data(), row.key.size());
+  }
+}
+}  // namespace
+
 bool TraceReader::next(TraceRecord& out) {
   Impl& s = *impl_;
+  if (s.csv) {
+    CsvRows::Row row;
+    for (;;) {
+      try {
+        if (!s.csv->next(row)) return false;
+      } catch (const Error& e) {
+        if (!s.options.skip_invalid || e.code() != ExitCode::bad_input) throw;
+        ++s.skipped;
+        if (s.skipped_examples.size() < kMaxSkippedExamples) s.skipped_examples.emplace_back(e.what());
+        continue;
+      }
+      s.lines = row.line;
+      csv_request(row, s.path, out);
+      return true;
+    }
+  }
   const char* text = nullptr;
   std::size_t length = 0;
   while (s.next_line(text, length)) {
@@ -794,7 +850,7 @@ std::uint64_t TraceReader::lines() const noexcept {
   return impl_->lines;
 }
 std::uint64_t TraceReader::bytes() const noexcept {
-  return impl_->bytes;
+  return impl_->csv ? impl_->csv->bytes() : impl_->bytes;
 }
 std::uint64_t TraceReader::skipped() const noexcept {
   return impl_->skipped;

@@ -335,10 +335,9 @@ TEST_SUITE("e2e bad input") {
          {3, fmt::format("cannot load model '{}': not a TorchScript archive, or a truncated one (", not_model)}},
         {{"run", truncated, "--trace", f.trace}, {3, fmt::format("cannot load model '{}': ", truncated)}},
         {{"run", f.model, "--trace", wrong_shape},
-         {3,
-          fmt::format("{}:1: the model rejected its input of shape [1, 8] float32; the model expects [1, 16] float32: ",
-                      wrong_shape) +
-              "mat1 and mat2 shapes cannot be multiplied (1x8 and 16x64)"}},
+         {3, fmt::format("{}:1: the model rejected the input [1, 8] float32: the model expects [N, 16] float32 (its "
+                         "first layer 'fc1_weight' is [64, 16]): use --shape 1,16",
+                         wrong_shape)}},
         {{"run", f.model, "--trace", f.trace, "--profile", bad_profile},
          {2, fmt::format("{}:2: unknown preprocessing op 'blur' (expected one of: decode, to_tensor, to_float, "
                          "to_half, scale, normalize, resize, center_crop, layout, tokenize)",

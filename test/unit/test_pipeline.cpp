@@ -221,7 +221,7 @@ size = [4, 4]
     }
   }
 
-  TEST_CASE("a shape the model rejects names the request and both shapes") {
+  TEST_CASE("a shape the model rejects names the request, its shape, what the model takes and the flag that gives it") {
     TempDir dir;
     generate_model({"mlp", 1, dir.file("m.pt")});
     Pipeline p(dir.file("m.pt"), load_profile(""), {});
@@ -232,8 +232,8 @@ size = [4, 4]
     } catch (const Error& e) {
       CHECK(e.exit_code() == 3);
       CHECK(std::string(e.what()) ==
-            "request 7: the model rejected its input of shape [1, 8] float32; the model expects [1, 16] float32: "
-            "mat1 and mat2 shapes cannot be multiplied (1x8 and 16x64)");
+            "request 7: the model rejected the input [1, 8] float32: the model expects [N, 16] float32 (its first "
+            "layer 'fc1_weight' is [64, 16]): use --shape 1,16");
     }
   }
 

@@ -1,0 +1,108 @@
+// End-to-end: traces that fit -- gen-trace --like MODEL [--profile P] takes
+// the input a trial forward accepted, --images DIR and --texts FILE make a
+// Zipf/Poisson trace with one key per file or line; run replays them.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "cli_harness.hpp"
+
+using namespace inferprof::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kProfiles = std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR;
+
+}  // namespace
+
+TEST_SUITE("e2e gen-trace") {
+  TEST_CASE("--like takes the shape and dtype the profile and model give, and run replays it") {
+    TempDir dir;
+    const std::string model = dir.file("cnn.pt"), trace = dir.file("t.jsonl");
+    REQUIRE(run_cli({"gen-model", "--arch", "cnn", "-o", model}).code == 0);
+    auto g = run_cli({"gen-trace", "--like", model, "--profile", "image-classification", "--requests", "6", "--keys",
+                      "3", "-o", trace},
+                     kProfiles);
+    REQUIRE_MESSAGE(g.code == 0, g.err);
+    CHECK(g.out.find("inputs [1, 3, 224, 224] uint8 (from profile, tried: ok)") != std::string::npos);
+    const std::string text = slurp(trace);
+    CHECK(text.find(R"("input":{"shape":[1,3,224,224],"dtype":"uint8","seed":)") != std::string::npos);
+    auto r =
+        run_cli({"run", model, "--trace", trace, "--profile", "image-classification", "--warmup", "0", "--no-progress"},
+                kProfiles);
+    CHECK_MESSAGE(r.code == 0, r.err);
+
+    // Without a profile: the model's metadata.
+    auto m = run_cli({"gen-trace", "--like", model, "--requests", "2", "-o", trace});
+    REQUIRE(m.code == 0);
+    CHECK(slurp(trace).find(R"("shape":[1,3,64,64],"dtype":"float32")") != std::string::npos);
+
+    // A profile that does not fit: the trial's line, exit 2, no trace.
+    const std::string mlp = dir.file("mlp.pt"), none = dir.file("none.jsonl");
+    REQUIRE(run_cli({"gen-model", "--arch", "mlp", "-o", mlp}).code == 0);
+    auto bad = run_cli({"gen-trace", "--like", mlp, "--profile", "image-classification", "-o", none}, kProfiles);
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("inferprof: error: --like " + mlp +
+                       ": request 1: the model rejected the input [1, 3, 224, 224] float32: the model expects [N, 16] "
+                       "float32") == 0);
+    CHECK(!fs::exists(none));
+    // --like and --shape contradict each other.
+    CHECK(run_cli({"gen-trace", "--like", mlp, "--shape", "1,16", "-o", none}).code == 2);
+  }
+
+  TEST_CASE("--images DIR: one key per picture, paths relative to the trace, and run replays it") {
+    TempDir dir;
+    REQUIRE(
+        run_cli({"gen-images", "--out", dir.file("imgs"), "--sizes", "96x64,64x48", "--formats", "jpeg,png"}).code ==
+        0);
+    dir.write("imgs/notes.txt", "not an image\n");
+    fs::create_directories(dir.file("traces"));
+    const std::string trace = dir.file("traces/t.jsonl");
+    auto g = run_cli({"gen-trace", "--images", dir.file("imgs"), "--requests", "20", "--zipf", "1.2", "-o", trace});
+    REQUIRE_MESSAGE(g.code == 0, g.err);
+    CHECK(g.out.find("20 requests over 4 keys") != std::string::npos);
+    const std::string text = slurp(trace);
+    CHECK(count_lines(text) == 20);
+    CHECK(text.find(R"("key":"../imgs/64x48-0.jpg","input":{"image":"../imgs/64x48-0.jpg"}})") != std::string::npos);
+    CHECK(text.find("notes.txt") == std::string::npos);
+    CHECK(text.find("\"ts_ms\":") != std::string::npos);
+    const std::string model = dir.file("resnet18.pt");
+    REQUIRE(run_cli({"gen-model", "--arch", "resnet18", "-o", model}).code == 0);
+    auto r = run_cli({"run", model, "--trace", trace, "--profile", "image-classification-jpeg", "--limit", "3",
+                      "--warmup", "0", "--no-progress"},
+                     kProfiles);
+    CHECK_MESSAGE(r.code == 0, r.err);
+
+    // --keys takes the first N pictures; more than there are is an error.
+    CHECK(run_cli({"gen-trace", "--images", dir.file("imgs"), "--keys", "2", "-o", trace}).code == 0);
+    std::set<std::string> keys;
+    std::istringstream in(slurp(trace));
+    for (std::string line; std::getline(in, line);)
+      keys.insert(line.substr(line.find("\"key\":")));
+    CHECK(keys.size() <= 2);
+    auto many = run_cli({"gen-trace", "--images", dir.file("imgs"), "--keys", "9", "-o", trace});
+    CHECK(many.code == 2);
+    CHECK(many.err == "inferprof: error: --keys 9: " + dir.file("imgs") + " has only 4 images\n");
+    auto empty = run_cli({"gen-trace", "--images", dir.file("traces"), "-o", dir.file("x.jsonl")});
+    CHECK(empty.code == 2);
+    CHECK(empty.err == "inferprof: error: --images '" + dir.file("traces") + "': no .jpg, .jpeg or .png files in it\n");
+  }
+
+  TEST_CASE("--texts FILE: one key per non-blank line, as input.text, JSON-escaped") {
+    TempDir dir;
+    const std::string texts = dir.write("texts.txt", "the cat sat\n\n  \nsaid \"hi\"\\tthere\r\nthird line\n");
+    const std::string trace = dir.file("t.jsonl");
+    auto g = run_cli({"gen-trace", "--texts", texts, "--requests", "30", "--rate", "0", "-o", trace});
+    REQUIRE_MESSAGE(g.code == 0, g.err);
+    CHECK(g.out.find("30 requests over 3 keys") != std::string::npos);
+    const std::string text = slurp(trace);
+    CHECK(count_lines(text) == 30);
+    CHECK(text.find("\"ts_ms\"") == std::string::npos);
+    CHECK(text.find(R"("key":"t-0","input":{"text":"the cat sat"}})") != std::string::npos);
+    CHECK(text.find(R"({"text":"said \"hi\"\\tthere"})") != std::string::npos);
+    auto none = run_cli({"gen-trace", "--texts", dir.write("blank.txt", "\n \n"), "-o", trace});
+    CHECK(none.code == 2);
+    CHECK(none.err.find("no non-blank lines") != std::string::npos);
+  }
+}
