@@ -143,7 +143,7 @@ TEST_SUITE("e2e docs") {
     const std::string trace = dir.write("t.jsonl", first_json_block(slurp(readme)));
     auto r = run_cli({"convert", trace, "-o", dir.file("t.iptrace")});
     REQUIRE_MESSAGE(r.code == 0, r.err);
-    CHECK(r.out.find(": 2 requests, 1 model updates from ") != std::string::npos);
+    CHECK(r.out.find(": 3 requests, 1 model updates from ") != std::string::npos);
   }
 
   TEST_CASE("the first example lines of the trace-format page are valid records") {
