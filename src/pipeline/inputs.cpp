@@ -236,13 +236,19 @@ at::Tensor make_input(const TraceRequest& request, const InputSpec& spec,
       }
     }
     case InputSpec::Kind::file: {
-      at::Tensor t = read_npy(spec.file);
+      at::Tensor t;
+      try {
+        t = read_npy(spec.file);
+      } catch (const Error& e) {  // which request (its trace line) named the file
+        throw Error(e.code(), fmt::format("{}: {}", request_where(trace_path, request), e.what()));
+      }
       if (spec.dtype) t = t.to(options.dtype());
       if (!spec.shape.empty()) {
         const std::optional<std::int64_t> numel = checked_element_count(spec.shape);
         if (numel != t.numel())
-          throw bad_input(fmt::format("request {}: input file '{}' has shape {} but the trace says {}", request.id,
-                                      printable(spec.file), format_shape(t.sizes().vec()), format_shape(spec.shape)));
+          throw bad_input(fmt::format("{}: input file '{}' has shape {} but the trace says {}",
+                                      request_where(trace_path, request), printable(spec.file),
+                                      format_shape(t.sizes().vec()), format_shape(spec.shape)));
         t = t.reshape(spec.shape);
       }
       return t;

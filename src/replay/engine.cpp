@@ -163,19 +163,48 @@ void warm_up(RequestServer& server, const TraceRequest& request, int times, cons
   }
 }
 
+bool SkippedRequests::absorb(const Error& e) {
+  if (!enabled_ || e.code() != ExitCode::bad_input) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++count_;
+  if (examples_.size() < 5) examples_.emplace_back(e.what());
+  return true;
+}
+
+std::uint64_t SkippedRequests::count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return count_;
+}
+
+std::vector<std::string> SkippedRequests::examples() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return examples_;
+}
+
 std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& lanes,
                              const std::function<bool(TraceRequest&, std::uint64_t&)>& next,
-                             const std::function<bool()>& stop, std::uint64_t limit) {
+                             const std::function<bool()>& stop, std::uint64_t limit, SkippedRequests* skipped) {
   const std::size_t n = lanes.size();
   if (n == 0) return 0;
-  RequestRecord record;
+  // Served under every lane first, then committed: a request skipped in one
+  // lane leaves no trace in the others.
+  std::vector<RequestRecord> records(n);
   TraceRequest request;
   std::uint64_t line = 0, seq = 0;
   while ((limit == 0 || seq < limit) && !stop() && next(request, line)) {
     ServeJob job{&request, seq, line, 0, 0};
-    for (std::size_t k = 0; k < n; ++k) {
-      LockstepLane& lane = lanes[(seq + k) % n];
-      serve_step(server, lane.caches, nullptr, lane.verifier, job, record);
+    try {
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t l = (seq + k) % n;
+        serve_step(server, lanes[l].caches, nullptr, lanes[l].verifier, job, records[l]);
+      }
+    } catch (const Error& e) {
+      if (skipped && skipped->absorb(e)) continue;
+      throw;
+    }
+    for (std::size_t l = 0; l < n; ++l) {
+      LockstepLane& lane = lanes[l];
+      const RequestRecord& record = records[l];
       lane.latency_us.push_back(static_cast<double>(record.total()) / 1e3);
       lane.outcome.push_back(record.cache_outcome);
       lane.busy_ns += record.total();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "inferprof/cache.hpp"
+#include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/replay.hpp"
@@ -119,6 +120,26 @@ void warm_up(RequestServer& server, const TraceRequest& request, int times, cons
 // Lockstep (compare --mode lockstep): each request served under every lane,
 // one after another on this thread, the order rotated per request (request i
 // starts with lane i mod N), so drift reaches all lanes alike.
+// --skip-invalid at serve time: a request whose input proves bad only when it
+// is served (a missing or corrupt image or .npy file, an input name the model
+// lacks: Error(bad_input)) is counted and left out, as the trace reader does
+// with malformed lines. Thread-safe.
+class SkippedRequests {
+ public:
+  explicit SkippedRequests(bool enabled) : enabled_(enabled) {}
+  // True when `e` is a request's bad input and skipping is on (counted, the
+  // first few messages kept); false: the caller rethrows.
+  bool absorb(const Error& e);
+  std::uint64_t count() const;
+  std::vector<std::string> examples() const;
+
+ private:
+  bool enabled_;
+  mutable std::mutex mutex_;
+  std::uint64_t count_ = 0;
+  std::vector<std::string> examples_;
+};
+
 struct LockstepLane {
   const CacheSet* caches = nullptr;
   Collector* collector = nullptr;  // null: not aggregated
@@ -130,9 +151,11 @@ struct LockstepLane {
 // Serves requests from `next` (false: no more) until it ends, `stop` says so
 // between requests, or `limit` (0: none) are served. Returns the requests
 // served under every lane: each lane's vectors have exactly that many entries.
+// A request that `skipped` absorbs is left out of every lane (the lanes stay paired).
 std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& lanes,
                              const std::function<bool(TraceRequest&, std::uint64_t&)>& next,
-                             const std::function<bool()>& stop, std::uint64_t limit = 0);
+                             const std::function<bool()>& stop, std::uint64_t limit = 0,
+                             SkippedRequests* skipped = nullptr);
 
 // The observer hears `finished` however a replay ends (declare it after the
 // ReplayCounters it was given: they must outlive that call).

@@ -99,17 +99,21 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     counters.done = counters.done.load() + 1;
     return true;
   };
+  SkippedRequests skipped(base.skip_invalid);
   const std::uint64_t served = drive_lockstep(
-      server, lanes, next, [] { return lifecycle::interrupted(); }, base.limit);
+      server, lanes, next, [] { return lifecycle::interrupted(); }, base.limit, &skipped);
   if (lifecycle::interrupted()) info.interrupted_by = lifecycle::interrupt_name();
   if (served == 0 && lifecycle::interrupted())
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
                 fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
-  if (served == 0)
-    throw bad_input(fmt::format("{}: the trace has no valid requests{}", base.trace_path,
-                                reader.skipped() ? fmt::format(" ({} invalid lines skipped)", reader.skipped()) : ""));
-  info.skipped_invalid = reader.skipped();
+  info.skipped_invalid = reader.skipped() + skipped.count();
   info.skipped_examples = reader.skipped_examples();
+  for (std::string& e : skipped.examples())
+    if (info.skipped_examples.size() < 10) info.skipped_examples.push_back(std::move(e));
+  if (served == 0)
+    throw bad_input(
+        fmt::format("{}: the trace has no valid requests{}", base.trace_path,
+                    info.skipped_invalid ? fmt::format(" ({} invalid requests skipped)", info.skipped_invalid) : ""));
   if (ignored_events)
     info.warnings.push_back(fmt::format(
         "{} events in the trace were not applied: lockstep serves one model version (use --mode sequential)",

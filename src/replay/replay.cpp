@@ -338,6 +338,7 @@ RunOutcome run_replay(const RunConfig& config) {
   std::atomic<std::uint64_t>& done = counters.done;
   std::uint64_t skipped = 0;
   std::vector<std::string> skipped_examples;
+  detail::SkippedRequests skipped_requests(config.skip_invalid);
   auto abort_all = [&] {
     jobs.abort();
     to_collector.abort();
@@ -417,9 +418,14 @@ RunOutcome run_replay(const RunConfig& config) {
             continue;
           }
           if (job.due != 0 && !wait_until(job.due)) break;  // interrupted before it arrived: never released
-          detail::serve_step(server, caches, updates ? &*updates : nullptr, &verifier,
-                             detail::ServeJob{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)},
-                             batch[used]);
+          try {
+            detail::serve_step(
+                server, caches, updates ? &*updates : nullptr, &verifier,
+                detail::ServeJob{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)}, batch[used]);
+          } catch (const Error& e) {
+            if (skipped_requests.absorb(e)) continue;
+            throw;
+          }
           done.fetch_add(1, std::memory_order_relaxed);
           if (++used == kBatch) {
             if (!to_collector.push(std::move(batch))) return;
@@ -594,9 +600,12 @@ RunOutcome run_replay(const RunConfig& config) {
                 fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
 
   // A replica may get no requests (a hash split over few keys): an empty report, not an error.
+  skipped += skipped_requests.count();
+  for (std::string& e : skipped_requests.examples())
+    if (skipped_examples.size() < 10) skipped_examples.push_back(std::move(e));
   if (done.load() == 0 && config.replica_count <= 1)
     throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.trace_path,
-                                skipped ? fmt::format(" ({} invalid lines skipped)", skipped) : ""));
+                                skipped ? fmt::format(" ({} invalid requests skipped)", skipped) : ""));
   // Verification stalls the workers between requests; take it out of the replay time.
   info.wall_s = static_cast<double>(replay_end - epoch - verifier.spent_ns() / config.concurrency) / 1e9;
   info.skipped_invalid = skipped;

@@ -112,7 +112,7 @@ TEST_SUITE("e2e hardening") {
     const std::string trace = dir.write("t.jsonl", R"({"id":7,"input":{"file":"huge.npy"}})"
                                                    "\n");
     check_error(run_cli({"run", model().model, "--trace", trace, "--out", dir.file("out")}), 2,
-                "input file '" + huge + "': header of 4294967280 bytes (at most 65536 supported)");
+                trace + ":1: input file '" + huge + "': header of 4294967280 bytes (at most 65536 supported)");
     CHECK(dir_is_empty_or_missing(dir.file("out")));
 
     const std::string wide_header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }\n";
@@ -121,7 +121,7 @@ TEST_SUITE("e2e hardening") {
     const std::string t2 = dir.write("t2.jsonl", R"({"id":7,"input":{"file":"wide.npy"}})"
                                                  "\n");
     check_error(run_cli({"run", model().model, "--trace", t2}), 2,
-                "input file '" + wide + "': shape [4611686018427387904, 4]: more bytes than fit in 64 bits");
+                t2 + ":1: input file '" + wide + "': shape [4611686018427387904, 4]: more bytes than fit in 64 bits");
 
     const std::string t3 =
         dir.write("t3.jsonl", R"({"id":7,"input":{"file":"huge.npy","shape":[4294967296,4294967296,4]}})"
