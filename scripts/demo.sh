@@ -64,7 +64,8 @@ if "none" in rows and "l3" in rows:
     total = ms(run["total"]["mean_us"])
     expected = total / max(total - hit * (inp + pre), 1e-9)
     print(f"the run's stage means predict 1 / (1 - {hit:.0%} x {inp + pre:.1f} / {total:.1f}) = {expected:.2f}x "
-          f"(both are wall times: on a loaded machine they drift apart; compare --repeat 5 bounds it).")
+          f"(an upper bound: it leaves out L3's own lookups and inserts, which `simulate --costs` charges, and the "
+          f"run was a separate replay while compare's figure is paired request by request).")
     print("L1/L2 hits skip the model too (results cached), so they win more where keys repeat exactly; L3 is what "
           "is left when results cannot be reused (a new model version, outputs that differ per request).")
 PY
