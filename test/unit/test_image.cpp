@@ -1,16 +1,6 @@
 // Image inputs: the decoders (libjpeg-turbo, libpng), base64, the image ops of
 // the preprocessor, and the image-classification-jpeg profile against an
 // independent reference (PIL + torchvision, run through /usr/bin/python3).
-// libtorch first: its glog-style CHECK macros must give way to doctest's.
-#include "pipeline/torch_detail.hpp"
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -20,6 +10,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/profile.hpp"
 #include "temp_dir.hpp"
+#include "torch_doctest.hpp"  // libtorch, then doctest (the order is kept inside)
 
 using namespace inferprof;
 using inferprof::testing::TempDir;

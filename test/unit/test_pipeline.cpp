@@ -1,20 +1,10 @@
-// libtorch first: its glog-style CHECK macros must give way to doctest's.
-#include "pipeline/torch_detail.hpp"
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
-
 #include <fstream>
 #include <set>
 
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
 #include "temp_dir.hpp"
+#include "torch_doctest.hpp"  // libtorch, then doctest (the order is kept inside)
 
 using namespace inferprof;
 using inferprof::testing::TempDir;

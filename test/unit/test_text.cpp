@@ -2,16 +2,6 @@
 // spm_encode's), fitting to max_length (truncate, pad, mask), the tokenize op
 // of the preprocessor, the trace fields text / text_file / inputs / range,
 // and the multi-tensor cache value (round trip, and corrupt values refused).
-// libtorch first: its glog-style CHECK macros must give way to doctest's.
-#include "pipeline/torch_detail.hpp"
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <xxhash.h>
 
@@ -23,6 +13,7 @@
 #include "spm_model.hpp"
 #include "temp_dir.hpp"
 #include "text/tokenizer.hpp"
+#include "torch_doctest.hpp"  // libtorch, then doctest (the order is kept inside)
 
 using namespace inferprof;
 using inferprof::testing::TempDir;
