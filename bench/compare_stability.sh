@@ -3,15 +3,15 @@
 # competing for the same cores? Issue 10's accuracy targets:
 #   (a) one compare (none, l1, l1,l2, l3 on the default profile) run RUNS
 #       times: for each configuration, max/min of its speedup <= 1.06;
-#   (b) a tier whose hits save nothing (L3 under the default profile, whose
-#       input and preprocessing cost less than an LMDB lookup) reads 1.00
-#       inside its interval in >= 19 of 20 runs.
+#   (b) a configuration that changes nothing reads 1.00 inside its interval
+#       in >= 19 of 20 runs: `none` against itself by default (NULL_CONFIG=l3:
+#       L3 on the default profile, whose hits save next to nothing).
 # Each check runs alone, then under load: BUSY busy-loop processes pinned
 # (taskset) on the cores compare is pinned on, killed on exit. Figures go to
 # stdout only.
 #
 #   bench/compare_stability.sh [build/inferprof]
-#   env: ARCH=cnn  RUNS=5  REQUESTS=200  NULL_RUNS=20  NULL_REQUESTS=60  KEYS=60  ZIPF=1.0
+#   env: ARCH=cnn  RUNS=5  REQUESTS=200  NULL_RUNS=20  NULL_REQUESTS=60  NULL_CONFIG=none  KEYS=60  ZIPF=1.0
 #        CORES=0-(nproc-1)  BUSY=1  PHASES="alone loaded"
 #   a short version: RUNS=3 REQUESTS=80 NULL_RUNS=5 NULL_REQUESTS=40 bench/compare_stability.sh
 set -euo pipefail
@@ -51,8 +51,12 @@ MODE=()
 if "$B" compare --help | grep -qE -- '--mode([^a-z-]|$)'; then MODE=(--mode lockstep); fi
 CMP_A=(taskset -c "$CORES" "$B" compare "$D/m.pt" --trace "$D/t.jsonl" "${MODE[@]}" --caches none --caches l1
   --caches l1,l2 --caches l3 --no-progress --format json)
+# (b) compares `none` with NULL_CONFIG: by default with itself (an A/A check: the truth is exactly 1.00);
+# NULL_CONFIG=l3 checks L3 on the default profile, whose hits save next to nothing but whose misses pay an
+# LMDB insert, so a quiet machine resolves it as slightly below 1 (docs/performance.md).
+NULL_CONFIG=${NULL_CONFIG:-none}
 CMP_B=(taskset -c "$CORES" "$B" compare "$D/m.pt" --trace "$D/t.jsonl" --limit "$NULL_REQUESTS" "${MODE[@]}"
-  --caches none --caches l3 --no-progress --format json)
+  --caches none --caches "$NULL_CONFIG" --no-progress --format json)
 
 # One compare; on failure its stderr and the command, then exit.
 run_json() {
@@ -86,9 +90,9 @@ done
 echo "compare stability: $ARCH, busy loops: $BUSY on cores $CORES, mode: ${MODE[*]:-the default}"
 echo "(a) $RUNS runs of: ${CMP_A[*]}" | sed "s|$D|\$D|g"
 echo "(b) $NULL_RUNS runs of: ${CMP_B[*]}" | sed "s|$D|\$D|g"
-python3 - "$D" "$RUNS" "$NULL_RUNS" $PHASES <<'EOF'
+python3 - "$D" "$RUNS" "$NULL_RUNS" "$NULL_CONFIG" $PHASES <<'EOF'
 import json, sys
-d, runs, null_runs, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+d, runs, null_runs, null_config, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 def configs(path):
     return {c["name"]: c["speedup"] for c in json.load(open(path))["configurations"]}
 def cpu_speedups(path):
@@ -116,9 +120,11 @@ for phase in phases:
               f"{'ok' if ratio <= 1.06 else 'FAIL':14}  {cpu_ratio}")
 print()
 need = -(-19 * null_runs // 20)  # 19 of 20, scaled
-print(f"{'phase':8} {'l3 reads 1.00 inside its interval':>34} {'speedups (min..max)':>22}  target >= {need}/{null_runs}")
+label = f"{null_config} vs none: 1.00 inside the interval"
+print(f"{'phase':8} {label:>34} {'speedups (min..max)':>22}  target >= {need}/{null_runs}")
 for phase in phases:
-    b = [configs(f"{d}/b-{phase}-{i}.json")["l3"] for i in range(1, null_runs + 1)]
+    # By position: an A/A check names the same configuration twice.
+    b = [json.load(open(f"{d}/b-{phase}-{i}.json"))["configurations"][1]["speedup"] for i in range(1, null_runs + 1)]
     inside = sum(1 for s in b if s["low"] <= 1.0 <= s["high"])
     bad = bad or inside < need
     v = [s["value"] for s in b]
