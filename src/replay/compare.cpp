@@ -153,19 +153,28 @@ CompareResult run_compare(const CompareConfig& config) {
     row.tiers = resolve_tiers(config.base.profile, name, config.overrides, config.redis_url, "");
     result.rows.push_back(row);
   }
+  // Each configuration's report folder; one named twice (an A/A check, none
+  // against none) gets "-2", "-3": two configurations never share a folder.
+  std::vector<std::string> folders;
+  for (std::size_t c = 0; c < result.rows.size(); ++c) {
+    const std::string base = folder_name(result.rows[c].name);
+    const auto before = std::count_if(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(c),
+                                      [&](const CompareRow& r) { return r.name == result.rows[c].name; });
+    folders.push_back(before == 0 ? base : fmt::format("{}-{}", base, before + 1));
+  }
 
   // A failed replay leaves no report behind, also none of the configurations already done.
   struct PartialReports {
     const CompareConfig& config;
-    const std::vector<CompareRow>& rows;
+    const std::vector<std::string>& folders;
     bool keep = false;
     ~PartialReports() {
       if (keep || config.out_dir.empty()) return;
       std::error_code ec;
-      for (const auto& row : rows)
-        fs::remove_all(fs::path(config.out_dir) / folder_name(row.name), ec);
+      for (const auto& folder : folders)
+        fs::remove_all(fs::path(config.out_dir) / folder, ec);
     }
-  } partial{config, result.rows};
+  } partial{config, folders};
 
   ReplayObserver* observer = config.base.observer.get();
   // A completed replay (or lockstep pass) of configuration c: its figures, and the last one's reports.
@@ -190,8 +199,7 @@ CompareResult run_compare(const CompareConfig& config) {
       for (std::size_t c = 0; c < result.rows.size(); ++c)
         targets.push_back(detail::LockstepTarget{
             result.rows[c].tiers, run_namespace(c, rep),
-            last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(result.rows[c].name)).string()
-                                            : ""});
+            last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folders[c]).string() : ""});
       if (observer)
         observer->context(fmt::format("lockstep over {} configurations{}", result.rows.size(),
                                       config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
@@ -221,8 +229,7 @@ CompareResult run_compare(const CompareConfig& config) {
         run.tiers = row.tiers;
         run.cache_namespace = run_namespace(c, rep);
         const bool last = rep == config.repeat - 1;
-        run.out_dir =
-            last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folder_name(row.name)).string() : "";
+        run.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folders[c]).string() : "";
         if (observer)
           observer->context(
               fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
@@ -261,10 +268,12 @@ CompareResult run_compare(const CompareConfig& config) {
         folded[kept] = std::move(folded[c]);
         paired[kept] = std::move(paired[c]);
         paired_outcome[kept] = std::move(paired_outcome[c]);
+        folders[kept] = std::move(folders[c]);
       }
       ++kept;
     }
     result.rows.resize(kept);
+    folders.resize(kept);
     if (result.rows.empty())
       throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
                   fmt::format("interrupted by {} before any configuration completed: nothing to report",
@@ -339,8 +348,7 @@ CompareResult run_compare(const CompareConfig& config) {
   if (!config.out_dir.empty()) {
     if (config.flamegraph_diff) {
       for (std::size_t c = 1; c < result.rows.size(); ++c) {
-        std::string name =
-            fmt::format("diff-{}-vs-{}.svg", folder_name(result.rows[c].name), folder_name(result.rows[0].name));
+        std::string name = fmt::format("diff-{}-vs-{}.svg", folders[c], folders[0]);
         write_file_atomic(config.out_dir, name,
                           render_diff_flamegraph_svg(
                               folded[0], result.rows[0].last.requests, folded[c], result.rows[c].last.requests,

@@ -177,4 +177,14 @@ TEST_SUITE("e2e lockstep") {
     CHECK(r.code == 3);
     CHECK(dir_is_empty_or_missing(out.path() / "c"));
   }
+
+  TEST_CASE("an A/A compare (a configuration against itself) writes each to its own folder") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"compare", f.model, "--trace", f.trace, "--limit", "20", "--caches", "none", "--caches", "none",
+                      "--out", out.file("c"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    for (const char* folder : {"none", "none-2"})
+      CHECK_MESSAGE(fs::is_regular_file(out.path() / "c" / folder / "summary.json"), folder);
+  }
 }
