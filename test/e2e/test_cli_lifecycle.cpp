@@ -18,17 +18,12 @@
 
 #include "cli_harness.hpp"
 #include "redis_server.hpp"
+#include "sanitized.hpp"
 #include "test_util.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-#ifdef INFERPROF_SANITIZED
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
 
 namespace {
 

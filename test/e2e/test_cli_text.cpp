@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "cli_harness.hpp"
+#include "sanitized.hpp"
 #include "spm_model.hpp"
 
 using namespace inferprof::testing;
@@ -52,12 +53,6 @@ CliResult run_text(const std::string& trace, const std::string& out, std::vector
 }
 
 }  // namespace
-
-#ifdef INFERPROF_SANITIZED
-constexpr bool kSanitized = true;  // the tokenizer is not available there (text/tokenizer.cpp)
-#else
-constexpr bool kSanitized = false;
-#endif
 
 TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
   TEST_CASE("text and text_file requests through the text profile: tokenize is a span, ids + mask feed forward") {

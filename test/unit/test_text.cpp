@@ -10,6 +10,7 @@
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/profile.hpp"
+#include "sanitized.hpp"
 #include "spm_model.hpp"
 #include "temp_dir.hpp"
 #include "text/tokenizer.hpp"
@@ -70,12 +71,6 @@ std::string trace_error(const std::string& line) {
 }
 
 }  // namespace
-
-#ifdef INFERPROF_SANITIZED
-constexpr bool kSanitized = true;  // the tokenizer is not available there (text/tokenizer.cpp)
-#else
-constexpr bool kSanitized = false;
-#endif
 
 TEST_SUITE("text" * doctest::skip(kSanitized)) {
   TEST_CASE("fit pads with the pad id and masks the padding, or truncates and says so") {
