@@ -78,6 +78,14 @@ struct RunConfig {
   std::function<void()> on_ready;  // called when warmed up, before the replay starts; may block
   bool pinned = false;             // cuda: inputs staged in pinned memory (--pinned)
   bool gpu_trace = true;           // cuda: CUPTI + NVTX (--gpu-trace off)
+  // Thread CPU time on 1 in N requests (--cpu-sample N); 0: N from the CPU
+  // clock's measured cost against a warm-up request's duration (timing.hpp).
+  std::uint32_t cpu_sample = 0;
+  // How requests reach the worker (--driver): "inline" (closed loop, one
+  // worker: it reads, serves and aggregates, no other thread) or "threaded"
+  // (a reader and a collector thread beside the workers); empty: inline where
+  // it applies.
+  std::string driver;
 };
 
 // The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the

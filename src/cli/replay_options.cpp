@@ -34,6 +34,13 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
       ->check(number_above(0));
   cmd->add_option("--limit", args.limit, "Replay the first N requests (default: the whole trace)")
       ->check(whole_at_least(1));
+  cmd->add_option("--cpu-sample", args.cpu_sample,
+                  "Read the thread CPU clock on 1 in N requests; 1 = every request (default: N from the clock's "
+                  "cost against a warm-up request, so that the reads cost at most 1% of a request)")
+      ->check(whole_at_least(1));
+  cmd->add_option("--driver", args.driver,
+                  "inline (closed loop, one worker: no reader or collector thread; the default there) or threaded")
+      ->check(CLI::IsMember({"inline", "threaded"}));
   cmd->add_flag("--ops", args.ops, "Attribute compute to aten operators (RecordFunction observers)");
   cmd->add_flag("--no-progress", args.no_progress, "No live progress line on stderr");
   cmd->add_flag("--skip-invalid", args.skip_invalid, "Skip (and count) invalid trace lines instead of failing");
@@ -190,6 +197,8 @@ RunConfig make_run_config(const ReplayArgs& args) {
   config.speed = args.speed > 0 ? args.speed : 1.0;
   config.limit = args.limit;
   config.ops = args.ops;
+  config.cpu_sample = args.cpu_sample;
+  config.driver = args.driver;
   if (!args.no_progress) config.observer = make_progress_display();
   config.skip_invalid = args.skip_invalid;
   // Clamped below 2^64 bytes, so that the conversion is defined for any value given.

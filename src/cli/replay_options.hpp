@@ -27,8 +27,10 @@ struct ReplayArgs {
   std::string device;  // --device; empty: the profile's
   bool pinned = false;
   std::string gpu_trace = "on";
-  std::string model_sha256;  // --model-sha256 HEX
-  std::string csv_columns;   // --csv-columns MAP (a .csv trace)
+  std::string model_sha256;      // --model-sha256 HEX
+  std::string csv_columns;       // --csv-columns MAP (a .csv trace)
+  std::uint32_t cpu_sample = 0;  // --cpu-sample N; 0: not given (calibrated)
+  std::string driver;            // --driver inline|threaded; empty: inline where it applies
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);
