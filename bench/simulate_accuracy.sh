@@ -6,13 +6,17 @@
 # saved for its costs (each tier's lookups and inserts from its trace.json),
 # then `simulate --costs` on that run. Prints predicted against measured
 # speedup and the error; exit 1 when one is off by more than MAX_ERROR_PCT.
+# Each phase in PHASES runs it all: "alone", then "loaded" with BUSY busy-loop
+# processes pinned (taskset) on the cores the runs are pinned on (CORES),
+# killed on exit.
 #
 #   bench/simulate_accuracy.sh [build/inferprof]
 #   env: ARCHS="cnn resnet18"  REQUESTS_CNN=400  REQUESTS_RESNET18=150  KEYS=60  ZIPF=1.0
-#        L1=lru:10  L2=lfu:30  MAX_ERROR_PCT=5
+#        L1=lru:10  L2=lfu:30  MAX_ERROR_PCT=5  PHASES="alone loaded"  BUSY=1  CORES=0-(nproc-1)
 #
 # Hit counts are checked exactly in ctest (test/e2e/test_cli_simulate.cpp);
 # the timing check lives here, with the load average printed beside it.
+# "loaded" means BUSY busy loops besides whatever else runs: check the load average.
 set -euo pipefail
 B=${1:-build/inferprof}
 ARCHS=${ARCHS:-cnn resnet18}
@@ -21,8 +25,11 @@ ZIPF=${ZIPF:-1.0}
 L1=${L1:-lru:10}
 L2=${L2:-lfu:30}
 MAX_ERROR_PCT=${MAX_ERROR_PCT:-5}
+source "$(dirname "$0")/busy_load.sh"
 D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
+trap 'stop_load; rm -rf "$D"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 # Lockstep is the default for a closed loop with one worker; name it when the binary knows the flag.
 MODE=()
 if "$B" compare --help | grep -qE -- '--mode([^a-z-]|$)'; then MODE=(--mode lockstep); fi
@@ -30,6 +37,9 @@ TIERS=(--tier "l1=$L1" --tier "l2=$L2")
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 bad=0
+for PHASE in $PHASES; do
+start_load_for "$PHASE"
+[[ $PHASE == loaded ]] && echo "(loaded: $BUSY busy loops pinned on cores $CORES)"
 for ARCH in $ARCHS; do
   case "$ARCH" in
     cnn) SHAPE=1,3,64,64 REQUESTS=${REQUESTS_CNN:-400} PROFILE=(--profile default) DTYPE=float32 ;;
@@ -37,21 +47,21 @@ for ARCH in $ARCHS; do
       DTYPE=uint8 ;;
     *) echo "ARCHS: expected cnn and/or resnet18, got $ARCH" >&2; exit 2 ;;
   esac
-  W="$D/$ARCH"
+  W="$D/$PHASE/$ARCH"
   mkdir -p "$W"
   "$B" gen-model --arch "$ARCH" -o "$W/m.pt" >/dev/null
   "$B" gen-trace --requests "$REQUESTS" --keys "$KEYS" --zipf "$ZIPF" --rate 0 --shape "$SHAPE" --dtype "$DTYPE" \
     -o "$W/t.jsonl" >/dev/null
-  CMP=("$B" compare "$W/m.pt" --trace "$W/t.jsonl" "${PROFILE[@]}" "${MODE[@]}" --caches none --caches l1
+  CMP=(taskset -c "$CORES" "$B" compare "$W/m.pt" --trace "$W/t.jsonl" "${PROFILE[@]}" "${MODE[@]}" --caches none --caches l1
     --caches l1,l2 "${TIERS[@]}" --no-progress --format json)
   "${CMP[@]}" >"$W/compare.json" 2>"$W/compare.err" || { tail -5 "$W/compare.err" >&2; exit 3; }
-  COSTS=("$B" run "$W/m.pt" --trace "$W/t.jsonl" "${PROFILE[@]}" --caches l1,l2 "${TIERS[@]}" --no-progress
+  COSTS=(taskset -c "$CORES" "$B" run "$W/m.pt" --trace "$W/t.jsonl" "${PROFILE[@]}" --caches l1,l2 "${TIERS[@]}" --no-progress
     --out "$W/costs")
   "${COSTS[@]}" >/dev/null 2>"$W/costs.err" || { tail -5 "$W/costs.err" >&2; exit 3; }
   SIM=("$B" simulate --trace "$W/t.jsonl" "${TIERS[@]}" --caches l1 --caches l1,l2 --costs "$W/costs" --format json)
   "${SIM[@]}" >"$W/simulate.json"
   echo
-  echo "== $ARCH, $REQUESTS requests, $KEYS keys, Zipf $ZIPF (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "== $PHASE: $ARCH, $REQUESTS requests, $KEYS keys, Zipf $ZIPF (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "   ${CMP[*]}" | sed "s|$D|\$D|g"
   echo "   ${COSTS[*]}" | sed "s|$D|\$D|g"
   echo "   ${SIM[*]}" | sed "s|$D|\$D|g"
@@ -78,6 +88,8 @@ for w in sim["warnings"]:
     print("   simulate warning:", w)
 sys.exit(1 if bad else 0)
 EOF
+done
+stop_load
 done
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); target: |error| <= ${MAX_ERROR_PCT}%"
