@@ -151,15 +151,15 @@ int main(int argc, char** argv) {
 
   RunConfig config;
   config.model_path = dir.file("model.pt");
-  config.trace_path = dir.file("requests.jsonl");
+  config.replay.trace_path = dir.file("requests.jsonl");
   config.profile = profile;
-  config.threads = 1;
-  config.warmup = 3;
-  if (reports) config.out_dir = dir.file("reports");  // --no-reports: aggregate only, to see what writing costs
+  config.replay.threads = 1;
+  config.replay.warmup = 3;
+  if (reports) config.output.out_dir = dir.file("reports");  // --no-reports: aggregate only, to see what writing costs
   std::uint32_t cpu_every = 0;
   auto run_us = [&](bool inline_driver) {
     RunConfig c = config;
-    c.driver = inline_driver ? "inline" : "threaded";
+    c.replay.driver = inline_driver ? Driver::inline_worker : Driver::threaded;
     RunOutcome o = run_replay(c);
     cpu_every = o.summary.info.cpu_sample_every;
     return o.summary.info.wall_s * 1e6 / static_cast<double>(o.summary.requests);

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "inferprof/report.hpp"
+#include "inferprof/run_config.hpp"
 #include "inferprof/timing.hpp"
 #include "inferprof/trace.hpp"
 #include "replay/engine.hpp"
@@ -47,7 +48,7 @@ class JobFeed {
     double speed = 1.0;
     std::uint64_t limit = 0;  // requests; 0: all
     int replica_index = -1, replica_count = 0;
-    std::string split = "rr";
+    Split split = Split::round_robin;
     double preload_lead_ms = 1000;
     std::uint64_t trace_bytes = 0;  // the file's size, for the estimate of the total
   };

@@ -65,7 +65,8 @@ bool JobFeed::next(Job& job) {
       return true;
     }
     if (o.replica_count > 1) {
-      const std::uint64_t n = o.split == "hash" ? XXH3_64bits(rec_.request.key.data(), rec_.request.key.size()) : nth_;
+      const std::uint64_t n =
+          o.split == Split::hash ? XXH3_64bits(rec_.request.key.data(), rec_.request.key.size()) : nth_;
       ++nth_;
       if (n % static_cast<std::uint64_t>(o.replica_count) != static_cast<std::uint64_t>(o.replica_index)) continue;
     }

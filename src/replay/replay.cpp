@@ -28,13 +28,13 @@
 #include "inferprof/printable.hpp"
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
-#include "replay/bounded_queue.hpp"
 #include "replay/driver.hpp"
 #include "replay/engine.hpp"
 #include "replay/machine.hpp"
 #include "replay/model_updates.hpp"
 
 namespace inferprof {
+
 namespace fs = std::filesystem;
 
 std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& which,
@@ -100,12 +100,12 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
 namespace detail {
 
 void check_replay_config(const RunConfig& config) {
-  if (config.concurrency < 1) throw bad_input("--concurrency must be at least 1");
-  if (!(config.speed > 0)) throw bad_input("--speed must be greater than 0");
-  if (config.threads > kMaxThreads)
-    throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.threads, kMaxThreads));
-  if (!(config.verify_fraction >= 0 && config.verify_fraction <= 1))
-    throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.verify_fraction));
+  if (config.replay.concurrency < 1) throw bad_input("--concurrency must be at least 1");
+  if (!(config.replay.speed > 0)) throw bad_input("--speed must be greater than 0");
+  if (config.replay.threads > kMaxThreads)
+    throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.replay.threads, kMaxThreads));
+  if (!(config.caches.verify_fraction >= 0 && config.caches.verify_fraction <= 1))
+    throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.caches.verify_fraction));
 }
 
 RunInfo describe_replay(const RunConfig& config) {
@@ -114,16 +114,16 @@ RunInfo describe_replay(const RunConfig& config) {
   info.tool_version = INFERPROF_VERSION;
   info.libtorch_version = libtorch_version();
   detail::record_machine_facts(info);
-  info.trace_path = config.trace_path;
+  info.trace_path = config.replay.trace_path;
   info.profile_name = profile.name;
   info.profile_source = profile.source;
   info.device = profile.model.device;
-  info.concurrency = config.concurrency;
-  info.mode = config.open_loop ? "open-loop" : "closed-loop";
-  info.speed = config.speed;
-  info.limit = config.limit;
-  info.ops = config.ops;
-  info.warmup = config.warmup >= 0 ? config.warmup : profile.model.warmup;
+  info.concurrency = config.replay.concurrency;
+  info.mode = enum_name(config.replay.drive);
+  info.speed = config.replay.speed;
+  info.limit = config.replay.limit;
+  info.ops = config.output.ops;
+  info.warmup = config.replay.warmup >= 0 ? config.replay.warmup : profile.model.warmup;
 
   return info;
 }
@@ -136,7 +136,7 @@ LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObser
   const Profile& profile = config.profile;
   LoadedPipeline out;
   std::string first_version;
-  if (config.store_url.empty()) {
+  if (config.store.url.empty()) {
     out.source = make_file_source(config.model_path);
   } else {
     auto at = config.model_path.find('@');
@@ -144,7 +144,7 @@ LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObser
     if (at != std::string::npos) first_version = config.model_path.substr(at + 1);
   }
 
-  info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
+  info.threads = configure_threads(config.replay.threads >= 0 ? config.replay.threads : profile.model.threads);
   if (observer) observer->phase(ReplayObserver::Phase::loading_model);
   const ModelBytes first_bytes = out.source->fetch(first_version);
   // libtorch checks no CRC: a damaged archive can load and run. A plain file's
@@ -156,9 +156,9 @@ LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObser
       throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}",
                                   printable(config.model_path), sha, config.model_sha256));
   }
-  out.pipeline = std::make_unique<Pipeline>(
-      first_bytes, profile,
-      PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
+  out.pipeline = std::make_unique<Pipeline>(first_bytes, profile,
+                                            PipelineOptions{profile.model.device, config.output.ops, config.gpu.pinned,
+                                                            config.gpu.trace, config.replay.trace_path});
   const ModelInfo& model = out.pipeline->model();
   info.model_path = model.path;
   info.model_version = model.version;
@@ -180,15 +180,15 @@ std::deque<TraceRecord> read_trace_head(const RunConfig& config, TraceReader& re
     have_pending = rec.kind == TraceRecord::Kind::request;
     read_early.push_back(std::move(rec));
   }
-  if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.trace_path));
+  if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.replay.trace_path));
   const TraceRecord& pending = read_early.back();
-  if (config.open_loop && !pending.request.ts_ms)
-    throw bad_input(at_line(config.trace_path, pending.line,
+  if (config.replay.drive == Drive::open_loop && !pending.request.ts_ms)
+    throw bad_input(at_line(config.replay.trace_path, pending.line,
                             "open-loop replay needs 'ts_ms' on every request (this one has none); drop --open-loop "
                             "to replay closed-loop"));
   std::error_code ec;
-  info.trace_bytes = fs::file_size(config.trace_path, ec);
-  info.trace_hash = file_version(config.trace_path);
+  info.trace_bytes = fs::file_size(config.replay.trace_path, ec);
+  info.trace_hash = file_version(config.replay.trace_path);
 
   return read_early;
 }
@@ -214,14 +214,19 @@ void commit_run(Collector& collector, RunOutcome& outcome, const std::string& ou
 
 namespace {
 
-// Which driver serves this replay (RunConfig::driver).
+// Which driver serves this replay (ReplayOptions::driver).
 bool use_inline_driver(const RunConfig& config) {
-  if (config.driver == "threaded") return false;
-  const bool applies = !config.open_loop && config.concurrency == 1;
-  if (config.driver == "inline" && !applies)
-    throw bad_input("--driver inline serves a closed loop with one worker: drop --open-loop and --concurrency");
-  if (!config.driver.empty() && config.driver != "inline")
-    throw bad_input(fmt::format("--driver {}: expected inline or threaded", config.driver));
+  const bool applies = config.replay.drive == Drive::closed_loop && config.replay.concurrency == 1;
+  switch (config.replay.driver) {
+    case Driver::threaded:
+      return false;
+    case Driver::inline_worker:
+      if (!applies)
+        throw bad_input("--driver inline serves a closed loop with one worker: drop --open-loop and --concurrency");
+      return true;
+    case Driver::automatic:
+      break;
+  }
   return applies;
 }
 
@@ -232,43 +237,44 @@ RunOutcome run_replay(const RunConfig& config) {
   const Profile& profile = config.profile;
   detail::check_replay_config(config);
   const bool inline_driver = use_inline_driver(config);
-  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  if (!config.output.out_dir.empty()) ensure_output_dir(config.output.out_dir);
   // Killed by a signal, the run's half-written reports go with it.
   lifecycle::Cleanup temp_files;
-  if (!config.out_dir.empty())
-    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
-  ReplayObserver* observer = config.observer.get();
+  if (!config.output.out_dir.empty())
+    temp_files = lifecycle::Cleanup([dir = config.output.out_dir] { lifecycle::remove_own_temp_files(dir); });
+  ReplayObserver* observer = config.output.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
   const detail::ObserverFinish finished{observer};
 
   RunInfo info = detail::describe_replay(config);
-  info.driver = inline_driver ? "inline" : "threaded";
+  info.driver = enum_name(inline_driver ? Driver::inline_worker : Driver::threaded);
 
   // Validate the trace before paying for the model load. The reader's
   // buffers are allocated here, before the clock starts.
-  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20, config.csv});
+  TraceReader reader(config.replay.trace_path,
+                     TraceReader::Options{config.replay.skip_invalid, 1 << 20, config.replay.csv});
   // Records read before the replay starts (events before the first request, then it), replayed first.
   std::deque<TraceRecord> read_early = detail::read_trace_head(config, reader, info);
   const TraceRequest warmup_request = read_early.back().request;
 
   // Backends first: an unreachable Redis fails fast, before the model load.
-  detail::CacheState tiers = detail::build_cache_state(config.tiers, config.cache_namespace, config.replica_index >= 0);
+  detail::CacheState tiers =
+      detail::build_cache_state(config.caches.tiers, config.caches.key_namespace, config.replica.is_replica());
   const CacheSet* caches = tiers.caches();
-  detail::Verifier verifier(caches != nullptr, config.verify_fraction);
+  detail::Verifier verifier(caches != nullptr, config.caches.verify_fraction);
 
-  const std::string& mode_name = config.update_mode.empty() ? profile.model.update : config.update_mode;
-  const auto update_mode = parse_update_mode(mode_name);
-  if (!update_mode) throw bad_input(fmt::format("--update {}: expected sync, async or preload", mode_name));
+  const UpdateMode update_mode = config.store.update_mode.value_or(profile.model.update);
   detail::LoadedPipeline loaded = detail::load_pipeline(config, info, observer);
   ModelSource* const source = loaded.source.get();
   Pipeline& pipeline = *loaded.pipeline;
   detail::PipelineServer server(pipeline);
   std::optional<ModelUpdates> updates;
-  if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
+  if (source->versioned()) updates.emplace(pipeline, *source, update_mode, caches);
   // Replicas hear of updates from Redis pub/sub (replica 0 publishes the trace's events).
   std::unique_ptr<UpdateChannel> channel;
-  if (updates && !config.update_channel.empty()) {
-    channel = std::make_unique<UpdateChannel>(config.update_channel, "inferprof:" + config.cache_namespace + ":updates",
+  if (updates && !config.replica.update_channel.empty()) {
+    channel = std::make_unique<UpdateChannel>(config.replica.update_channel,
+                                              "inferprof:" + config.caches.key_namespace + ":updates",
                                               [&](const ModelRef& ref) {
                                                 if (ref.name == source->name()) updates->announce(ref.version);
                                               });
@@ -279,27 +285,27 @@ RunOutcome run_replay(const RunConfig& config) {
         "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
         "use --warmup N");
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (static_cast<unsigned>(info.threads * config.concurrency) > cores)
+  if (static_cast<unsigned>(info.threads * config.replay.concurrency) > cores)
     info.warnings.push_back(
         fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
                     "includes waiting for a core",
-                    config.concurrency, info.threads, cores));
+                    config.replay.concurrency, info.threads, cores));
 
   detail::JobFeed::Options feed_options;
-  feed_options.trace_path = config.trace_path;
-  feed_options.open_loop = config.open_loop;
-  feed_options.speed = config.speed;
-  feed_options.limit = config.limit;
-  feed_options.replica_index = config.replica_index;
-  feed_options.replica_count = config.replica_count;
-  feed_options.split = config.split;
-  feed_options.preload_lead_ms = config.preload_lead_ms;
+  feed_options.trace_path = config.replay.trace_path;
+  feed_options.open_loop = (config.replay.drive == Drive::open_loop);
+  feed_options.speed = config.replay.speed;
+  feed_options.limit = config.replay.limit;
+  feed_options.replica_index = config.replica.index;
+  feed_options.replica_count = config.replica.count;
+  feed_options.split = config.replica.split;
+  feed_options.preload_lead_ms = config.store.preload_lead_ms;
   feed_options.trace_bytes = info.trace_bytes;
   detail::JobFeed::ReadAhead read_ahead;
   if (updates)
     read_ahead = [&](const std::string& version, Nanos not_before) { updates->read_ahead(version, not_before); };
   detail::JobFeed feed(feed_options, reader, std::move(read_early), read_ahead, source->name(), &counters);
-  detail::SkippedRequests skipped_requests(config.skip_invalid);
+  detail::SkippedRequests skipped_requests(config.replay.skip_invalid);
   detail::DriveParts parts{server,
                            caches,
                            updates ? &*updates : nullptr,
@@ -309,7 +315,7 @@ RunOutcome run_replay(const RunConfig& config) {
                            [&](const std::string& version) {
                              if (!channel)
                                updates->announce(version);
-                             else if (config.replica_index <= 0)
+                             else if (config.replica.index <= 0)
                                channel->publish(ModelRef{source->name(), version});
                            }};
 
@@ -318,14 +324,14 @@ RunOutcome run_replay(const RunConfig& config) {
   Nanos epoch = 0;
   const detail::Gate gate = [&](const RequestRecord& last_warmup) {
     // A replica: tell the parent it is ready and wait for the common start.
-    if (config.on_ready) config.on_ready();
+    if (config.replica.on_ready) config.replica.on_ready();
     detail::GateOpen open;
-    open.cpu = detail::calibrate_cpu_sampling(last_warmup, config.cpu_sample);
+    open.cpu = detail::calibrate_cpu_sampling(last_warmup, config.replay.cpu_sample);
     info.cpu_sample_every = open.cpu.every;
     info.cpu_clock_read_ns = open.cpu.read_ns;
     CollectorOptions copts;
-    copts.out_dir = config.out_dir;
-    copts.trace_json_max_bytes = config.trace_json_max_bytes;
+    copts.out_dir = config.output.out_dir;
+    copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
     copts.copies_applicable = info.copies_applicable;
     collector = std::make_unique<Collector>(copts);
     // Everything is set up before the clock starts; the lead covers starting
@@ -334,7 +340,7 @@ RunOutcome run_replay(const RunConfig& config) {
     epoch = open.epoch = now_ns() + (inline_driver ? 0 : 2'000'000);
     collector->set_epoch(open.epoch);
     if (updates) updates->set_epoch(open.epoch);
-    if (config.limit > 0) counters.estimate = config.limit;
+    if (config.replay.limit > 0) counters.estimate = config.replay.limit;
     open.collector = collector.get();
     if (observer) {
       observer->phase(ReplayObserver::Phase::replaying);
@@ -351,12 +357,12 @@ RunOutcome run_replay(const RunConfig& config) {
   // ---- Drive ----
   const detail::DriveResult drove = inline_driver
                                         ? detail::drive_inline(parts, feed, warmup, gate)
-                                        : detail::drive_threaded(parts, feed, config.concurrency, warmup, gate);
+                                        : detail::drive_threaded(parts, feed, config.replay.concurrency, warmup, gate);
 
   // ---- Collect ----
   const std::uint64_t done = counters.done.load();
   if (drove.cut_short) info.interrupted_by = lifecycle::interrupt_name();
-  if (done == 0 && drove.cut_short && config.replica_count <= 1)
+  if (done == 0 && drove.cut_short && config.replica.count <= 1)
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
                 fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
   // A replica may get no requests (a hash split over few keys): an empty report, not an error.
@@ -364,11 +370,11 @@ RunOutcome run_replay(const RunConfig& config) {
   std::vector<std::string> skipped_examples = reader.skipped_examples();
   for (std::string& e : skipped_requests.examples())
     if (skipped_examples.size() < 10) skipped_examples.push_back(std::move(e));
-  if (done == 0 && config.replica_count <= 1)
-    throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.trace_path,
+  if (done == 0 && config.replica.count <= 1)
+    throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.replay.trace_path,
                                 skipped ? fmt::format(" ({} invalid requests skipped)", skipped) : ""));
   // Verification stalls the workers between requests; take it out of the replay time.
-  info.wall_s = static_cast<double>(drove.end - epoch - verifier.spent_ns() / config.concurrency) / 1e9;
+  info.wall_s = static_cast<double>(drove.end - epoch - verifier.spent_ns() / config.replay.concurrency) / 1e9;
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
   const std::uint64_t ignored_events = feed.ignored_events();
@@ -387,7 +393,8 @@ RunOutcome run_replay(const RunConfig& config) {
   info.gpu = pipeline.finish_gpu();
 
   if (observer)
-    observer->phase(config.out_dir.empty() ? ReplayObserver::Phase::finished : ReplayObserver::Phase::writing_reports);
+    observer->phase(config.output.out_dir.empty() ? ReplayObserver::Phase::finished
+                                                  : ReplayObserver::Phase::writing_reports);
   RunOutcome outcome = detail::collect_run(*collector, info, tiers, verifier);
   // The collector grouped latencies by update phase; the update manager knows the rest.
   outcome.summary.updates.resize(update_reports.size());
@@ -404,7 +411,7 @@ RunOutcome run_replay(const RunConfig& config) {
   }
 
   // ---- Commit ----
-  detail::commit_run(*collector, outcome, config.out_dir);
+  detail::commit_run(*collector, outcome, config.output.out_dir);
   return outcome;
 }
 
