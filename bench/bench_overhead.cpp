@@ -16,7 +16,8 @@
 // clock, N from its cost; summary.json's cpu_sample says which N); the
 // `+ cpu clock` row reads it on every request, to show what one read costs.
 //
-//   build/bench/bench_overhead [--arch mlp|cnn] [--requests N] [--rounds R] [--no-reports]
+//   build/bench/bench_overhead [--arch mlp|cnn] [--requests N] [--rounds R] [--no-reports] [--only ROW]
+//   (--only: that row alone, e.g. under `perf record`)
 //   bench/overhead.sh runs it alone and under a pinned busy loop.
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
   std::uint64_t n = 0;
   int rounds = 5;
   bool reports = true;
+  std::string only;
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--no-reports")) reports = false;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -119,6 +121,8 @@ int main(int argc, char** argv) {
       n = std::stoull(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rounds"))
       rounds = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--only"))
+      only = argv[i + 1];
   }
   if (n == 0) n = arch == "mlp" ? 20000 : 400;
 
@@ -174,6 +178,16 @@ int main(int argc, char** argv) {
   rows.push_back({"+ stream", [&] { return layered_us(pipeline, requests, Layer::stream, stream_dir); }, {}, {}});
   rows.push_back({"run inline", [&] { return run_us(true); }, {}, {}});
   rows.push_back({"run threaded", [&] { return run_us(false); }, {}, {}});
+  if (!only.empty()) {
+    for (const Row& r : rows)
+      if (r.name == only) {
+        for (int round = 0; round < rounds; ++round)
+          fmt::print("{}: {:.2f} µs/req\n", only, r.run());
+        return 0;
+      }
+    fmt::print(stderr, "--only {}: no such row\n", only);
+    return 2;
+  }
 
   fmt::print("bench_overhead: {} ({} parameters), {} requests, {} rounds, 1 intra-op thread, libtorch {}{}\n", arch,
              meta.parameters, n, rounds, libtorch_version(), reports ? "" : ", no report files");

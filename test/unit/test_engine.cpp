@@ -337,7 +337,7 @@ TEST_SUITE("engine") {
     CHECK(feed.exhausted());
   }
 
-  TEST_CASE("job feed: open loop is due at ts_ms from the first request over --speed; a replica takes its share") {
+  TEST_CASE("job feed: open loop is due at ts_ms from the first request over --speed, and a replica takes its share") {
     inferprof::testing::TempDir dir;
     const std::string trace = write_trace(dir, 6);
     {
@@ -378,7 +378,7 @@ TEST_SUITE("engine") {
     }
   }
 
-  TEST_CASE("CPU sampling calibration: forced N wins; without a warm-up every request; a short request is sampled") {
+  TEST_CASE("CPU sampling calibration: forced N wins, no warm-up means every request, a short request is sampled") {
     RequestRecord none;
     CHECK(calibrate_cpu_sampling(none, 0).every == 1);
     CHECK(calibrate_cpu_sampling(none, 7).every == 7);
@@ -511,7 +511,7 @@ TEST_SUITE("engine") {
     }
   }
 
-  TEST_CASE("drivers: an interrupt releases no more requests; the ones served are kept") {
+  TEST_CASE("drivers: an interrupt releases no more requests, and the ones served are kept") {
     for (const bool inline_driver : {true, false}) {
       CAPTURE(inline_driver);
       lifecycle::reset_for_tests();
@@ -530,7 +530,7 @@ TEST_SUITE("engine") {
     }
   }
 
-  TEST_CASE("drivers: a failing request fails the drive (threads joined); a bad input is skipped when allowed") {
+  TEST_CASE("drivers: a failing request fails the drive (threads joined), a bad input is skipped when allowed") {
     lifecycle::reset_for_tests();
     for (const bool inline_driver : {true, false}) {
       CAPTURE(inline_driver);
