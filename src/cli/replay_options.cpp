@@ -39,9 +39,8 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
                   "cost against a warm-up request, so that the reads cost at most 1% of a request)")
       ->check(whole_at_least(1));
   add_enum_option(cmd, "--driver", args.driver,
-                  "How requests reach the worker: inline (closed loop, one worker: it reads, serves and aggregates, "
-                  "no other thread), threaded (a reader and a collector thread beside the workers), or auto (inline "
-                  "where it applies)");
+                  "How requests reach the worker: threaded (a reader and a collector thread beside the workers) or "
+                  "inline (closed loop, one worker: it reads, serves and aggregates, no other thread)");
   cmd->add_flag("--ops", args.ops, "Attribute compute to aten operators (RecordFunction observers)");
   cmd->add_flag("--no-progress", args.no_progress, "No live progress line on stderr");
   cmd->add_flag("--skip-invalid", args.skip_invalid, "Skip (and count) invalid trace lines instead of failing");

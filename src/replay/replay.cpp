@@ -214,20 +214,12 @@ void commit_run(Collector& collector, RunOutcome& outcome, const std::string& ou
 
 namespace {
 
-// Which driver serves this replay (ReplayOptions::driver).
+// Whether this replay takes the inline driver (ReplayOptions::driver).
 bool use_inline_driver(const RunConfig& config) {
-  const bool applies = config.replay.drive == Drive::closed_loop && config.replay.concurrency == 1;
-  switch (config.replay.driver) {
-    case Driver::threaded:
-      return false;
-    case Driver::inline_worker:
-      if (!applies)
-        throw bad_input("--driver inline serves a closed loop with one worker: drop --open-loop and --concurrency");
-      return true;
-    case Driver::automatic:
-      break;
-  }
-  return applies;
+  if (config.replay.driver != Driver::inline_worker) return false;
+  if (config.replay.drive != Drive::closed_loop || config.replay.concurrency != 1)
+    throw bad_input("--driver inline serves a closed loop with one worker: drop --open-loop and --concurrency");
+  return true;
 }
 
 }  // namespace
