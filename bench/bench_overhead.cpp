@@ -84,11 +84,11 @@ int main(int argc, char** argv) {
 
   RunConfig config;
   config.model_path = dir.file("model.pt");
-  config.trace_path = dir.file("requests.jsonl");
+  config.replay.trace_path = dir.file("requests.jsonl");
   config.profile = load_profile("");
-  config.threads = 1;
-  config.warmup = 3;
-  if (reports) config.out_dir = dir.file("reports");  // --no-reports: aggregate only, to see what writing costs
+  config.replay.threads = 1;
+  config.replay.warmup = 3;
+  if (reports) config.output.out_dir = dir.file("reports");  // --no-reports: aggregate only, to see what writing costs
 
   fmt::print("bench_overhead: {} ({} parameters), {} requests, {} rounds, 1 intra-op thread, libtorch {}\n", arch,
              meta.parameters, n, rounds, libtorch_version());

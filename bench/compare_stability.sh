@@ -23,24 +23,15 @@ NULL_RUNS=${NULL_RUNS:-20}
 NULL_REQUESTS=${NULL_REQUESTS:-60}
 KEYS=${KEYS:-60}
 ZIPF=${ZIPF:-1.0}
-CORES=${CORES:-0-$(($(nproc) - 1))}
-BUSY=${BUSY:-1}
-PHASES=${PHASES:-alone loaded}
+source "$(dirname "$0")/busy_load.sh"
 case "$ARCH" in
   cnn) SHAPE=1,3,64,64 ;;
   mlp) SHAPE=1,16 ;;
   resnet18) SHAPE=1,3,224,224 ;;
   *) echo "ARCH: expected cnn, mlp or resnet18, got $ARCH" >&2; exit 2 ;;
 esac
-command -v taskset >/dev/null || { echo "taskset (util-linux) is needed to pin the load" >&2; exit 2; }
 
 D=$(mktemp -d)
-LOAD_PIDS=()
-stop_load() {
-  for p in "${LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${LOAD_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  LOAD_PIDS=()
-}
 trap 'stop_load; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
 
@@ -70,12 +61,7 @@ run_json() {
 }
 
 for PHASE in $PHASES; do
-  if [[ $PHASE == loaded ]]; then
-    for _ in $(seq "$BUSY"); do
-      taskset -c "$CORES" sh -c 'while :; do :; done' &
-      LOAD_PIDS+=("$!")
-    done
-  fi
+  start_load_for "$PHASE"
   echo "== $PHASE: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   for i in $(seq "$RUNS"); do
     run_json "$D/a-$PHASE-$i.json" "${CMP_A[@]}"

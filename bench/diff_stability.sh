@@ -2,14 +2,14 @@
 # Does `diff` cry wolf? TRIES diffs of runs of identical code (one model, one
 # trace; RUNS runs per side, the base runs first and the new ones after, as a
 # CI job against its baseline), first alone, then under a deliberate load:
-# LOAD busy loops pinned to the cores the runs are pinned to (CPUS), killed on
-# exit. Counts the verdicts of diff's default gates (thread CPU time) and, for
+# BUSY busy loops pinned to the cores the runs are pinned to (CORES), killed on
+# exit (bench/busy_load.sh). Counts the verdicts of diff's default gates (thread CPU time) and, for
 # contrast, of wall-time gates on the same runs. Exits 1 when a default-gate
 # REGRESSION appears under load (the target: 0 of 20).
 #
 #   bench/diff_stability.sh [build/inferprof]
-#   env: TRIES=20 RUNS=3 REQUESTS=60 SHAPE=1,3,32,32 WARMUP=5 CPUS=0 LOAD=1
-#        MODES="alone load" WALL_GATES=total.mean=5%,total.p50=5%
+#   env: TRIES=20 RUNS=3 REQUESTS=60 SHAPE=1,3,32,32 WARMUP=5 CORES=0 BUSY=1
+#        PHASES="alone loaded" WALL_GATES=total.mean=5%,total.p50=5%
 #
 # Timing lives here, not in ctest: the figures depend on the machine's load.
 set -euo pipefail
@@ -19,18 +19,11 @@ RUNS=${RUNS:-3}
 REQUESTS=${REQUESTS:-60}
 SHAPE=${SHAPE:-1,3,32,32}
 WARMUP=${WARMUP:-5}
-CPUS=${CPUS:-0}
-LOAD=${LOAD:-1}
-MODES=${MODES:-alone load}
+CORES=${CORES:-0}  # one core: a CI runner's share
 WALL_GATES=${WALL_GATES:-total.mean=5%,total.p50=5%}
 
 D=$(mktemp -d)
-busy=()
-stop_load() {
-  for p in "${busy[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${busy[@]}"; do wait "$p" 2>/dev/null || true; done
-  busy=()
-}
+source "$(dirname "$0")/busy_load.sh"
 trap 'stop_load; rm -rf "$D"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -39,7 +32,7 @@ trap 'exit 143' TERM
 "$B" gen-trace --requests "$REQUESTS" --keys "$REQUESTS" --shape "$SHAPE" --dtype uint8 --seed 1 -o "$D/t.jsonl" >/dev/null
 
 one_run() {
-  taskset -c "$CPUS" "$B" run "$D/m.pt" --trace "$D/t.jsonl" --warmup "$WARMUP" --out "$1" --no-progress >/dev/null
+  taskset -c "$CORES" "$B" run "$D/m.pt" --trace "$D/t.jsonl" --warmup "$WARMUP" --out "$1" --no-progress >/dev/null
 }
 
 # "verdict change% [interval]" of one gate row of a diff's JSON.
@@ -57,13 +50,8 @@ PY
 
 bad_under_load=0
 summary=()
-for mode in $MODES; do
-  if [ "$mode" = load ]; then
-    for _ in $(seq "$LOAD"); do
-      taskset -c "$CPUS" sh -c 'while :; do :; done' &
-      busy+=($!)
-    done
-  fi
+for mode in $PHASES; do
+  start_load_for "$mode"
   before=$(cut -d' ' -f1-3 /proc/loadavg)
   declare -A count=()
   for t in $(seq "$TRIES"); do
@@ -85,7 +73,7 @@ for mode in $MODES; do
   done
   after=$(cut -d' ' -f1-3 /proc/loadavg)
   stop_load
-  [ "$mode" = load ] && bad_under_load=${count[REGRESSION]:-0}
+  [ "$mode" = loaded ] && bad_under_load=${count[REGRESSION]:-0}
   summary+=("$(printf '%-5s  %d tries of %d+%d runs x %d requests: default gates %d REGRESSION, %d unstable, %d ok; wall gates (%s) %d REGRESSION, %d unstable, %d ok; load average %s -> %s' \
     "$mode" "$TRIES" "$RUNS" "$RUNS" "$REQUESTS" \
     "${count[REGRESSION]:-0}" "${count[unstable]:-0}" "${count[ok]:-0}" "$WALL_GATES" "${count[wall_REGRESSION]:-0}" \

@@ -25,17 +25,8 @@ ZIPF=${ZIPF:-1.0}
 L1=${L1:-lru:10}
 L2=${L2:-lfu:30}
 MAX_ERROR_PCT=${MAX_ERROR_PCT:-5}
-PHASES=${PHASES:-alone loaded}
-BUSY=${BUSY:-1}
-CORES=${CORES:-0-$(($(nproc) - 1))}
-command -v taskset >/dev/null || { echo "taskset (util-linux) is needed to pin the load" >&2; exit 2; }
+source "$(dirname "$0")/busy_load.sh"
 D=$(mktemp -d)
-LOAD_PIDS=()
-stop_load() {
-  for p in "${LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${LOAD_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  LOAD_PIDS=()
-}
 trap 'stop_load; rm -rf "$D"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -47,12 +38,7 @@ TIERS=(--tier "l1=$L1" --tier "l2=$L2")
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 bad=0
 for PHASE in $PHASES; do
-if [[ $PHASE == loaded ]]; then
-  for _ in $(seq "$BUSY"); do
-    taskset -c "$CORES" sh -c 'while :; do :; done' &
-    LOAD_PIDS+=("$!")
-  done
-fi
+start_load_for "$PHASE"
 [[ $PHASE == loaded ]] && echo "(loaded: $BUSY busy loops pinned on cores $CORES)"
 for ARCH in $ARCHS; do
   case "$ARCH" in

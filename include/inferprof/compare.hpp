@@ -18,20 +18,20 @@
 #include <utility>
 #include <vector>
 
+#include "inferprof/enum_names.hpp"
 #include "inferprof/replay.hpp"
 #include "inferprof/report.hpp"
 
 namespace inferprof {
 
 enum class CompareMode : std::uint8_t { lockstep, sequential };
-// Inline: the report module renders the name without depending on replay.
+template <>
+struct EnumNames<CompareMode> {
+  static constexpr std::array<std::string_view, 2> names{"lockstep", "sequential"};
+};
+// The report module's spelling of enum_name (header-only: it does not depend on replay).
 inline std::string_view compare_mode_name(CompareMode m) {
-  return m == CompareMode::lockstep ? "lockstep" : "sequential";
-}
-inline std::optional<CompareMode> parse_compare_mode(std::string_view name) {
-  if (name == "lockstep") return CompareMode::lockstep;
-  if (name == "sequential") return CompareMode::sequential;
-  return std::nullopt;
+  return enum_name(m);
 }
 
 struct CompareConfig {

@@ -9,9 +9,18 @@
 #include <vector>
 
 #include "inferprof/cache.hpp"
+#include "inferprof/enum_names.hpp"
 #include "inferprof/trace.hpp"
 
 namespace inferprof {
+
+// How model_update events switch versions (replay/model_updates.hpp says how
+// each works): [model] update in a profile, --update on the command line.
+enum class UpdateMode : std::uint8_t { sync, async, preload };
+template <>
+struct EnumNames<UpdateMode> {
+  static constexpr std::array<std::string_view, 3> names{"sync", "async", "preload"};
+};
 
 // One preprocessing op with its parameters (only those its kind uses are set).
 struct PreprocessOp {
@@ -46,7 +55,7 @@ struct Profile {
     std::string device = "cpu";
     int threads = 1;  // 0: one per core
     int warmup = 3;
-    std::string update = "sync";  // how model_update events switch versions: sync | async | preload
+    UpdateMode update = UpdateMode::sync;
   } model;
   struct Input {
     std::vector<std::int64_t> shape;  // empty: from the model's metadata

@@ -9,17 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "inferprof/run_config.hpp"
+
 namespace inferprof {
 
 struct ReplicaLaunch {
   int replicas = 2;
   std::string binary;                   // the inferprof executable
   std::vector<std::string> child_args;  // `run` arguments each replica gets, before its own
-  std::string split = "rr";             // rr (round-robin) | hash (of the request key)
-  std::string out_dir;                  // DIR/replica-I/ per replica, DIR/replicas.json
-  std::string cache_namespace;          // shared by all replicas
-  std::string redis_url;                // shared tiers and the update channel ("" none)
-  int timeout_s = 0;                    // > 0: replicas still running then are killed (reported)
+  Split split = Split::round_robin;
+  std::string out_dir;          // DIR/replica-I/ per replica, DIR/replicas.json
+  std::string cache_namespace;  // shared by all replicas
+  std::string redis_url;        // shared tiers and the update channel ("" none)
+  int timeout_s = 0;            // > 0: replicas still running then are killed (reported)
 };
 
 struct ReplicaResult {
@@ -49,7 +51,7 @@ struct ReplicaUpdate {
 };
 
 struct ReplicaSummary {
-  std::string split;
+  std::string split;  // enum_name(Split): the report module renders it without depending on replay
   std::vector<ReplicaResult> replicas;
   int failed = 0;
   std::uint64_t requests = 0;

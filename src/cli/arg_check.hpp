@@ -6,9 +6,12 @@
 // e.g. "--trace is required" for a misspelt --trace.
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inferprof/enum_names.hpp"
 
 namespace inferprof::cli {
 
@@ -31,5 +34,26 @@ CLI::Validator number_above(double min);     // > min
 CLI::Validator number_at_least(double min);  // >= min
 // "expected one of table, json or csv, got xml"
 CLI::Validator one_of(std::vector<std::string> names);
+
+// An option naming an enum (EnumNames<E>): checked against its names (the
+// error lists them; exit 2) and parsed into `target` here, once; below the
+// CLI only the enum travels. The help shows `target`'s value as the default.
+template <class E>
+CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& target, const std::string& help) {
+  return cmd
+      ->add_option_function<std::string>(
+          flag, [&target](const std::string& s) { target = *parse_enum<E>(s); }, help)
+      ->check(one_of(enum_names<E>()))
+      ->default_str(std::string(enum_name(target)));
+}
+// The same, unset unless given (the default comes from elsewhere, e.g. the profile).
+template <class E>
+CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, std::optional<E>& target,
+                             const std::string& help) {
+  return cmd
+      ->add_option_function<std::string>(
+          flag, [&target](const std::string& s) { target = parse_enum<E>(s); }, help)
+      ->check(one_of(enum_names<E>()));
+}
 
 }  // namespace inferprof::cli

@@ -67,10 +67,9 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_option("--store-redis", args.store_redis,
                   "Keep model bytes in this Redis too, between the in-memory and the remote tier");
   cmd->add_flag("--store-zstd", args.store_zstd, "Compress model chunks in Redis with zstd");
-  cmd->add_option("--update", args.update,
+  add_enum_option(cmd, "--update", args.update,
                   "How a model_update switches versions: sync (next request reloads), async (old version serves "
-                  "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)")
-      ->check(one_of({"sync", "async", "preload"}));
+                  "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)");
   cmd->add_option("--preload-lead-ms", args.preload_lead_ms,
                   "--update preload, open loop: start loading a new version this many milliseconds before its "
                   "event (closed loop: when the replay reads the event)")
@@ -78,9 +77,11 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
       ->capture_default_str();
   cmd->add_option("--device", args.device, "cpu, cuda or cuda:N (default: the profile's [model] device)");
   cmd->add_flag("--pinned", args.pinned, "cuda: stage inputs in pinned (page-locked) host memory before h2d");
-  cmd->add_option("--gpu-trace", args.gpu_trace,
-                  "cuda: on = CUPTI activity + NVTX ranges (GPU stage times); off = host times only")
-      ->check(one_of({"on", "off"}));
+  cmd->add_option_function<std::string>(
+         "--gpu-trace", [&args](const std::string& s) { args.gpu_trace = s == "on"; },
+         "cuda: on = CUPTI activity + NVTX ranges (GPU stage times); off = host times only")
+      ->check(one_of({"on", "off"}))
+      ->default_str("on");
   cmd->add_option("--model-sha256", args.model_sha256,
                   "Refuse to load a model whose sha256 is not HEX (libtorch does not detect a damaged file)");
 }
@@ -160,7 +161,6 @@ std::string redis_url(const ReplayArgs& args) {
 RunConfig make_run_config(const ReplayArgs& args) {
   RunConfig config;
   config.model_path = args.model;
-  config.trace_path = args.trace;
   if (!args.model_sha256.empty()) {
     std::string hex = args.model_sha256;
     for (char& c : hex)
@@ -171,46 +171,55 @@ RunConfig make_run_config(const ReplayArgs& args) {
     config.model_sha256 = hex;
   }
   check_trace_is_readable(args.trace);
+
+  ReplayOptions& replay = config.replay;
+  replay.trace_path = args.trace;
   if (!args.csv_columns.empty()) {
     if (!TraceReader::is_csv(args.trace))
       throw bad_input(fmt::format("--csv-columns applies to a .csv trace; '{}' is read as JSON lines", args.trace));
-    config.csv = parse_csv_columns(args.csv_columns);
+    replay.csv = parse_csv_columns(args.csv_columns);
   }
   config.profile = load_profile(args.profile);
-  config.warmup = args.warmup;
-  config.threads = args.threads;
-  config.concurrency = args.concurrency;
-  config.open_loop = args.open_loop;
+  replay.warmup = args.warmup;
+  replay.threads = args.threads;
+  replay.concurrency = args.concurrency;
+  replay.drive = args.open_loop ? Drive::open_loop : Drive::closed_loop;
   // --speed scales ts_ms, which only an open-loop replay follows.
   if (args.speed > 0 && !args.open_loop)
     throw bad_input(
         fmt::format("--speed {} applies to --open-loop replays only: add --open-loop to release "
                     "requests at their ts_ms",
                     args.speed));
-  config.speed = args.speed > 0 ? args.speed : 1.0;
-  config.limit = args.limit;
-  config.ops = args.ops;
-  if (!args.no_progress) config.observer = make_progress_display();
-  config.skip_invalid = args.skip_invalid;
+  replay.speed = args.speed > 0 ? args.speed : 1.0;
+  replay.limit = args.limit;
+  replay.skip_invalid = args.skip_invalid;
+
+  OutputOptions& output = config.output;
+  output.ops = args.ops;
+  if (!args.no_progress) output.observer = make_progress_display();
   // Clamped below 2^64 bytes, so that the conversion is defined for any value given.
-  config.trace_json_max_bytes = static_cast<std::uint64_t>(std::min(args.trace_json_max_mb * 1e6, 1e19));
-  config.store_url = args.store;
-  config.store_redis_url = args.store_redis;
-  config.store_zstd = args.store_zstd;
-  config.update_mode = args.update;
-  config.preload_lead_ms = args.preload_lead_ms;
+  output.trace_json_max_bytes = static_cast<std::uint64_t>(std::min(args.trace_json_max_mb * 1e6, 1e19));
+
+  if (args.verify >= 0) config.caches.verify_fraction = args.verify;
+
+  ModelStoreOptions& store = config.store;
   if (args.store.empty() && (!args.store_redis.empty() || args.store_zstd))
     throw bad_input("--store-redis and --store-zstd apply to a model store: add --store URL");
+  store.url = args.store;
+  store.redis_url = args.store_redis;
+  store.zstd = args.store_zstd;
+  store.update_mode = args.update;
+  store.preload_lead_ms = args.preload_lead_ms;
+
   if (!args.device.empty()) {
     if (!is_device_name(args.device))
       throw bad_input(fmt::format("--device {}: expected cpu, cuda or cuda:N", args.device));
     config.profile.model.device = args.device;
   }
-  if ((args.pinned || args.gpu_trace != "on") && config.profile.model.device == "cpu")
+  if ((args.pinned || !args.gpu_trace) && config.profile.model.device == "cpu")
     throw bad_input("--pinned and --gpu-trace apply to --device cuda only (this run is on cpu)");
-  config.pinned = args.pinned;
-  config.gpu_trace = args.gpu_trace == "on";
-  if (args.verify >= 0) config.verify_fraction = args.verify;
+  config.gpu.pinned = args.pinned;
+  config.gpu.trace = args.gpu_trace;
   return config;
 }
 

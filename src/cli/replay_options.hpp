@@ -2,6 +2,7 @@
 // Options `run` and `compare` share: what to replay and how.
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,17 +17,18 @@ struct ReplayArgs {
   report::Format format = report::Format::table;
   int warmup = -1, threads = -1, concurrency = 1;
   bool open_loop = false, ops = false, no_progress = false, skip_invalid = false;
-  double speed = 0;                        // --speed; 0: not given (1x)
-  std::uint64_t limit = 0;                 // --limit; 0: not given (the whole trace)
-  double trace_json_max_mb = 100;          // --trace-json-max-mb
-  std::vector<std::string> tiers;          // --tier l1=lru:1000
-  double verify = -1;                      // --verify[=FRACTION]; -1: off
-  std::string store, store_redis, update;  // the model store
+  double speed = 0;                // --speed; 0: not given (1x)
+  std::uint64_t limit = 0;         // --limit; 0: not given (the whole trace)
+  double trace_json_max_mb = 100;  // --trace-json-max-mb
+  std::vector<std::string> tiers;  // --tier l1=lru:1000
+  double verify = -1;              // --verify[=FRACTION]; -1: off
+  std::string store, store_redis;  // the model store
   bool store_zstd = false;
+  std::optional<UpdateMode> update;  // unset: the profile's
   double preload_lead_ms = 1000;
   std::string device;  // --device; empty: the profile's
   bool pinned = false;
-  std::string gpu_trace = "on";
+  bool gpu_trace = true;     // --gpu-trace on|off
   std::string model_sha256;  // --model-sha256 HEX
   std::string csv_columns;   // --csv-columns MAP (a .csv trace)
 };

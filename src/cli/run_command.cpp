@@ -87,8 +87,7 @@ int interrupted_exit() {
   return lifecycle::interrupted_exit_code();
 }
 
-int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, const std::string& split,
-                  int timeout_s) {
+int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, Split split, int timeout_s) {
   ReplicaLaunch launch;
   launch.replicas = replicas;
   launch.binary = "/proc/self/exe";
@@ -127,7 +126,7 @@ Runner add_run_command(CLI::App& app) {
   auto out = std::make_shared<std::string>();
   auto caches = std::make_shared<std::string>("none");
   auto replicas = std::make_shared<int>(1);
-  auto split = std::make_shared<std::string>("rr");
+  auto split = std::make_shared<Split>(Split::round_robin);
   auto replica = std::make_shared<std::string>();
   auto cache_ns = std::make_shared<std::string>();
   auto replica_timeout = std::make_shared<int>(0);
@@ -143,9 +142,7 @@ Runner add_run_command(CLI::App& app) {
                   "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
                   "updates reach them over Redis pub/sub")
       ->check(whole_at_least(1));
-  cmd->add_option("--split", *split, "How replicas split the requests: rr (round-robin) or hash (of the key)")
-      ->check(one_of({"rr", "hash"}))
-      ->capture_default_str();
+  add_enum_option(cmd, "--split", *split, "How replicas split the requests: rr (round-robin) or hash (of the key)");
   cmd->add_option("--replica-timeout-s", *replica_timeout,
                   "Kill replicas still running after S seconds (default: no limit)")
       ->check(whole_at_least(1));
@@ -163,9 +160,9 @@ Runner add_run_command(CLI::App& app) {
       return run_as_parent(*args, *out, *replicas, *split, *replica_timeout);
     }
     RunConfig config = make_run_config(*args);
-    config.out_dir = *out;
-    config.tiers = resolve_tiers(config.profile, *caches, tier_overrides(*args), redis_url(*args), "");
-    config.cache_namespace = cache_ns->empty() ? fmt::format("run-{}", ::getpid()) : *cache_ns;
+    config.output.out_dir = *out;
+    config.caches.tiers = resolve_tiers(config.profile, *caches, tier_overrides(*args), redis_url(*args), "");
+    config.caches.key_namespace = cache_ns->empty() ? fmt::format("run-{}", ::getpid()) : *cache_ns;
     if (!replica->empty()) {
       int index = -1, count = 0;
       if (std::sscanf(replica->c_str(), "%d/%d", &index, &count) != 2 || index < 0 || count < 1 || index >= count)
@@ -174,19 +171,19 @@ Runner add_run_command(CLI::App& app) {
       // then stops it like an interrupt (its own files and folders go). A
       // parent already gone shows in the handshake (replica_handshake).
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      config.replica_index = index;
-      config.replica_count = count;
-      config.split = *split;
-      if (!config.store_url.empty()) config.update_channel = redis_url(*args);
-      config.on_ready = replica_handshake;
+      config.replica.index = index;
+      config.replica.count = count;
+      config.replica.split = *split;
+      if (!config.store.url.empty()) config.replica.update_channel = redis_url(*args);
+      config.replica.on_ready = replica_handshake;
       // Fault injection for the tests: this replica dies before it starts.
       if (const char* crash = std::getenv("INFERPROF_TEST_CRASH_REPLICA"); crash && std::atoi(crash) == index)
-        config.on_ready = [] { std::abort(); };
+        config.replica.on_ready = [] { std::abort(); };
     }
     RunOutcome outcome = run_replay(config);
     const RunSummary& s = outcome.summary;
     std::fputs(report::render(args->format, s, "a run").c_str(), stdout);
-    print_files(outcome.files, config.out_dir, args->format == report::Format::table, {{"", &s}});
+    print_files(outcome.files, config.output.out_dir, args->format == report::Format::table, {{"", &s}});
     if (s.verify.mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(s.verify.mismatches));
@@ -203,7 +200,7 @@ Runner add_compare_command(CLI::App& app) {
   auto configs = std::make_shared<std::vector<std::string>>();
   auto repeat = std::make_shared<int>(1);
   auto diff = std::make_shared<bool>(false);
-  auto mode = std::make_shared<std::string>();
+  auto mode = std::make_shared<std::optional<CompareMode>>();
   CLI::App* cmd = app.add_subcommand(
       "compare", "Replay a trace under several cache configurations and report the measured speedup of each");
   add_replay_options(cmd, *args);
@@ -215,11 +212,10 @@ Runner add_compare_command(CLI::App& app) {
       ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--out", *out, "Write compare.csv, compare.json and each configuration's reports here");
-  cmd->add_option("--mode", *mode,
+  add_enum_option(cmd, "--mode", *mode,
                   "lockstep: one process, each request served under every configuration in turn, paired interval "
                   "(default for a closed loop with --concurrency 1); sequential: whole replays one after another "
-                  "(default otherwise)")
-      ->check(one_of({"lockstep", "sequential"}));
+                  "(default otherwise)");
   cmd->add_flag("--flamegraph-diff", *diff,
                 "With --out: a differential flame graph of each configuration vs the first");
 
@@ -235,7 +231,7 @@ Runner add_compare_command(CLI::App& app) {
     config.repeat = *repeat;
     config.out_dir = *out;
     config.flamegraph_diff = *diff;
-    if (!mode->empty()) config.mode = parse_compare_mode(*mode);
+    config.mode = *mode;
     if (*diff && out->empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
     CompareResult result = run_compare(config);
     std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);

@@ -312,11 +312,12 @@ Profile parse_profile(std::string_view text, const std::string& source) {
                fmt::format("'device' in [model] must be \"cpu\" or \"cuda[:N]\" (got '{}')", p.model.device));
     p.model.threads = static_cast<int>(get_int(ctx, *m, "threads", "[model]", 1, 0, kMaxThreads));
     p.model.warmup = static_cast<int>(get_int(ctx, *m, "warmup", "[model]", 3, 0, std::numeric_limits<int>::max()));
-    p.model.update = get_string(ctx, *m, "update", "[model]", "sync");
-    if (p.model.update != "sync" && p.model.update != "async" && p.model.update != "preload")
-      ctx.fail(
-          m->get("update"),
-          fmt::format("'update' in [model] must be \"sync\", \"async\" or \"preload\" (got '{}')", p.model.update));
+    const std::string update = get_string(ctx, *m, "update", "[model]", "sync");
+    const std::optional<UpdateMode> mode = parse_enum<UpdateMode>(update);
+    if (!mode)
+      ctx.fail(m->get("update"),
+               fmt::format("'update' in [model] must be {} (got '{}')", enum_choices<UpdateMode>("\""), update));
+    p.model.update = *mode;
   }
   if (const toml::node* n = root.get("input")) {
     const toml::table* in = n->as_table();

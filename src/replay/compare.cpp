@@ -133,14 +133,15 @@ CompareResult run_compare(const CompareConfig& config) {
   if (!config.out_dir.empty())
     temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
 
-  const bool one_worker = !config.base.open_loop && config.base.concurrency == 1;
+  const bool one_worker = config.base.replay.drive == Drive::closed_loop && config.base.replay.concurrency == 1;
   const CompareMode mode = config.mode.value_or(one_worker ? CompareMode::lockstep : CompareMode::sequential);
   if (mode == CompareMode::lockstep && !one_worker)
     throw bad_input(fmt::format(
         "--mode lockstep serves each request under every configuration in turn, one at a time: it cannot {} "
         "(use --mode sequential)",
-        config.base.open_loop ? "release requests at their ts_ms (--open-loop)"
-                              : fmt::format("keep {} requests in flight (--concurrency)", config.base.concurrency)));
+        config.base.replay.drive == Drive::open_loop
+            ? "release requests at their ts_ms (--open-loop)"
+            : fmt::format("keep {} requests in flight (--concurrency)", config.base.replay.concurrency)));
 
   CompareResult result;
   result.repeat = config.repeat;
@@ -176,7 +177,7 @@ CompareResult run_compare(const CompareConfig& config) {
     }
   } partial{config, folders};
 
-  ReplayObserver* observer = config.base.observer.get();
+  ReplayObserver* observer = config.base.output.observer.get();
   // A completed replay (or lockstep pass) of configuration c: its figures, and the last one's reports.
   auto keep = [&](std::size_t c, RunOutcome outcome) {
     CompareRow& row = result.rows[c];
@@ -226,10 +227,10 @@ CompareResult run_compare(const CompareConfig& config) {
       for (std::size_t c = 0; c < result.rows.size() && !lifecycle::interrupted(); ++c) {
         CompareRow& row = result.rows[c];
         RunConfig run = config.base;
-        run.tiers = row.tiers;
-        run.cache_namespace = run_namespace(c, rep);
+        run.caches.tiers = row.tiers;
+        run.caches.key_namespace = run_namespace(c, rep);
         const bool last = rep == config.repeat - 1;
-        run.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folders[c]).string() : "";
+        run.output.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folders[c]).string() : "";
         if (observer)
           observer->context(
               fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
@@ -245,7 +246,7 @@ CompareResult run_compare(const CompareConfig& config) {
         }
         if (cut_short) {
           std::error_code ec;
-          if (!run.out_dir.empty()) fs::remove_all(run.out_dir, ec);
+          if (!run.output.out_dir.empty()) fs::remove_all(run.output.out_dir, ec);
           break;
         }
         keep(c, std::move(outcome));

@@ -20,16 +20,16 @@ namespace fs = std::filesystem;
 
 LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<LockstepTarget>& targets) {
   check_replay_config(base);
-  if (base.open_loop || base.concurrency != 1)
+  if (base.replay.drive == Drive::open_loop || base.replay.concurrency != 1)
     throw bad_input(
         "lockstep serves one request at a time under every configuration: it needs a closed loop with "
         "--concurrency 1");
   const std::size_t n = targets.size();
-  ReplayObserver* observer = base.observer.get();
+  ReplayObserver* observer = base.output.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
   const ObserverFinish finished{observer};
   RunInfo info = describe_replay(base);
-  TraceReader reader(base.trace_path, TraceReader::Options{base.skip_invalid, 1 << 20, base.csv});
+  TraceReader reader(base.replay.trace_path, TraceReader::Options{base.replay.skip_invalid, 1 << 20, base.replay.csv});
   std::deque<TraceRecord> early = read_trace_head(base, reader, info);
   const TraceRequest warmup_request = early.back().request;
 
@@ -66,17 +66,17 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   for (std::size_t c = 0; c < n; ++c) {
     CollectorOptions copts;
     copts.out_dir = targets[c].out_dir;
-    copts.trace_json_max_bytes = base.trace_json_max_bytes;
+    copts.trace_json_max_bytes = base.output.trace_json_max_bytes;
     copts.copies_applicable = info.copies_applicable;
     collectors.push_back(std::make_unique<Collector>(copts));
     collectors.back()->set_epoch(epoch);
     lanes[c].caches = states[c].caches();
     lanes[c].collector = collectors.back().get();
-    verifiers.push_back(std::make_unique<Verifier>(lanes[c].caches != nullptr, base.verify_fraction));
+    verifiers.push_back(std::make_unique<Verifier>(lanes[c].caches != nullptr, base.caches.verify_fraction));
     lanes[c].verifier = verifiers.back().get();
   }
 
-  if (base.limit > 0) counters.estimate = base.limit;
+  if (base.replay.limit > 0) counters.estimate = base.replay.limit;
   if (observer) {
     observer->phase(ReplayObserver::Phase::replaying);
     observer->replaying(counters);
@@ -99,9 +99,9 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     counters.done = counters.done.load() + 1;
     return true;
   };
-  SkippedRequests skipped(base.skip_invalid);
+  SkippedRequests skipped(base.replay.skip_invalid);
   const std::uint64_t served = drive_lockstep(
-      server, lanes, next, [] { return lifecycle::interrupted(); }, base.limit, &skipped);
+      server, lanes, next, [] { return lifecycle::interrupted(); }, base.replay.limit, &skipped);
   if (lifecycle::interrupted()) info.interrupted_by = lifecycle::interrupt_name();
   if (served == 0 && lifecycle::interrupted())
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
@@ -112,7 +112,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     if (info.skipped_examples.size() < 10) info.skipped_examples.push_back(std::move(e));
   if (served == 0)
     throw bad_input(
-        fmt::format("{}: the trace has no valid requests{}", base.trace_path,
+        fmt::format("{}: the trace has no valid requests{}", base.replay.trace_path,
                     info.skipped_invalid ? fmt::format(" ({} invalid requests skipped)", info.skipped_invalid) : ""));
   if (ignored_events)
     info.warnings.push_back(fmt::format(

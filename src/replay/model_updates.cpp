@@ -13,7 +13,6 @@ namespace inferprof {
 
 namespace {
 
-constexpr std::array<std::string_view, 3> kModeNames = {"sync", "async", "preload"};
 // Versions that requests name explicitly ("m@v1") stay loaded, up to this many.
 constexpr std::size_t kMaxPinned = 4;
 
@@ -39,16 +38,6 @@ std::uint32_t wait_name() {
 }
 
 }  // namespace
-
-std::string_view update_mode_name(UpdateMode m) {
-  return kModeNames.at(static_cast<std::size_t>(m));
-}
-
-std::optional<UpdateMode> parse_update_mode(std::string_view name) {
-  for (std::size_t i = 0; i < kModeNames.size(); ++i)
-    if (kModeNames[i] == name) return static_cast<UpdateMode>(i);
-  return std::nullopt;
-}
 
 std::unique_ptr<ModelSource> make_file_source(const std::string& path) {
   return std::make_unique<FileSource>(path);
@@ -101,7 +90,7 @@ void ModelUpdates::announce(const std::string& version) {
     u.report.model = source_.name();
     u.report.from_version = current_;
     u.report.to_version = version;
-    u.report.mode = std::string(update_mode_name(mode_));
+    u.report.mode = std::string(enum_name(mode_));
     u.report.announced_ms = static_cast<double>(now_ns() - epoch_) / 1e6;
     current_ = version;
     k = updates_.size() - 1;

@@ -29,13 +29,10 @@
 #include <vector>
 
 #include "inferprof/pipeline.hpp"
+#include "inferprof/profile.hpp"
 #include "inferprof/report.hpp"
 
 namespace inferprof {
-
-enum class UpdateMode : std::uint8_t { sync, async, preload };
-std::string_view update_mode_name(UpdateMode m);
-std::optional<UpdateMode> parse_update_mode(std::string_view name);
 
 // Where a replay's model versions come from. Thread-safe.
 class ModelSource {

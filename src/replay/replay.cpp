@@ -163,12 +163,12 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
 namespace detail {
 
 void check_replay_config(const RunConfig& config) {
-  if (config.concurrency < 1) throw bad_input("--concurrency must be at least 1");
-  if (!(config.speed > 0)) throw bad_input("--speed must be greater than 0");
-  if (config.threads > kMaxThreads)
-    throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.threads, kMaxThreads));
-  if (!(config.verify_fraction >= 0 && config.verify_fraction <= 1))
-    throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.verify_fraction));
+  if (config.replay.concurrency < 1) throw bad_input("--concurrency must be at least 1");
+  if (!(config.replay.speed > 0)) throw bad_input("--speed must be greater than 0");
+  if (config.replay.threads > kMaxThreads)
+    throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.replay.threads, kMaxThreads));
+  if (!(config.caches.verify_fraction >= 0 && config.caches.verify_fraction <= 1))
+    throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.caches.verify_fraction));
 }
 
 RunInfo describe_replay(const RunConfig& config) {
@@ -177,16 +177,16 @@ RunInfo describe_replay(const RunConfig& config) {
   info.tool_version = INFERPROF_VERSION;
   info.libtorch_version = libtorch_version();
   detail::record_machine_facts(info);
-  info.trace_path = config.trace_path;
+  info.trace_path = config.replay.trace_path;
   info.profile_name = profile.name;
   info.profile_source = profile.source;
   info.device = profile.model.device;
-  info.concurrency = config.concurrency;
-  info.mode = config.open_loop ? "open-loop" : "closed-loop";
-  info.speed = config.speed;
-  info.limit = config.limit;
-  info.ops = config.ops;
-  info.warmup = config.warmup >= 0 ? config.warmup : profile.model.warmup;
+  info.concurrency = config.replay.concurrency;
+  info.mode = enum_name(config.replay.drive);
+  info.speed = config.replay.speed;
+  info.limit = config.replay.limit;
+  info.ops = config.output.ops;
+  info.warmup = config.replay.warmup >= 0 ? config.replay.warmup : profile.model.warmup;
 
   return info;
 }
@@ -199,7 +199,7 @@ LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObser
   const Profile& profile = config.profile;
   LoadedPipeline out;
   std::string first_version;
-  if (config.store_url.empty()) {
+  if (config.store.url.empty()) {
     out.source = make_file_source(config.model_path);
   } else {
     auto at = config.model_path.find('@');
@@ -207,7 +207,7 @@ LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObser
     if (at != std::string::npos) first_version = config.model_path.substr(at + 1);
   }
 
-  info.threads = configure_threads(config.threads >= 0 ? config.threads : profile.model.threads);
+  info.threads = configure_threads(config.replay.threads >= 0 ? config.replay.threads : profile.model.threads);
   if (observer) observer->phase(ReplayObserver::Phase::loading_model);
   const ModelBytes first_bytes = out.source->fetch(first_version);
   // libtorch checks no CRC: a damaged archive can load and run. A plain file's
@@ -219,9 +219,9 @@ LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObser
       throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}",
                                   printable(config.model_path), sha, config.model_sha256));
   }
-  out.pipeline = std::make_unique<Pipeline>(
-      first_bytes, profile,
-      PipelineOptions{profile.model.device, config.ops, config.pinned, config.gpu_trace, config.trace_path});
+  out.pipeline = std::make_unique<Pipeline>(first_bytes, profile,
+                                            PipelineOptions{profile.model.device, config.output.ops, config.gpu.pinned,
+                                                            config.gpu.trace, config.replay.trace_path});
   const ModelInfo& model = out.pipeline->model();
   info.model_path = model.path;
   info.model_version = model.version;
@@ -243,15 +243,15 @@ std::deque<TraceRecord> read_trace_head(const RunConfig& config, TraceReader& re
     have_pending = rec.kind == TraceRecord::Kind::request;
     read_early.push_back(std::move(rec));
   }
-  if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.trace_path));
+  if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.replay.trace_path));
   const TraceRecord& pending = read_early.back();
-  if (config.open_loop && !pending.request.ts_ms)
-    throw bad_input(at_line(config.trace_path, pending.line,
+  if (config.replay.drive == Drive::open_loop && !pending.request.ts_ms)
+    throw bad_input(at_line(config.replay.trace_path, pending.line,
                             "open-loop replay needs 'ts_ms' on every request (this one has none); drop --open-loop "
                             "to replay closed-loop"));
   std::error_code ec;
-  info.trace_bytes = fs::file_size(config.trace_path, ec);
-  info.trace_hash = file_version(config.trace_path);
+  info.trace_bytes = fs::file_size(config.replay.trace_path, ec);
+  info.trace_hash = file_version(config.replay.trace_path);
 
   return read_early;
 }
@@ -278,12 +278,12 @@ void commit_run(Collector& collector, RunOutcome& outcome, const std::string& ou
 RunOutcome run_replay(const RunConfig& config) {
   const Profile& profile = config.profile;
   detail::check_replay_config(config);
-  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  if (!config.output.out_dir.empty()) ensure_output_dir(config.output.out_dir);
   // Killed by a signal, the run's half-written reports go with it.
   lifecycle::Cleanup temp_files;
-  if (!config.out_dir.empty())
-    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
-  ReplayObserver* observer = config.observer.get();
+  if (!config.output.out_dir.empty())
+    temp_files = lifecycle::Cleanup([dir = config.output.out_dir] { lifecycle::remove_own_temp_files(dir); });
+  ReplayObserver* observer = config.output.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
   const detail::ObserverFinish finished{observer};
 
@@ -291,30 +291,31 @@ RunOutcome run_replay(const RunConfig& config) {
 
   // Validate the trace before paying for the model load. The reader's
   // buffers are allocated here, before the clock starts.
-  TraceReader reader(config.trace_path, TraceReader::Options{config.skip_invalid, 1 << 20, config.csv});
+  TraceReader reader(config.replay.trace_path,
+                     TraceReader::Options{config.replay.skip_invalid, 1 << 20, config.replay.csv});
   // Records read before the producer starts (events before the first request, then it), replayed first.
   std::deque<TraceRecord> read_early = detail::read_trace_head(config, reader, info);
   const TraceRequest warmup_request = read_early.back().request;
 
   // Backends first: an unreachable Redis fails fast, before the model load.
-  detail::CacheState tiers = detail::build_cache_state(config.tiers, config.cache_namespace, config.replica_index >= 0);
+  detail::CacheState tiers =
+      detail::build_cache_state(config.caches.tiers, config.caches.key_namespace, config.replica.is_replica());
   const CacheSet* caches = tiers.caches();
-  detail::Verifier verifier(caches != nullptr, config.verify_fraction);
+  detail::Verifier verifier(caches != nullptr, config.caches.verify_fraction);
 
-  const std::string& mode_name = config.update_mode.empty() ? profile.model.update : config.update_mode;
-  const auto update_mode = parse_update_mode(mode_name);
-  if (!update_mode) throw bad_input(fmt::format("--update {}: expected sync, async or preload", mode_name));
+  const UpdateMode update_mode = config.store.update_mode.value_or(profile.model.update);
   detail::LoadedPipeline loaded = detail::load_pipeline(config, info, observer);
   ModelSource* const source = loaded.source.get();
   Pipeline& pipeline = *loaded.pipeline;
   detail::PipelineServer server(pipeline);
   std::optional<ModelUpdates> updates;
-  if (source->versioned()) updates.emplace(pipeline, *source, *update_mode, caches);
+  if (source->versioned()) updates.emplace(pipeline, *source, update_mode, caches);
   std::uint64_t ignored_events = 0;
   // Replicas hear of updates from Redis pub/sub (replica 0 publishes the trace's events).
   std::unique_ptr<UpdateChannel> channel;
-  if (updates && !config.update_channel.empty()) {
-    channel = std::make_unique<UpdateChannel>(config.update_channel, "inferprof:" + config.cache_namespace + ":updates",
+  if (updates && !config.replica.update_channel.empty()) {
+    channel = std::make_unique<UpdateChannel>(config.replica.update_channel,
+                                              "inferprof:" + config.caches.key_namespace + ":updates",
                                               [&](const ModelRef& ref) {
                                                 if (ref.name == source->name()) updates->announce(ref.version);
                                               });
@@ -325,20 +326,20 @@ RunOutcome run_replay(const RunConfig& config) {
         "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
         "use --warmup N");
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (static_cast<unsigned>(info.threads * config.concurrency) > cores)
+  if (static_cast<unsigned>(info.threads * config.replay.concurrency) > cores)
     info.warnings.push_back(
         fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
                     "includes waiting for a core",
-                    config.concurrency, info.threads, cores));
+                    config.replay.concurrency, info.threads, cores));
 
   FailureLatch failure;
-  BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(config.concurrency));
+  BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(config.replay.concurrency));
   BoundedQueue<Batch> to_collector(64);
   BoundedQueue<Batch> recycled(64);
   std::atomic<std::uint64_t>& done = counters.done;
   std::uint64_t skipped = 0;
   std::vector<std::string> skipped_examples;
-  detail::SkippedRequests skipped_requests(config.skip_invalid);
+  detail::SkippedRequests skipped_requests(config.replay.skip_invalid);
   auto abort_all = [&] {
     jobs.abort();
     to_collector.abort();
@@ -387,7 +388,7 @@ RunOutcome run_replay(const RunConfig& config) {
                     what, e.code().message()));
   };
   if (observer) observer->phase(ReplayObserver::Phase::warming_up);
-  for (int w = 0; w < config.concurrency; ++w) {
+  for (int w = 0; w < config.replay.concurrency; ++w) {
     auto work = [&, w] {
       try {
         {
@@ -413,7 +414,7 @@ RunOutcome run_replay(const RunConfig& config) {
             if (job.due != 0 && !wait_until(job.due)) break;
             if (!channel)
               updates->announce(job.version);
-            else if (config.replica_index <= 0)
+            else if (config.replica.index <= 0)
               channel->publish(ModelRef{source->name(), job.version});
             continue;
           }
@@ -446,18 +447,18 @@ RunOutcome run_replay(const RunConfig& config) {
     try {
       workers.emplace_back(work);
     } catch (const std::system_error& e) {
-      throw cannot_start(e, fmt::format("replay worker {} of {}", w + 1, config.concurrency));
+      throw cannot_start(e, fmt::format("replay worker {} of {}", w + 1, config.replay.concurrency));
     }
   }
 
   {
     std::unique_lock<std::mutex> lock(gate_mutex);
-    gate_cv.wait(lock, [&] { return warmed == config.concurrency; });
+    gate_cv.wait(lock, [&] { return warmed == config.replay.concurrency; });
   }
   // A replica: tell the parent it is ready and wait for the common start.
-  if (config.on_ready && !failure.failed()) {
+  if (config.replica.on_ready && !failure.failed()) {
     try {
-      config.on_ready();
+      config.replica.on_ready();
     } catch (...) {
       failure.set(std::current_exception());
       abort_all();
@@ -465,8 +466,8 @@ RunOutcome run_replay(const RunConfig& config) {
   }
   try {
     CollectorOptions copts;
-    copts.out_dir = config.out_dir;
-    copts.trace_json_max_bytes = config.trace_json_max_bytes;
+    copts.out_dir = config.output.out_dir;
+    copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
     copts.copies_applicable = info.copies_applicable;
     collector = std::make_unique<Collector>(copts);
   } catch (...) {
@@ -479,7 +480,7 @@ RunOutcome run_replay(const RunConfig& config) {
   epoch = now_ns() + 2'000'000;
   if (collector) collector->set_epoch(epoch);
   if (updates) updates->set_epoch(epoch);
-  if (config.limit > 0) counters.estimate = config.limit;
+  if (config.replay.limit > 0) counters.estimate = config.replay.limit;
 
   auto produce = [&] {
     try {
@@ -495,7 +496,7 @@ RunOutcome run_replay(const RunConfig& config) {
       std::optional<double> t0;
       Nanos last_due = 0;
       bool pushed_all = true;
-      while (!failure.failed() && (config.limit == 0 || seq < config.limit) && next_record()) {
+      while (!failure.failed() && (config.replay.limit == 0 || seq < config.replay.limit) && next_record()) {
         if (rec.kind == TraceRecord::Kind::event) {
           const TraceEvent& e = rec.event;
           if (!updates || e.type != "model_update" || e.model != source->name()) {
@@ -507,35 +508,39 @@ RunOutcome run_replay(const RunConfig& config) {
           job.version = e.version;
           job.line = rec.line;
           // Open loop: it happens at its ts_ms (or, without one, right after the request before it).
-          if (config.open_loop) {
+          if (config.replay.drive == Drive::open_loop) {
             if (e.ts_ms && !t0) t0 = *e.ts_ms;
-            job.due = e.ts_ms ? epoch + due_after(*e.ts_ms, *t0, config.speed, config.trace_path, rec.line) : last_due;
+            job.due = e.ts_ms
+                          ? epoch + due_after(*e.ts_ms, *t0, config.replay.speed, config.replay.trace_path, rec.line)
+                          : last_due;
           }
           // A version a store could hold ("v2"): an empty or path-like one is bad input here.
-          parse_model_ref(e.model + "@" + e.version, fmt::format("{}:{}: model_update", config.trace_path, rec.line));
-          updates->read_ahead(e.version, job.due ? job.due - static_cast<Nanos>(config.preload_lead_ms * 1e6) : 0);
+          parse_model_ref(e.model + "@" + e.version,
+                          fmt::format("{}:{}: model_update", config.replay.trace_path, rec.line));
+          updates->read_ahead(e.version,
+                              job.due ? job.due - static_cast<Nanos>(config.store.preload_lead_ms * 1e6) : 0);
           if (!jobs.push(std::move(job))) {
             pushed_all = false;
             break;
           }
           continue;
         }
-        if (config.replica_count > 1) {
+        if (config.replica.count > 1) {
           const std::uint64_t n =
-              config.split == "hash" ? XXH3_64bits(rec.request.key.data(), rec.request.key.size()) : nth;
+              config.replica.split == Split::hash ? XXH3_64bits(rec.request.key.data(), rec.request.key.size()) : nth;
           ++nth;
-          if (n % static_cast<std::uint64_t>(config.replica_count) != static_cast<std::uint64_t>(config.replica_index))
+          if (n % static_cast<std::uint64_t>(config.replica.count) != static_cast<std::uint64_t>(config.replica.index))
             continue;
         }
         Job job;
         job.line = rec.line;
         job.seq = seq++;
-        if (config.open_loop) {
+        if (config.replay.drive == Drive::open_loop) {
           if (!rec.request.ts_ms)
-            throw bad_input(at_line(config.trace_path, rec.line,
+            throw bad_input(at_line(config.replay.trace_path, rec.line,
                                     "open-loop replay needs 'ts_ms' on every request (this one has none)"));
           if (!t0) t0 = *rec.request.ts_ms;
-          job.due = epoch + due_after(*rec.request.ts_ms, *t0, config.speed, config.trace_path, rec.line);
+          job.due = epoch + due_after(*rec.request.ts_ms, *t0, config.replay.speed, config.replay.trace_path, rec.line);
           last_due = job.due;
         }
         job.request = std::move(rec.request);
@@ -548,7 +553,7 @@ RunOutcome run_replay(const RunConfig& config) {
         if ((seq & 1023) == 0 && reader.bytes() > 0 && info.trace_bytes > 0) {
           auto estimate = static_cast<std::uint64_t>(static_cast<double>(seq) * static_cast<double>(info.trace_bytes) /
                                                      static_cast<double>(reader.bytes()));
-          if (config.limit > 0) estimate = std::min<std::uint64_t>(estimate, config.limit);
+          if (config.replay.limit > 0) estimate = std::min<std::uint64_t>(estimate, config.replay.limit);
           counters.estimate = std::max(estimate, seq);
         }
       }
@@ -595,7 +600,7 @@ RunOutcome run_replay(const RunConfig& config) {
   stop_hook.reset();  // an interrupt from here on cuts nothing short
   failure.rethrow();
   if (cut_short) info.interrupted_by = lifecycle::interrupt_name();
-  if (done.load() == 0 && cut_short && config.replica_count <= 1)
+  if (done.load() == 0 && cut_short && config.replica.count <= 1)
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
                 fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
 
@@ -603,11 +608,11 @@ RunOutcome run_replay(const RunConfig& config) {
   skipped += skipped_requests.count();
   for (std::string& e : skipped_requests.examples())
     if (skipped_examples.size() < 10) skipped_examples.push_back(std::move(e));
-  if (done.load() == 0 && config.replica_count <= 1)
-    throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.trace_path,
+  if (done.load() == 0 && config.replica.count <= 1)
+    throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.replay.trace_path,
                                 skipped ? fmt::format(" ({} invalid requests skipped)", skipped) : ""));
   // Verification stalls the workers between requests; take it out of the replay time.
-  info.wall_s = static_cast<double>(replay_end - epoch - verifier.spent_ns() / config.concurrency) / 1e9;
+  info.wall_s = static_cast<double>(replay_end - epoch - verifier.spent_ns() / config.replay.concurrency) / 1e9;
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
   if (ignored_events && !updates)
@@ -625,7 +630,8 @@ RunOutcome run_replay(const RunConfig& config) {
   info.gpu = pipeline.finish_gpu();
 
   if (observer)
-    observer->phase(config.out_dir.empty() ? ReplayObserver::Phase::finished : ReplayObserver::Phase::writing_reports);
+    observer->phase(config.output.out_dir.empty() ? ReplayObserver::Phase::finished
+                                                  : ReplayObserver::Phase::writing_reports);
   RunOutcome outcome = detail::collect_run(*collector, info, tiers, verifier);
   // The collector grouped latencies by update phase; the update manager knows the rest.
   outcome.summary.updates.resize(update_reports.size());
@@ -640,7 +646,7 @@ RunOutcome run_replay(const RunConfig& config) {
       outcome.summary.info.warnings.push_back(
           fmt::format("update to {}@{} failed, {} kept serving: {}", u.model, u.to_version, u.from_version, u.error));
   }
-  detail::commit_run(*collector, outcome, config.out_dir);
+  detail::commit_run(*collector, outcome, config.output.out_dir);
   return outcome;
 }
 

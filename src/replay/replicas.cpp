@@ -72,9 +72,10 @@ Child spawn(const ReplicaLaunch& launch, int index) {
     throw runtime_failure("replicas: cannot create pipes");
   std::vector<std::string> args{launch.binary};
   args.insert(args.end(), launch.child_args.begin(), launch.child_args.end());
-  for (std::string a : {std::string("--replica"), fmt::format("{}/{}", index, launch.replicas), std::string("--split"),
-                        launch.split, std::string("--cache-namespace"), launch.cache_namespace, std::string("--out"),
-                        c.dir, std::string("--format"), std::string("json"), std::string("--no-progress")})
+  for (std::string a :
+       {std::string("--replica"), fmt::format("{}/{}", index, launch.replicas), std::string("--split"),
+        std::string(enum_name(launch.split)), std::string("--cache-namespace"), launch.cache_namespace,
+        std::string("--out"), c.dir, std::string("--format"), std::string("json"), std::string("--no-progress")})
     args.push_back(std::move(a));
   std::vector<char*> argv;
   for (auto& a : args)
@@ -150,8 +151,6 @@ void read_summary(const std::string& path, ReplicaResult& r) {
 
 ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
-  if (launch.split != "rr" && launch.split != "hash")
-    throw bad_input(fmt::format("--split {}: expected rr (round-robin) or hash (of the request key)", launch.split));
   ensure_output_dir(launch.out_dir);
   // A replica that dies after saying ready closes its pipe: writing to it must
   // be an error we report, not a signal that kills the parent.
@@ -262,7 +261,7 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   clear_shared();
 
   ReplicaSummary s;
-  s.split = launch.split;
+  s.split = enum_name(launch.split);
   if (lifecycle::interrupted()) s.interrupted_by = lifecycle::interrupt_name();
   std::map<std::string, ReplicaUpdate> by_version;
   std::vector<std::string> order;

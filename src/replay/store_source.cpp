@@ -32,9 +32,9 @@ class StoreSource final : public ModelSource {
  private:
   static StoreOptions options(const RunConfig& config) {
     StoreOptions o;
-    o.remote_url = config.store_url;
-    o.redis_url = config.store_redis_url;
-    o.zstd = config.store_zstd;
+    o.remote_url = config.store.url;
+    o.redis_url = config.store.redis_url;
+    o.zstd = config.store.zstd;
     return o;
   }
 

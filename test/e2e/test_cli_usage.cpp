@@ -110,6 +110,13 @@ TEST_SUITE("e2e command line") {
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--format", "xml"},
                       "--format: expected table, json, csv or markdown, got 'xml'");
     check_usage_error({"diff", "a", "b", "--format", "csv"}, "--format: expected table, json or markdown, got 'csv'");
+    // Modes: each parsed once, here, and the error lists every value.
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--update", "later"},
+                      "--update: expected sync, async or preload, got 'later'");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--replicas", "2", "--split", "key"},
+                      "--split: expected rr or hash, got 'key'");
+    check_usage_error({"compare", "m.pt", "--trace", "t.jsonl", "--mode", "paired"},
+                      "--mode: expected lockstep or sequential, got 'paired'");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--speed", "2"},
                       "--speed 2 applies to --open-loop replays only: add --open-loop to release requests at their "
                       "ts_ms");

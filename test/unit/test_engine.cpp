@@ -159,9 +159,9 @@ TEST_SUITE("engine") {
 
 TEST_SUITE("compare report") {
   TEST_CASE("compare modes: names round-trip") {
-    CHECK(parse_compare_mode("lockstep") == CompareMode::lockstep);
-    CHECK(parse_compare_mode("sequential") == CompareMode::sequential);
-    CHECK_FALSE(parse_compare_mode("paired").has_value());
+    CHECK(parse_enum<CompareMode>("lockstep") == CompareMode::lockstep);
+    CHECK(parse_enum<CompareMode>("sequential") == CompareMode::sequential);
+    CHECK_FALSE(parse_enum<CompareMode>("paired").has_value());
     CHECK(compare_mode_name(CompareMode::lockstep) == "lockstep");
   }
 

@@ -113,8 +113,8 @@ op = "to_tensor"
                       "p.toml:2: unknown key 'thread' in [model] (expected device, threads, warmup, update)");
     CHECK_THROWS_WITH(parse_profile("[model]\nupdate = \"later\"\n", "p.toml"),
                       "p.toml:2: 'update' in [model] must be \"sync\", \"async\" or \"preload\" (got 'later')");
-    CHECK(parse_profile("[model]\nupdate = \"preload\"\n", "p.toml").model.update == "preload");
-    CHECK(parse_profile("", "p.toml").model.update == "sync");
+    CHECK(parse_profile("[model]\nupdate = \"preload\"\n", "p.toml").model.update == UpdateMode::preload);
+    CHECK(parse_profile("", "p.toml").model.update == UpdateMode::sync);
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"scale\"\n", "p.toml"),
                       "p.toml:1: preprocess op 'scale' needs 'factor'");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"normalize\"\nmean = [1, 2]\nstd = [1]\n", "p.toml"),

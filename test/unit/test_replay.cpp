@@ -23,10 +23,10 @@ RunConfig small_run(const TempDir& dir, std::uint64_t requests, double rate = 10
   generate_trace(t, dir.file("t.jsonl"));
   RunConfig c;
   c.model_path = dir.file("m.pt");
-  c.trace_path = dir.file("t.jsonl");
+  c.replay.trace_path = dir.file("t.jsonl");
   c.profile = load_profile("");
-  c.warmup = 2;
-  c.threads = 1;
+  c.replay.warmup = 2;
+  c.replay.threads = 1;
   return c;
 }
 }  // namespace
@@ -71,14 +71,14 @@ TEST_SUITE("replay") {
   TEST_CASE("--limit, --concurrency and open loop") {
     TempDir dir;
     RunConfig c = small_run(dir, 200, 5000);
-    c.limit = 50;
-    c.concurrency = 3;
+    c.replay.limit = 50;
+    c.replay.concurrency = 3;
     CHECK(run_replay(c).summary.requests == 50);
 
-    c.concurrency = 1;
-    c.limit = 0;
-    c.open_loop = true;
-    c.speed = 2;
+    c.replay.concurrency = 1;
+    c.replay.limit = 0;
+    c.replay.drive = Drive::open_loop;
+    c.replay.speed = 2;
     RunOutcome o = run_replay(c);
     CHECK(o.summary.requests == 200);
     CHECK(o.summary.info.mode == "open-loop");
@@ -89,9 +89,9 @@ TEST_SUITE("replay") {
   TEST_CASE("warnings: no warm-up, oversubscription") {
     TempDir dir;
     RunConfig c = small_run(dir, 10);
-    c.warmup = 0;
-    c.threads = 64;
-    c.concurrency = 2;
+    c.replay.warmup = 0;
+    c.replay.threads = 64;
+    c.replay.concurrency = 2;
     auto s = run_replay(c).summary;
     REQUIRE(s.info.warnings.size() == 2);
     CHECK(s.info.warnings[0].rfind("no warm-up", 0) == 0);
@@ -106,11 +106,11 @@ TEST_SUITE("replay") {
                                             "\n"
                                          << R"({"id": 2, "input": {"shape": [1, 3], "seed": 1}})"
                                             "\n";
-    c.trace_path = dir.file("bad.jsonl");
-    c.out_dir = dir.file("out");
+    c.replay.trace_path = dir.file("bad.jsonl");
+    c.output.out_dir = dir.file("out");
     CHECK_THROWS_WITH(run_replay(c),
-                      doctest::Contains((c.trace_path + ":2: the model rejected the input [1, 3] float32: "
-                                                        "the model expects [N, 16] float32")
+                      doctest::Contains((c.replay.trace_path + ":2: the model rejected the input [1, 3] float32: "
+                                                               "the model expects [N, 16] float32")
                                             .c_str()));
     CHECK(std::filesystem::is_empty(dir.file("out")));
   }
@@ -168,9 +168,9 @@ TEST_SUITE("replay") {
   TEST_CASE("run with caches: L1 hits on repeated keys, hits + misses == lookups") {
     TempDir dir;
     RunConfig c = small_run(dir, 300);
-    c.tiers = resolve_tiers(c.profile, "l1,l3", {}, "", "");
-    c.cache_namespace = "unit";
-    c.verify_fraction = 1.0;
+    c.caches.tiers = resolve_tiers(c.profile, "l1,l3", {}, "", "");
+    c.caches.key_namespace = "unit";
+    c.caches.verify_fraction = 1.0;
     RunSummary s = run_replay(c).summary;
     REQUIRE(s.caches.size() == 2);
     const TierStats& l1 = s.caches[0].stats;

@@ -1,0 +1,110 @@
+#pragma once
+// The validated settings of one replay, one struct per concern. The CLI
+// fills them (src/cli/replay_options.cpp), parsing each mode once into its
+// enum; nothing below the CLI sees CLI11 or compares a mode's spelling.
+// Negative numbers mean "take the profile's value".
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferprof/cache.hpp"
+#include "inferprof/enum_names.hpp"
+#include "inferprof/profile.hpp"
+#include "inferprof/trace.hpp"
+
+namespace inferprof {
+
+class ReplayObserver;  // replay.hpp
+
+// How requests are released: closed loop, each worker takes the next request
+// when it finishes one; open loop, at their ts_ms (the wait is the queue stage).
+enum class Drive : std::uint8_t { closed_loop, open_loop };
+template <>
+struct EnumNames<Drive> {
+  static constexpr std::array<std::string_view, 2> names{"closed-loop", "open-loop"};
+};
+
+// How the replicas of `run --replicas N` divide the requests: round-robin
+// (request n to replica n mod N) or by a hash of the request's key.
+enum class Split : std::uint8_t { round_robin, hash };
+template <>
+struct EnumNames<Split> {
+  static constexpr std::array<std::string_view, 2> names{"rr", "hash"};
+};
+
+// What to replay and how.
+struct ReplayOptions {
+  std::string trace_path;
+  CsvColumns csv;    // a .csv trace's columns (--csv-columns)
+  int warmup = -1;   // un-measured iterations per worker
+  int threads = -1;  // libtorch intra-op threads; 0: one per core
+  int concurrency = 1;
+  Drive drive = Drive::closed_loop;
+  double speed = 1.0;       // open loop: ts_ms divided by this
+  std::uint64_t limit = 0;  // 0: the whole trace
+  bool skip_invalid = false;
+};
+
+// What the replay writes and tells.
+struct OutputOptions {
+  std::string out_dir;                               // empty: no report files
+  bool ops = false;                                  // attribute compute to aten operators
+  std::uint64_t trace_json_max_bytes = 100'000'000;  // trace.json's cap (--trace-json-max-mb); 0: none
+  std::shared_ptr<ReplayObserver> observer;          // told the phase and counts (a progress line); null: nobody
+};
+
+// Result caches. Each replay starts its tiers empty; remote ones are cleared
+// before and after, in `key_namespace` (unique per replay).
+struct CacheOptions {
+  std::vector<TierSpec> tiers;  // resolved (backend and location set); empty: no caching
+  std::string key_namespace;
+  double verify_fraction = 0;  // share of cache hits recomputed and compared (--verify)
+};
+
+// Where model versions come from and how model_update events switch them.
+// (StoreOptions, store.hpp, are the store's own settings; these are the run's.)
+struct ModelStoreOptions {
+  // A file:// folder or http(s):// URL; empty: model_path is a plain file,
+  // its own one-version store, and update events cannot apply.
+  std::string url;
+  std::string redis_url;                  // keep model bytes in Redis too (between memory and the remote)
+  bool zstd = false;                      // compress them there
+  std::optional<UpdateMode> update_mode;  // unset: the profile's
+  double preload_lead_ms = 1000;          // preload, open loop: start fetching this long before the event
+};
+
+// One replica of `run --replicas N` (replicas.hpp): it replays its share of
+// the requests (every event), leaves the shared Redis namespace to the
+// parent, and with update_channel takes model updates from Redis pub/sub
+// (replica 0 publishes the trace's events).
+struct ReplicaRole {
+  int index = -1;  // -1: not a replica
+  int count = 0;
+  Split split = Split::round_robin;
+  std::string update_channel;      // Redis URL for update pub/sub; empty: the trace's own events
+  std::function<void()> on_ready;  // called when warmed up, before the replay starts; may block
+  bool is_replica() const { return index >= 0; }
+};
+
+// cuda only.
+struct GpuOptions {
+  bool pinned = false;  // inputs staged in pinned memory (--pinned)
+  bool trace = true;    // CUPTI + NVTX (--gpu-trace off)
+};
+
+struct RunConfig {
+  std::string model_path;    // a TorchScript file, or with store.url "name[@version]" in the store
+  std::string model_sha256;  // lowercase hex; when set, the model's bytes must hash to it before loading
+  Profile profile;
+  ReplayOptions replay;
+  OutputOptions output;
+  CacheOptions caches;
+  ModelStoreOptions store;
+  ReplicaRole replica;
+  GpuOptions gpu;
+};
+
+}  // namespace inferprof
