@@ -16,7 +16,7 @@ namespace inferprof {
 struct ReplicaLaunch {
   int replicas = 2;
   std::string binary;                   // the inferprof executable
-  std::vector<std::string> child_args;  // `run` arguments each replica gets, before its own
+  std::vector<std::string> child_args;  // the parent's `run` arguments: each replica's, less what the parent decides
   Split split = Split::round_robin;
   std::string out_dir;          // DIR/replica-I/ per replica, DIR/replicas.json
   std::string cache_namespace;  // shared by all replicas

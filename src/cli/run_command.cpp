@@ -1,11 +1,8 @@
 #include <fmt/format.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -15,6 +12,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/replicas.hpp"
+#include "replay/replica_handshake.hpp"
 #include "report/format.hpp"
 #include "report/text.hpp"
 
@@ -45,39 +43,6 @@ void print_files(const std::vector<std::string>& files, const std::string& dir, 
                    fmt::format("{}", static_cast<double>(run->trace_json_max_bytes) / 1e6).c_str());
 }
 
-// The command line a replica gets: the parent's, without what the parent
-// decides for each replica (or does itself).
-std::vector<std::string> replica_args(const std::vector<std::string>& given) {
-  static const std::vector<std::string> parent_only = {"--replicas", "--out", "--format", "--split",
-                                                       "--replica-timeout-s"};
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < given.size(); ++i) {
-    const std::string& a = given[i];
-    bool drop = false;
-    for (const std::string& p : parent_only) {
-      if (a == p) {
-        drop = true;
-        ++i;  // and its value
-      } else if (a.rfind(p + "=", 0) == 0) {
-        drop = true;
-      }
-    }
-    if (!drop) out.push_back(a);
-  }
-  return out;
-}
-
-// fds 3 and 4 come from the parent (replicas.cpp): say ready, wait for go.
-void replica_handshake() {
-  std::signal(SIGPIPE, SIG_IGN);  // a parent that gave up: an error below, not a silent death
-  const char ready = 'r';
-  char go = 0;
-  if (::write(3, &ready, 1) != 1 || ::read(4, &go, 1) != 1)
-    throw runtime_failure("replica: lost the parent before the start (run replicas through `run --replicas N`)");
-  ::close(3);
-  ::close(4);
-}
-
 // The exit of a command whose first interrupt it handled: what completed is
 // reported above; the code says it was cut short (130 for SIGINT, 143 for SIGTERM).
 int interrupted_exit() {
@@ -91,7 +56,7 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   ReplicaLaunch launch;
   launch.replicas = replicas;
   launch.binary = "/proc/self/exe";
-  launch.child_args = replica_args(command_line());
+  launch.child_args = command_line();
   launch.split = split;
   launch.cache_namespace = fmt::format("replicas-{}", ::getpid());
   launch.redis_url = redis_url(args);
@@ -147,8 +112,8 @@ Runner add_run_command(CLI::App& app) {
                   "Kill replicas still running after S seconds (default: no limit)")
       ->check(whole_at_least(1));
   // Set by the parent of --replicas for each replica; not for people.
-  cmd->add_option("--replica", *replica)->group("");
-  cmd->add_option("--cache-namespace", *cache_ns)->group("");
+  cmd->add_option(replica_handshake::kReplicaFlag, *replica)->group("");
+  cmd->add_option(replica_handshake::kNamespaceFlag, *cache_ns)->group("");
 
   return [args, out, caches, replicas, split, replica, cache_ns, replica_timeout] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
@@ -164,21 +129,8 @@ Runner add_run_command(CLI::App& app) {
     config.caches.tiers = resolve_tiers(config.profile, *caches, tier_overrides(*args), redis_url(*args), "");
     config.caches.key_namespace = cache_ns->empty() ? fmt::format("run-{}", ::getpid()) : *cache_ns;
     if (!replica->empty()) {
-      int index = -1, count = 0;
-      if (std::sscanf(replica->c_str(), "%d/%d", &index, &count) != 2 || index < 0 || count < 1 || index >= count)
-        throw bad_input(fmt::format("--replica {}: expected I/N with 0 <= I < N", *replica));
-      // A replica dies with its parent, also one killed by SIGKILL: SIGTERM
-      // then stops it like an interrupt (its own files and folders go). A
-      // parent already gone shows in the handshake (replica_handshake).
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      config.replica.index = index;
-      config.replica.count = count;
-      config.replica.split = *split;
+      config.replica = replica_handshake::join(*replica, *split);
       if (!config.store.url.empty()) config.replica.update_channel = redis_url(*args);
-      config.replica.on_ready = replica_handshake;
-      // Fault injection for the tests: this replica dies before it starts.
-      if (const char* crash = std::getenv("INFERPROF_TEST_CRASH_REPLICA"); crash && std::atoi(crash) == index)
-        config.replica.on_ready = [] { std::abort(); };
     }
     RunOutcome outcome = run_replay(config);
     const RunSummary& s = outcome.summary;

@@ -1,37 +1,27 @@
-// The parent of `run --replicas N`. Each replica is the same binary running
-// `run ... --replica I/N` with two pipes on fds 3 and 4: it writes one byte on
-// 3 when it is loaded, warmed up and subscribed to the update channel, then
-// waits for one byte on 4. The parent releases them together, so their
-// replays start at the same moment and an update published by one is seen by
-// all. A replica that dies is reported and the others go on.
+// The parent of `run --replicas N`: starts the replicas together
+// (replica_handshake.hpp), waits for them, and folds their reports into one.
+// A replica that dies is reported and the others go on.
 #include "inferprof/replicas.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/report.hpp"
+#include "replay/replica_handshake.hpp"
 #include "report/saved_run.hpp"
-
-extern char** environ;
 
 namespace inferprof {
 
@@ -42,10 +32,8 @@ namespace {
 // How long a replica may take to load, warm up and subscribe.
 constexpr int kReadyTimeoutMs = 300'000;
 
-struct Child {
-  pid_t pid = -1;
-  int ready_fd = -1;  // parent's read end
-  int go_fd = -1;     // parent's write end
+struct Replica {
+  replica_handshake::Child process;
   bool ready = false;
   bool exited = false;
   int wait_status = 0;
@@ -63,53 +51,16 @@ std::string tail_lines(const std::string& path, std::size_t lines) {
   return out;
 }
 
-Child spawn(const ReplicaLaunch& launch, int index) {
-  Child c;
-  c.dir = (fs::path(launch.out_dir) / fmt::format("replica-{}", index)).string();
-  c.log = (fs::path(launch.out_dir) / fmt::format("replica-{}.log", index)).string();
-  int ready[2], go[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
-    throw runtime_failure("replicas: cannot create pipes");
-  std::vector<std::string> args{launch.binary};
-  args.insert(args.end(), launch.child_args.begin(), launch.child_args.end());
-  for (std::string a :
-       {std::string("--replica"), fmt::format("{}/{}", index, launch.replicas), std::string("--split"),
-        std::string(enum_name(launch.split)), std::string("--cache-namespace"), launch.cache_namespace,
-        std::string("--out"), c.dir, std::string("--format"), std::string("json"), std::string("--no-progress")})
-    args.push_back(std::move(a));
-  std::vector<char*> argv;
-  for (auto& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, ready[1], 3);  // dup2 clears O_CLOEXEC on the copy
-  posix_spawn_file_actions_adddup2(&fa, go[0], 4);
-  // Its own process group: a Ctrl-C on the terminal reaches the parent alone,
-  // which passes it on once (a second signal would stop a replica at once).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none;  // this thread blocks SIGINT/SIGTERM (lifecycle.cpp); a replica starts without that
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  int rc = posix_spawn(&c.pid, launch.binary.c_str(), &fa, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(ready[1]);
-  ::close(go[0]);
-  if (rc != 0) {
-    ::close(ready[0]);
-    ::close(go[1]);
-    throw runtime_failure(fmt::format("replicas: cannot start {}: {}", launch.binary, std::strerror(rc)));
-  }
-  c.ready_fd = ready[0];
-  c.go_fd = go[1];
-  return c;
+Replica start(const ReplicaLaunch& launch, int index) {
+  replica_handshake::Assignment a;
+  a.index = index;
+  a.count = launch.replicas;
+  a.split = launch.split;
+  a.cache_namespace = launch.cache_namespace;
+  a.out_dir = (fs::path(launch.out_dir) / fmt::format("replica-{}", index)).string();
+  std::string log = (fs::path(launch.out_dir) / fmt::format("replica-{}.log", index)).string();
+  return Replica{
+      replica_handshake::Child::start(launch.binary, launch.child_args, a, log), false, false, 0, a.out_dir, log};
 }
 
 std::string describe_status(int status) {
@@ -152,9 +103,6 @@ void read_summary(const std::string& path, ReplicaResult& r) {
 ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
   ensure_output_dir(launch.out_dir);
-  // A replica that dies after saying ready closes its pipe: writing to it must
-  // be an error we report, not a signal that kills the parent.
-  std::signal(SIGPIPE, SIG_IGN);
 
   // The shared tiers start empty and keep nothing of the run afterwards; the
   // replicas themselves leave the shared namespace alone.
@@ -203,36 +151,23 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
     if (!url.empty()) make_redis_backend(url, ns)->clear();
   });
 
-  std::vector<Child> children;
+  std::vector<Replica> children;
   for (int i = 0; i < launch.replicas && !lifecycle::interrupted(); ++i) {
-    children.push_back(spawn(launch, i));
+    children.push_back(start(launch, i));
     std::lock_guard<std::mutex> lock(pids_mu);
-    pids.push_back(children.back().pid);
-    if (forwarded) ::kill(children.back().pid, lifecycle::interrupt_signal());
+    pids.push_back(children.back().process.pid());
+    if (forwarded) ::kill(children.back().process.pid(), lifecycle::interrupt_signal());
   }
 
   // Wait until every replica is ready (or gone, or the run interrupted), then release them together.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadyTimeoutMs);
-  for (Child& c : children) {
-    char byte = 0;
-    for (;;) {
-      pollfd p{c.ready_fd, POLLIN, 0};
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      const int ready = ::poll(&p, 1, static_cast<int>(std::clamp<long>(left.count(), 0, 100)));
-      if (ready == 1) {
-        c.ready = ::read(c.ready_fd, &byte, 1) == 1;
-        break;
-      }
-      if (left.count() <= 0 || lifecycle::interrupted()) break;
-    }
-    ::close(c.ready_fd);
-  }
-  for (Child& c : children) {
-    if (c.ready) {
-      const char go = 'g';
-      if (::write(c.go_fd, &go, 1) != 1) c.ready = false;
-    }
-    ::close(c.go_fd);
+  for (Replica& c : children)
+    c.ready = c.process.wait_ready(deadline, [] { return lifecycle::interrupted(); });
+  for (Replica& c : children) {
+    if (c.ready)
+      c.ready = c.process.go();
+    else
+      c.process.cancel();
   }
 
   // Wait for all; past the timeout, the rest are killed and reported.
@@ -240,11 +175,11 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   std::size_t running = children.size();
   bool timed_out = false;
   while (running > 0) {
-    for (Child& c : children) {
+    for (Replica& c : children) {
       if (c.exited) continue;
       int status = 0;
-      pid_t r = ::waitpid(c.pid, &status, WNOHANG);
-      if (r == c.pid) {
+      pid_t r = ::waitpid(c.process.pid(), &status, WNOHANG);
+      if (r == c.process.pid()) {
         c.exited = true;
         c.wait_status = status;
         --running;
@@ -253,8 +188,8 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
     if (running == 0) break;
     if (launch.timeout_s > 0 && !timed_out && std::chrono::steady_clock::now() > stop_at) {
       timed_out = true;
-      for (Child& c : children)
-        if (!c.exited) ::kill(c.pid, SIGKILL);
+      for (Replica& c : children)
+        if (!c.exited) ::kill(c.process.pid(), SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -269,10 +204,10 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   double p50_lo = 0, p50_hi = 0, p99_lo = 0, p99_hi = 0;
   int finished = 0;
   for (std::size_t i = 0; i < children.size(); ++i) {
-    const Child& c = children[i];
+    const Replica& c = children[i];
     ReplicaResult r;
     r.index = static_cast<int>(i);
-    r.pid = c.pid;
+    r.pid = c.process.pid();
     r.status = describe_status(c.wait_status);
     if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) r.status = "timed out";
     // Stopped by the interrupt passed on: what it completed counts, not a failure.
