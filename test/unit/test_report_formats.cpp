@@ -255,7 +255,7 @@ TEST_SUITE("report formats") {
                      {Format::markdown, render_replicas_markdown}});
   }
 
-  TEST_CASE("a diff renders in every format it advertises; CSV is an error naming the others") {
+  TEST_CASE("a diff renders in every format it advertises, and CSV is an error naming the others") {
     const DiffResult r = sample_diff();
     REQUIRE(r.gated == 1);
     check_reporters(r, {{"table", "json", "markdown"}, "a diff", "inferprof diff", "inferprof.diff/1", ""},
