@@ -84,7 +84,7 @@ struct CompareResult {
 
 CompareResult run_compare(const CompareConfig& config);
 
-// Renderers (report module).
+// Reporters (src/report/render/compare_<format>.cpp; --format picks one: report/format.hpp).
 std::string render_compare_table(const CompareResult& r);
 std::string render_compare_markdown(const CompareResult& r);
 std::string render_compare_csv(const CompareResult& r);

@@ -160,7 +160,7 @@ DiffResult run_diff(const DiffConfig& config);
 DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const DiffConfig& config);
 DiffResult diff_runs(RunData base, RunData now, const DiffConfig& config);
 
-// Renderers.
+// Reporters (src/report/render/diff_<format>.cpp; --format picks one: report/format.hpp).
 std::string render_diff_table(const DiffResult& r);
 std::string render_diff_markdown(const DiffResult& r);  // a verdict line first, then the table
 std::string render_diff_json(const DiffResult& r);

@@ -65,6 +65,7 @@ struct ReplicaSummary {
 // none can be started; a replica that fails is reported, not thrown.
 ReplicaSummary run_replicas(const ReplicaLaunch& launch);
 
+// Reporters (src/report/render/replicas_<format>.cpp; --format picks one: report/format.hpp).
 std::string render_replicas_table(const ReplicaSummary& s);
 std::string render_replicas_json(const ReplicaSummary& s);
 std::string render_replicas_markdown(const ReplicaSummary& s);

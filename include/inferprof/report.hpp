@@ -223,7 +223,8 @@ class Collector {
   std::unique_ptr<Impl> impl_;
 };
 
-// Renderers for stdout (--format) and for the report files.
+// Reporters for stdout (--format) and for the report files (src/report/render/run_<format>.cpp),
+// and the flame graph's (src/report/folded.cpp, flamegraph_svg.cpp).
 std::string render_table(const RunSummary& s);  // for people, with units
 std::string render_summary_json(const RunSummary& s);
 std::string render_stages_csv(const RunSummary& s);

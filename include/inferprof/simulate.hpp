@@ -216,7 +216,7 @@ std::vector<double> curve_per_capacity(const std::vector<std::uint64_t>& keys, P
                                        const std::vector<std::uint64_t>& capacities, unsigned threads = 0,
                                        std::uint64_t warmup = 0);
 
-// Renderers (report module).
+// Reporters (src/report/render/simulate_<format>.cpp; --format picks one: report/format.hpp).
 std::string render_simulate_table(const SimulateResult& r);
 std::string render_simulate_markdown(const SimulateResult& r);
 std::string render_simulate_csv(const SimulateResult& r);

@@ -45,10 +45,10 @@ std::vector<TierSpec> parse_tier_options(const std::vector<std::string>& tiers);
 std::string redis_url(const ReplayArgs& args);
 
 // --format for a command whose result is `Result`: the formats it has, parsed
-// into `f` (report::renderers is the one list).
+// into `f` (report::reporters is the one list).
 template <class Result>
 CLI::Option* add_format_option(CLI::App* cmd, report::Format& f) {
-  const auto names = report::renderers<Result>().names();
+  const auto names = report::reporters<Result>().names();
   std::string help = "What to print:";
   for (std::size_t i = 0; i < names.size(); ++i)
     help += (i == 0 ? " " : i + 1 == names.size() ? " or " : ", ") + names[i];

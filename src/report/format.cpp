@@ -26,7 +26,7 @@ std::string_view format_name(Format f) {
 }
 
 std::optional<Format> parse_format(std::string_view name) {
-  for (Format f : {Format::table, Format::json, Format::csv, Format::markdown})
+  for (Format f : kFormats)
     if (format_name(f) == name) return f;
   return std::nullopt;
 }
@@ -38,37 +38,49 @@ void require_format(const std::vector<std::string>& available, Format f, std::st
                               fmt::join(available, ", ")));
 }
 
+// The reporters of each result type: their functions are declared in the
+// result's public header and defined in src/report/render/<result>_<format>.cpp.
 template <>
-const Renderers<RunSummary>& renderers<RunSummary>() {
-  static const Renderers<RunSummary> r{render_table, render_summary_json, render_stages_csv, render_markdown};
+const Reporters<RunSummary>& reporters<RunSummary>() {
+  static const Reporters<RunSummary> r{{Format::table, render_table},
+                                       {Format::json, render_summary_json},
+                                       {Format::csv, render_stages_csv},
+                                       {Format::markdown, render_markdown}};
   return r;
 }
 
 template <>
-const Renderers<CompareResult>& renderers<CompareResult>() {
-  static const Renderers<CompareResult> r{render_compare_table, render_compare_json, render_compare_csv,
-                                          render_compare_markdown};
+const Reporters<CompareResult>& reporters<CompareResult>() {
+  static const Reporters<CompareResult> r{{Format::table, render_compare_table},
+                                          {Format::json, render_compare_json},
+                                          {Format::csv, render_compare_csv},
+                                          {Format::markdown, render_compare_markdown}};
   return r;
 }
 
 template <>
-const Renderers<SimulateResult>& renderers<SimulateResult>() {
-  static const Renderers<SimulateResult> r{render_simulate_table, render_simulate_json, render_simulate_csv,
-                                           render_simulate_markdown};
+const Reporters<SimulateResult>& reporters<SimulateResult>() {
+  static const Reporters<SimulateResult> r{{Format::table, render_simulate_table},
+                                           {Format::json, render_simulate_json},
+                                           {Format::csv, render_simulate_csv},
+                                           {Format::markdown, render_simulate_markdown}};
   return r;
 }
 
 template <>
-const Renderers<ReplicaSummary>& renderers<ReplicaSummary>() {
-  static const Renderers<ReplicaSummary> r{render_replicas_table, render_replicas_json, render_replicas_csv,
-                                           render_replicas_markdown};
+const Reporters<ReplicaSummary>& reporters<ReplicaSummary>() {
+  static const Reporters<ReplicaSummary> r{{Format::table, render_replicas_table},
+                                           {Format::json, render_replicas_json},
+                                           {Format::csv, render_replicas_csv},
+                                           {Format::markdown, render_replicas_markdown}};
   return r;
 }
 
 template <>
-const Renderers<DiffResult>& renderers<DiffResult>() {
+const Reporters<DiffResult>& reporters<DiffResult>() {
   // A diff is a table of rows with verdicts: no CSV form (JUnit via --junit).
-  static const Renderers<DiffResult> r{render_diff_table, render_diff_json, nullptr, render_diff_markdown};
+  static const Reporters<DiffResult> r{
+      {Format::table, render_diff_table}, {Format::json, render_diff_json}, {Format::markdown, render_diff_markdown}};
   return r;
 }
 

@@ -56,6 +56,10 @@ std::string human_bytes(std::int64_t bytes) {
   return fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
+std::string share_text(double share) {
+  return fmt::format("{:.1f}%", share * 100);
+}
+
 void append_us3(fmt::memory_buffer& out, std::int64_t ns) {
   // Unsigned magnitude so INT64_MIN cannot overflow on negation.
   const bool negative = ns < 0;

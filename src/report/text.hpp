@@ -22,6 +22,8 @@ std::string grouped_fixed(double v, int decimals);
 std::string human_duration_us(double us);
 // "512 B", "24.1 KB", "3.2 MB" (1 KB = 1024 B, as ls -h).
 std::string human_bytes(std::int64_t bytes);
+// A share (0.123) as a percentage with one decimal: "12.3%".
+std::string share_text(double share);
 
 // Nanoseconds as microseconds with exactly 3 decimals, computed in integers so
 // that large timestamps keep their last digit: 1234567 -> "1234.567".

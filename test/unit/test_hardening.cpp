@@ -23,7 +23,7 @@
 #include "inferprof/simulate.hpp"
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
-#include "report/cache_report.hpp"
+#include "report/render/cache_section.hpp"
 #include "store/store_detail.hpp"
 #include "temp_dir.hpp"
 

@@ -1,10 +1,10 @@
-// The terminal table: what a person reads after a run.
+// A run as the terminal table (--format table): what a person reads after a run.
 #include <algorithm>
 
-#include "report/cache_report.hpp"
-#include "report/gpu_report.hpp"
+#include "report/render/cache_section.hpp"
+#include "report/render/gpu_section.hpp"
+#include "report/render/update_section.hpp"
 #include "report/text.hpp"
-#include "report/update_report.hpp"
 
 namespace inferprof {
 namespace report {
@@ -17,10 +17,6 @@ constexpr std::size_t kCell = 11;
 constexpr std::size_t kShare = 8;
 constexpr std::size_t kMaxOpName = 40;
 
-std::string percent(double share) {
-  return fmt::format("{:.1f}%", share * 100);
-}
-
 void stage_line(std::string& out, std::string_view name, const StageStats& s) {
   out += pad_right(name, kName);
   if (!s.applicable) {
@@ -31,9 +27,9 @@ void stage_line(std::string& out, std::string_view name, const StageStats& s) {
   out += pad_left(group_thousands(s.count), kCount);
   for (double v : {s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us})
     out += pad_left(human_duration_us(v), kCell);
-  out += pad_left(percent(s.share), kShare);
+  out += pad_left(share_text(s.share), kShare);
   // Thread CPU time beside the wall figures: mean, and the share off the CPU.
-  if (s.cpu) out += pad_left(human_duration_us(s.cpu_mean_us), kCell) + pad_left(percent(s.off_cpu), kShare + 1);
+  if (s.cpu) out += pad_left(human_duration_us(s.cpu_mean_us), kCell) + pad_left(share_text(s.off_cpu), kShare + 1);
   out += '\n';
 }
 
@@ -51,7 +47,8 @@ void ops_lines(std::string& out, const std::vector<OpStats>& ops) {
     const double per_call = op.calls ? op.self_us / static_cast<double>(op.calls) : 0;
     out += pad_right(truncate_display(op.name, kMaxOpName), width) + pad_left(group_thousands(op.calls), kCount) +
            pad_left(human_duration_us(op.self_us), kCell) + pad_left(human_duration_us(per_call), kCell) +
-           pad_left(human_duration_us(op.total_us), kCell) + pad_left(percent(op.share_of_compute), kShare + 1) + '\n';
+           pad_left(human_duration_us(op.total_us), kCell) + pad_left(share_text(op.share_of_compute), kShare + 1) +
+           '\n';
   }
 }
 

@@ -1,6 +1,6 @@
 // The cache section of the table, the markdown and summary.json: what each
 // tier did (hits + misses == lookups), and latency by what served a request.
-#include "report/cache_report.hpp"
+#include "report/render/cache_section.hpp"
 
 #include <fmt/format.h>
 

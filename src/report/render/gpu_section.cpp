@@ -1,4 +1,4 @@
-#include "report/gpu_report.hpp"
+#include "report/render/gpu_section.hpp"
 
 #include <fmt/format.h>
 

@@ -1,17 +1,13 @@
-// The summary as GitHub markdown (--format markdown), e.g. for a CI comment.
+// A run as GitHub markdown (--format markdown), e.g. for a CI comment.
 #include <algorithm>
 
-#include "report/cache_report.hpp"
+#include "report/render/cache_section.hpp"
+#include "report/render/update_section.hpp"
 #include "report/text.hpp"
-#include "report/update_report.hpp"
 
 namespace inferprof {
 namespace report {
 namespace {
-
-std::string percent(double share) {
-  return fmt::format("{:.1f}%", share * 100);
-}
 
 // `cpu`: the run measured thread CPU time, so the row has its two columns.
 void stage_row(std::string& out, std::string_view name, const StageStats& s, bool cpu) {
@@ -22,9 +18,9 @@ void stage_row(std::string& out, std::string_view name, const StageStats& s, boo
   }
   out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", name, group_thousands(s.count),
                      human_duration_us(s.mean_us), human_duration_us(s.p50_us), human_duration_us(s.p90_us),
-                     human_duration_us(s.p99_us), human_duration_us(s.max_us), percent(s.share));
+                     human_duration_us(s.p99_us), human_duration_us(s.max_us), share_text(s.share));
   if (cpu)
-    out += s.cpu ? fmt::format(" {} | {} |", human_duration_us(s.cpu_mean_us), percent(s.off_cpu)) : " n/a | n/a |";
+    out += s.cpu ? fmt::format(" {} | {} |", human_duration_us(s.cpu_mean_us), share_text(s.off_cpu)) : " n/a | n/a |";
   out += '\n';
 }
 
@@ -56,7 +52,7 @@ std::string render_markdown(const RunSummary& s) {
       const double per_call = op.calls ? op.self_us / static_cast<double>(op.calls) : 0;
       out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", markdown_cell(op.name), group_thousands(op.calls),
                          human_duration_us(op.self_us), human_duration_us(per_call), human_duration_us(op.total_us),
-                         percent(op.share_of_compute));
+                         share_text(op.share_of_compute));
     }
   }
 

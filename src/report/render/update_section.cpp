@@ -1,7 +1,7 @@
 // The model-update section of the table, the markdown and summary.json: per
 // update, what the switch cost (stalls, stale results, the load itself) and
 // latency before, while it was pending, and after it went live.
-#include "report/update_report.hpp"
+#include "report/render/update_section.hpp"
 
 #include <fmt/format.h>
 

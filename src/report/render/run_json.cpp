@@ -1,10 +1,11 @@
-// summary.json: the machine-readable summary `diff` and dashboards read. Each
-// section is its own function so later fields (cache tiers) slot in as one more.
-#include "report/cache_report.hpp"
-#include "report/gpu_report.hpp"
+// A run as JSON (--format json, and summary.json): the machine-readable
+// summary `diff` and dashboards read. Each section is its own function so
+// later fields slot in as one more.
 #include "report/json.hpp"
+#include "report/render/cache_section.hpp"
+#include "report/render/gpu_section.hpp"
+#include "report/render/update_section.hpp"
 #include "report/text.hpp"
-#include "report/update_report.hpp"
 
 namespace inferprof {
 namespace report {

@@ -1,0 +1,99 @@
+// A comparison as JSON (--format json, and compare.json).
+#include "report/json.hpp"
+#include "report/render/cache_section.hpp"
+#include "report/render/compare_parts.hpp"
+
+namespace inferprof {
+namespace report {
+namespace {
+
+void json_speedup(JsonWriter& w, std::string_view key, const Speedup& s) {
+  w.key(key).begin_object();
+  w.field_number("value", s.value, 4);
+  w.field_number("low", s.low, 4);
+  w.field_number("high", s.high, 4);
+  w.field("noise", s.noise);
+  w.end_object();
+}
+
+}  // namespace
+}  // namespace report
+
+std::string render_compare_json(const CompareResult& r) {
+  using namespace report;
+  using namespace report::compare_parts;
+  JsonWriter w;
+  w.begin_object();
+  w.field("schema", "inferprof.compare/1");
+  w.field("repeat", r.repeat);
+  w.field("mode", std::string(compare_mode_name(r.mode)));
+  w.field("interval", r.interval);
+  if (r.mode == CompareMode::lockstep) w.field("paired_requests", r.paired);
+  w.field("baseline", r.rows.empty() ? std::string() : r.rows[0].name);
+  w.key("configurations").begin_array();
+  for (const CompareRow& row : r.rows) {
+    w.begin_object();
+    w.field("name", row.name);
+    w.key("tiers").begin_array();
+    for (const TierSpec& t : row.tiers) {
+      // Never the location: a Redis URL may hold a password. caches[].where says where.
+      w.begin_object();
+      w.field("tier", t.tier);
+      w.field("policy", std::string(policy_name(t.policy)));
+      w.field("max_entries", t.max_entries);
+      w.field("max_bytes", t.max_bytes);
+      w.field_number("ttl_s", t.ttl_s);
+      w.field("backend", t.backend);
+      w.field("spec", tier_spec_text(t));
+      w.end_object();
+    }
+    w.end_array();
+    w.field("requests", row.last.requests);
+    w.field("failed", row.last.failed);
+    w.field_number("mean_us", row.mean_us, 3);
+    if (row.last.total.cpu) w.field_number("cpu_mean_us", row.last.total.cpu_mean_us, 3);
+    w.field_number("p50_us", row.p50_us, 3);
+    w.field_number("p99_us", row.p99_us, 3);
+    w.field_number("rps", row.rps, 3);
+    w.field_number("wall_s", row.wall_s, 6);
+    w.key("means_us").begin_array(true);
+    for (double v : row.means_us)
+      w.number(v, 3);
+    w.end_array();
+    w.key("walls_s").begin_array(true);
+    for (double v : row.walls_s)
+      w.number(v, 6);
+    w.end_array();
+    json_speedup(w, "speedup", row.mean_speedup);
+    json_speedup(w, "wall_speedup", row.wall_speedup);
+    w.field("outliers_dominate", row.outliers_dominate);
+    // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.
+    w.key("outcome_costs").begin_object();
+    for (const OutcomeStats& o : row.outcome_costs) {
+      w.key(o.outcome).begin_object();
+      w.field("count", o.count);
+      w.field_number("mean_us", o.mean_us, 3);
+      w.end_object();
+    }
+    w.end_object();
+    write_cache_json(w, row.last);  // "caches", "served_by", "verify"
+    w.end_object();
+  }
+  w.end_array();
+  w.key("warnings").begin_array();
+  for (const std::string& warning : notes_of(r).warnings)
+    w.value(warning);
+  w.end_array();
+  w.field("verify_mismatches", r.verify_mismatches);
+  // An interrupt keeps the configurations that completed; the others are named.
+  w.field("interrupted", !r.interrupted_by.empty());
+  if (!r.interrupted_by.empty()) w.field("interrupted_by", r.interrupted_by);
+  w.key("not_run").begin_array();
+  for (const std::string& name : r.not_run)
+    w.value(name);
+  w.end_array();
+  w.end_object();
+  return w.str() + "\n";
+}
+
+}  // namespace inferprof

@@ -1,0 +1,184 @@
+// A simulation as JSON (--format json, and simulate.json).
+#include "report/json.hpp"
+#include "report/render/cache_section.hpp"
+#include "report/render/simulate_parts.hpp"
+
+namespace inferprof {
+namespace report {
+namespace {
+
+using simulate_parts::ratio_value;
+
+void write_tier_json(JsonWriter& w, const SimTierResult& t) {
+  w.begin_object();
+  w.field("tier", t.spec.tier);
+  w.field("spec", tier_spec_text(t.spec));
+  w.field("policy", std::string(policy_name(t.spec.policy)));
+  w.field("max_entries", t.spec.max_entries);
+  w.field("max_bytes", t.spec.max_bytes);
+  w.field_number("ttl_s", t.spec.ttl_s);
+  w.field("lookups", t.lookups);
+  w.field("hits", t.hits);
+  w.field("misses", t.misses);
+  w.field_number("hit_ratio", ratio_value(t.hits, t.lookups), 6);
+  w.field_number("miss_ratio", ratio_value(t.misses, t.lookups), 6);
+  w.field("inserts", t.inserts);
+  w.field("evictions", t.evictions);
+  w.field("expirations", t.expirations);
+  w.field("rejected", t.rejected);
+  w.field("entries", t.entries);
+  w.field("bytes", t.bytes);
+  w.end_object();
+}
+
+void write_prediction_json(JsonWriter& w, const SimPrediction& p) {
+  w.key("predicted");
+  if (!p.available) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.field_number("mean_us", p.mean_us, 3);
+  w.field_number("cache_us", p.cache_us, 3);
+  w.key("by_outcome_us").begin_object();
+  static const char* kOutcome[4] = {"l1", "l2", "l3", "compute"};
+  for (int o = 0; o < 4; ++o)
+    w.field_number(kOutcome[o], p.outcome_us[o], 3);
+  w.end_object();
+  w.key("p99_us");
+  if (p.p99_us)
+    w.number(*p.p99_us, 3);
+  else
+    w.null();
+  w.field_number("speedup", p.speedup, 4);
+  w.end_object();
+}
+
+}  // namespace
+}  // namespace report
+
+std::string render_simulate_json(const SimulateResult& r) {
+  using namespace report;
+  using namespace report::simulate_parts;
+  JsonWriter w;
+  w.begin_object();
+  w.field("schema", "inferprof.simulate/1");
+  w.key("trace").begin_object();
+  w.field("path", r.trace_path);
+  w.field("format", r.trace_format);
+  w.field("requests", r.requests);
+  w.field("measured", r.measured);
+  w.field("warmup", r.warmup);
+  w.field("model_updates", r.model_updates);
+  w.field("timestamps", r.timestamps);
+  w.field("entry_sizes", r.sizes);
+  w.field_number("seconds", r.seconds, 6);
+  w.end_object();
+  w.key("costs");
+  if (r.costs) {
+    const SimCosts& c = *r.costs;
+    w.begin_object();
+    w.field("source", c.source);
+    w.field("per_request", c.per_request);
+    w.field("rows", c.rows);
+    w.field_number("compute_us", c.miss_mean_us, 3);
+    w.field_number("l3_hit_us", c.l3_hit_mean_us, 3);
+    w.field_number("hit_us", c.hit_mean_us, 3);
+    w.key("spans_source");
+    if (c.spans_source.empty())
+      w.null();
+    else
+      w.value(c.spans_source);
+    w.field("span_requests", c.span_requests);
+    w.key("tiers").begin_object();
+    for (int t = 0; t < 3; ++t) {
+      const SimTierCosts& k = c.tiers[t];
+      w.key(fmt::format("l{}", t + 1)).begin_object();
+      auto opt = [&](const char* name, const std::optional<double>& v) {
+        w.key(name);
+        if (v)
+          w.number(*v, 3);
+        else
+          w.null();
+      };
+      opt("lookup_hit_us", k.lookup_hit_us);
+      opt("lookup_miss_us", k.lookup_miss_us);
+      opt("insert_us", k.insert_us);
+      opt("store_us", k.store_us);
+      w.field("lookups", k.lookups);
+      w.field("inserts", k.inserts);
+      w.field("stores", k.stores);
+      w.end_object();
+    }
+    w.end_object();
+    w.key("notes").begin_array();
+    for (const auto& n : c.notes)
+      w.value(n);
+    w.end_array();
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.key("baseline");
+  w.begin_object();
+  write_prediction_json(w, r.baseline);
+  w.end_object();
+  w.key("configurations").begin_array();
+  for (const auto& c : r.configurations) {
+    w.begin_object();
+    w.field("name", c.name);
+    w.key("tiers").begin_array();
+    for (const auto& t : c.tiers)
+      write_tier_json(w, t);
+    w.end_array();
+    w.key("served_by").begin_object();
+    w.field("l1", c.served_l1);
+    w.field("l2", c.served_l2);
+    w.field("l3", c.served_l3);
+    w.field("compute", c.served_compute);
+    w.end_object();
+    write_prediction_json(w, c.predicted);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("mrc").begin_array();
+  for (const auto& m : r.mrc) {
+    w.begin_object();
+    w.field("tier", m.spec.tier);
+    w.field("policy", std::string(policy_name(m.spec.policy)));
+    w.field_number("ttl_s", m.spec.ttl_s);
+    w.field("method", m.method);
+    w.field_number("sample_rate", m.sample_rate);
+    w.field("sampled_requests", m.sampled_requests);
+    w.field("distinct_keys", m.distinct_keys);
+    w.key("error_bound");
+    if (m.error_bound)
+      w.number(*m.error_bound, 6);
+    else
+      w.null();
+    w.key("points").begin_array();
+    for (const auto& p : m.points) {
+      w.begin_object();
+      w.field("capacity", p.capacity);
+      w.field_number("hit_ratio", p.hit_ratio, 6);
+      w.field_number("miss_ratio", 1 - p.hit_ratio, 6);
+      w.key("predicted_mean_us");
+      if (p.predicted_mean_us)
+        w.number(*p.predicted_mean_us, 3);
+      else
+        w.null();
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("warnings").begin_array();
+  for (const auto& s : r.warnings)
+    w.value(s);
+  w.end_array();
+  w.end_object();
+  return w.str();
+}
+
+}  // namespace inferprof

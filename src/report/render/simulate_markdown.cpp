@@ -1,0 +1,54 @@
+// A simulation as GitHub markdown (--format markdown).
+#include "report/render/simulate_parts.hpp"
+#include "report/text.hpp"
+
+namespace inferprof {
+namespace report {
+namespace {
+
+using simulate_parts::Cells;
+
+std::string markdown_table(const Cells& cells) {
+  std::string out;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    out += "|";
+    for (const auto& c : cells[i])
+      out += " " + markdown_cell(c) + " |";
+    out += "\n";
+    if (i == 0) {
+      out += "|";
+      for (std::size_t k = 0; k < cells[i].size(); ++k)
+        out += k == 0 ? "---|" : "---:|";
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace report
+
+std::string render_simulate_markdown(const SimulateResult& r) {
+  using namespace report;
+  using namespace report::simulate_parts;
+  std::string out = "### inferprof simulate\n\n";
+  std::string head = headline(r);
+  for (std::size_t start = 0, end; start < head.size(); start = end + 1) {
+    end = head.find('\n', start);
+    out += markdown_cell(head.substr(start, end - start)) + "  \n";
+  }
+  if (!r.configurations.empty()) out += "\n" + markdown_table(tier_cells(r));
+  if (r.costs && !r.costs->spans_source.empty())
+    out += "\n**Tier costs**\n\n" + markdown_table(tier_cost_cells(*r.costs));
+  if (r.costs && !r.configurations.empty()) {
+    out += "\n**Predicted latency**\n\n" + markdown_table(prediction_cells(r));
+    out += "\n**Predicted latency by what served the request**\n\n" + markdown_table(outcome_cells(r));
+  }
+  for (const auto& m : r.mrc)
+    out += "\n**" + markdown_cell(mrc_note(m)) + "**\n\n" + markdown_table(mrc_cells(m, r.costs.has_value()));
+  for (const auto& w : r.warnings)
+    out += "\n> warning: " + markdown_cell(w) + "\n";
+  return out;
+}
+
+}  // namespace inferprof
