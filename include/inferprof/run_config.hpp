@@ -38,10 +38,9 @@ struct EnumNames<Split> {
 // Which driver serves a replay (driver.hpp): threaded, a reader and a
 // collector thread beside the workers; or inline, on the worker alone (closed
 // loop, one worker: it reads, serves and aggregates in batches, no other
-// thread). Threaded is the default: on the 2-core development VM it adds less
-// to a request than inline, alone, loaded and pinned to one core alike
-// (docs/performance.md), because reading and aggregating cost the worker's
-// thread more than handing them to others does.
+// thread). Threaded is the default: on the 2-core development VM it adds
+// less to a request than inline when the other core is free (inline wins by
+// as much when a busy loop takes it; docs/performance.md).
 enum class Driver : std::uint8_t { threaded, inline_worker };
 template <>
 struct EnumNames<Driver> {
