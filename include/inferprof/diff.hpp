@@ -60,7 +60,8 @@ struct RunData {
   // Per successful request, µs, per stage then the total (same indexing);
   // empty without requests.csv. At most kMaxRows rows, evenly spaced.
   std::array<std::vector<double>, kStageCount + 1> per_request;
-  // Thread CPU µs of the same requests; empty when requests.csv has none.
+  // Thread CPU µs of the requests whose CPU clock was read (CPU sampling: a
+  // uniform sample of them; at most kMaxRows); empty when requests.csv has none.
   std::array<std::vector<double>, kStageCount + 1> per_request_cpu;
   std::uint64_t csv_rows = 0;  // successful rows read (before thinning)
   static constexpr std::size_t kMaxRows = 10000;

@@ -50,10 +50,15 @@ struct RunInfo {
   std::uint64_t trace_bytes = 0;
   std::string trace_hash;  // "xxh3:<16 hex>" of the trace file
   std::string device = "cpu";
-  bool copies_applicable = false;     // h2d/d2h mean something (GPU); on CPU they print n/a
-  int threads = 1;                    // intra-op threads, as set
-  int concurrency = 1;                // replay workers
-  std::string mode = "closed-loop";   // or "open-loop"
+  bool copies_applicable = false;    // h2d/d2h mean something (GPU); on CPU they print n/a
+  int threads = 1;                   // intra-op threads, as set
+  int concurrency = 1;               // replay workers
+  std::string mode = "closed-loop";  // or "open-loop"
+  std::string driver;                // run: "inline" or "threaded" (replay.hpp); lockstep compare: "lockstep"
+  // Thread CPU time was read on 1 in cpu_sample_every requests (timing.hpp,
+  // CpuSampling); one read cost cpu_clock_read_ns when the run started.
+  std::uint32_t cpu_sample_every = 1;
+  double cpu_clock_read_ns = 0;
   double speed = 1.0;                 // open loop: trace time is divided by this
   std::uint64_t limit = 0;            // 0: whole trace
   bool ops = false;                   // --ops: aten operators recorded under compute
@@ -153,7 +158,8 @@ struct UpdateReport {
 
 struct RunSummary {
   RunInfo info;
-  std::uint64_t requests = 0;  // measured requests
+  std::uint64_t requests = 0;      // measured requests
+  std::uint64_t cpu_requests = 0;  // of them, those whose thread CPU time was read (CPU figures are over these)
   std::uint64_t failed = 0;
   std::array<StageStats, kStageCount> stages{};
   StageStats total;                        // the request root: arrival to end

@@ -35,6 +35,18 @@ struct EnumNames<Split> {
   static constexpr std::array<std::string_view, 2> names{"rr", "hash"};
 };
 
+// Which driver serves a replay (driver.hpp): threaded, a reader and a
+// collector thread beside the workers; or inline, on the worker alone (closed
+// loop, one worker: it reads, serves and aggregates in batches, no other
+// thread). Threaded is the default: on the 2-core development VM it adds
+// less to a request than inline when the other core is free (inline wins by
+// as much when a busy loop takes it; docs/performance.md).
+enum class Driver : std::uint8_t { threaded, inline_worker };
+template <>
+struct EnumNames<Driver> {
+  static constexpr std::array<std::string_view, 2> names{"threaded", "inline"};
+};
+
 // What to replay and how.
 struct ReplayOptions {
   std::string trace_path;
@@ -46,6 +58,10 @@ struct ReplayOptions {
   double speed = 1.0;       // open loop: ts_ms divided by this
   std::uint64_t limit = 0;  // 0: the whole trace
   bool skip_invalid = false;
+  Driver driver = Driver::threaded;
+  // Thread CPU time on 1 in N requests (--cpu-sample N); 0: N from the CPU
+  // clock's measured cost against a warm-up request's duration (timing.hpp).
+  std::uint32_t cpu_sample = 0;
 };
 
 // What the replay writes and tells.

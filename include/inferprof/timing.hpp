@@ -38,6 +38,29 @@ inline Nanos thread_cpu_ns() noexcept {
   return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// CPU sampling: on a machine where a CPU clock read is a system call (~0.5 µs
+// in a VM), reading it at every stage boundary would cost a small model's
+// request more than everything else inferprof adds. So 1 in `every` requests
+// reads it (the same requests in every run and every lockstep lane: chosen
+// by a hash of the request's position), and CPU figures are over those. The
+// rule picks `every` so that the reads cost at most kCpuClockBudget of a
+// request on average, from the read's cost measured at start-up against a
+// warm-up request's duration; on bare metal, where a read is cheap, that is
+// every request for all but the smallest models.
+inline constexpr double kCpuClockBudget = 0.01;
+struct CpuSampling {
+  std::uint32_t every = 1;  // 1: every request
+  double read_ns = 0;       // one read as measured at start-up (0: not measured)
+  bool wants(std::uint64_t seq) const noexcept;
+};
+// The median cost of one CLOCK_THREAD_CPUTIME_ID read on this thread, now.
+double measure_cpu_clock_read_ns();
+// The rule: the smallest `every` whose reads (`reads` per sampled request, at
+// `read_ns` each) cost at most kCpuClockBudget of a `request_ns` request,
+// capped at kMaxCpuSampleEvery. request_ns <= 0 (no warm-up to go by): 1.
+inline constexpr std::uint32_t kMaxCpuSampleEvery = 1000;
+std::uint32_t cpu_sample_every(double read_ns, int reads, Nanos request_ns);
+
 // The top-level stages, in report order. Their values double as name ids.
 enum class Stage : std::uint8_t { queue, cache, load, input, preprocess, h2d, compute, d2h, overhead };
 inline constexpr std::size_t kStageCount = 9;
@@ -114,18 +137,18 @@ struct RequestRecord {
 
   void reset();
   Nanos total() const noexcept { return end - arrival; }
-  // Service start: sets `start` and the thread CPU clock the request is charged from.
-  void begin() noexcept {
-    start = now_ns();
-    cpu_start = thread_cpu_ns();
-  }
+  // Service start: sets `start` and, with `cpu`, the thread CPU clock the
+  // request is charged from. Without it (a request CPU sampling skips,
+  // cpu_sampling.hpp) no span of the request reads the CPU clock.
+  void begin(bool cpu = true) noexcept;
   bool cpu_measured() const noexcept { return cpu_start != 0; }
   // Thread CPU time from begin() to finish(); 0 when not measured.
   Nanos cpu_total() const noexcept { return cpu_start != 0 && cpu_end >= cpu_start ? cpu_end - cpu_start : 0; }
 
   // Opens a span now and returns its index; pair with close(). Top-level
   // stage spans (parent -1, name < kStageCount) add to stage[] when closed.
-  // Top-level spans (the stages) also record thread CPU time; spans inside
+  // Top-level spans (the stages) of a request begun with CPU time also
+  // record thread CPU time; spans inside
   // them (ops, preprocessing steps, cache tiers) record wall time only: each
   // CPU clock read is a system call (~0.5 µs), more than a small op costs.
   std::int32_t open(std::uint32_t name, std::int32_t parent = -1);

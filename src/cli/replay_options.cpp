@@ -34,6 +34,13 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
       ->check(number_above(0));
   cmd->add_option("--limit", args.limit, "Replay the first N requests (default: the whole trace)")
       ->check(whole_at_least(1));
+  cmd->add_option("--cpu-sample", args.cpu_sample,
+                  "Read the thread CPU clock on 1 in N requests; 1 = every request (default: N from the clock's "
+                  "cost against a warm-up request, so that the reads cost at most 1% of a request)")
+      ->check(whole_at_least(1));
+  add_enum_option(cmd, "--driver", args.driver,
+                  "How requests reach the worker: threaded (a reader and a collector thread beside the workers) or "
+                  "inline (closed loop, one worker: it reads, serves and aggregates, no other thread)");
   cmd->add_flag("--ops", args.ops, "Attribute compute to aten operators (RecordFunction observers)");
   cmd->add_flag("--no-progress", args.no_progress, "No live progress line on stderr");
   cmd->add_flag("--skip-invalid", args.skip_invalid, "Skip (and count) invalid trace lines instead of failing");
@@ -193,6 +200,8 @@ RunConfig make_run_config(const ReplayArgs& args) {
   replay.speed = args.speed > 0 ? args.speed : 1.0;
   replay.limit = args.limit;
   replay.skip_invalid = args.skip_invalid;
+  replay.driver = args.driver;
+  replay.cpu_sample = args.cpu_sample;
 
   OutputOptions& output = config.output;
   output.ops = args.ops;

@@ -15,22 +15,21 @@ void read_requests(RunData& run) {
   for (std::size_t i = 0; i < kStageCount; ++i)
     required.push_back(fmt::format("{}_us", kStageNames[i]));
   std::array<std::vector<double>, kStageCount + 1> all, cpu;
-  bool every_cpu = true;  // CPU intervals only when every successful row has its CPU time
   report::read_requests_csv(run.csv_path, required, [&](const report::RequestRow& r) {
     if (!r.ok) return;  // failed requests have no meaningful stage times
-    every_cpu = every_cpu && r.has_cpu;
     for (std::size_t i = 0; i <= kStageCount; ++i) {
       all[i].push_back(r.us[i]);
-      cpu[i].push_back(r.cpu_us[i]);
+      // CPU sampling: the rows whose CPU clock was read (empty cells: not read) are a uniform sample.
+      if (r.has_cpu) cpu[i].push_back(r.cpu_us[i]);
     }
   });
   run.csv_rows = all[kStageCount].size();
   // The intervals need the shape of the distribution, not every row: evenly
   // spaced rows keep the bootstrap's cost bounded on long runs (a wider,
   // conservative interval, never a narrower one).
-  const std::size_t n = all[kStageCount].size();
-  const std::size_t keep = std::min(n, RunData::kMaxRows);
   auto thin = [&](const std::vector<double>& from, std::vector<double>& out) {
+    const std::size_t n = from.size();
+    const std::size_t keep = std::min(n, RunData::kMaxRows);
     out.clear();
     out.reserve(keep);
     for (std::size_t k = 0; k < keep; ++k)
@@ -38,7 +37,7 @@ void read_requests(RunData& run) {
   };
   for (std::size_t s = 0; s <= kStageCount; ++s) {
     thin(all[s], run.per_request[s]);
-    if (every_cpu && n > 0) thin(cpu[s], run.per_request_cpu[s]);
+    thin(cpu[s], run.per_request_cpu[s]);
   }
 }
 

@@ -137,7 +137,7 @@ void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* upd
   r.key = request.key;
   r.worker = job.worker;
   if (job.due != 0) r.arrival = job.due;
-  r.begin();  // start, and the thread CPU clock
+  r.begin(job.cpu);  // start, and (sampled) the thread CPU clock
   const bool check = verifier && verifier->wants(job.seq);
   Blob served;
   ModelHandle use;
@@ -152,15 +152,34 @@ void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* upd
 }
 
 void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
-             const std::function<void(int, double)>& each) {
+             const std::function<void(int, double)>& each, RequestRecord* last) {
   RequestRecord scratch;
+  RequestRecord& r = last ? *last : scratch;
   for (int i = 0; i < times && !stop(); ++i) {
-    scratch.reset();
-    scratch.arrival = scratch.start = now_ns();
-    server.serve(request, scratch, nullptr, nullptr, nullptr);
-    scratch.finish();
-    if (each) each(i + 1, static_cast<double>(scratch.total()) / 1e3);
+    r.reset();
+    r.begin(true);
+    r.arrival = r.start;
+    server.serve(request, r, nullptr, nullptr, nullptr);
+    r.finish();
+    if (each) each(i + 1, static_cast<double>(r.total()) / 1e3);
   }
+}
+
+CpuSampling calibrate_cpu_sampling(const RequestRecord& last_warmup, std::uint32_t forced) {
+  CpuSampling s;
+  s.read_ns = measure_cpu_clock_read_ns();
+  if (forced >= 1) {
+    s.every = forced;
+    return s;
+  }
+  if (!last_warmup.cpu_measured()) return s;  // no warm-up to go by: every request
+  // begin() reads once, every stage's close once; opens and finish() reuse those.
+  int reads = 1;
+  for (const Span& span : last_warmup.spans)
+    if (span.cpu >= 0) ++reads;
+  const Nanos own = static_cast<Nanos>(s.read_ns * reads);
+  s.every = cpu_sample_every(s.read_ns, reads, std::max<Nanos>(1, last_warmup.total() - own));
+  return s;
 }
 
 bool SkippedRequests::absorb(const Error& e) {
@@ -183,7 +202,8 @@ std::vector<std::string> SkippedRequests::examples() const {
 
 std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& lanes,
                              const std::function<bool(TraceRequest&, std::uint64_t&)>& next,
-                             const std::function<bool()>& stop, std::uint64_t limit, SkippedRequests* skipped) {
+                             const std::function<bool()>& stop, std::uint64_t limit, SkippedRequests* skipped,
+                             const CpuSampling& cpu) {
   const std::size_t n = lanes.size();
   if (n == 0) return 0;
   // Served under every lane first, then committed: a request skipped in one
@@ -193,6 +213,7 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
   std::uint64_t line = 0, seq = 0;
   while ((limit == 0 || seq < limit) && !stop() && next(request, line)) {
     ServeJob job{&request, seq, line, 0, 0};
+    job.cpu = cpu.wants(seq);
     try {
       for (std::size_t k = 0; k < n; ++k) {
         const std::size_t l = (seq + k) % n;

@@ -103,6 +103,7 @@ struct ServeJob {
   std::uint64_t seq = 0, line = 0;
   Nanos due = 0;  // open loop: when it arrived; 0: arrives when served
   std::uint32_t worker = 0;
+  bool cpu = true;  // read the thread CPU clock (CpuSampling::wants)
 };
 
 // THE serve step: one request through (server, cache state) into `record`
@@ -112,10 +113,16 @@ void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* upd
                 const ServeJob& job, RequestRecord& record);
 
 // The warm-up gate's work for one thread: `request` served `times` without
-// caches, never measured; `each` hears every warm-up's µs. Stops early on
-// `stop`.
+// caches, never measured, each reading the CPU clock as a sampled request
+// would; `each` hears every warm-up's µs, `last` (if given) receives the last
+// one. Stops early on `stop`.
 void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
-             const std::function<void(int, double)>& each);
+             const std::function<void(int, double)>& each, RequestRecord* last = nullptr);
+
+// CPU sampling (timing.hpp) from a warm-up request: 1 in `forced` requests
+// when forced >= 1, else the rule, from a CPU clock read's cost measured now
+// and the request's duration less its own reads. No warm-up: every request.
+CpuSampling calibrate_cpu_sampling(const RequestRecord& last_warmup, std::uint32_t forced);
 
 // Lockstep (compare --mode lockstep): each request served under every lane,
 // one after another on this thread, the order rotated per request (request i
@@ -152,10 +159,11 @@ struct LockstepLane {
 // between requests, or `limit` (0: none) are served. Returns the requests
 // served under every lane: each lane's vectors have exactly that many entries.
 // A request that `skipped` absorbs is left out of every lane (the lanes stay paired).
+// A request `cpu` samples reads the CPU clock in every lane (the lanes stay paired).
 std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& lanes,
                              const std::function<bool(TraceRequest&, std::uint64_t&)>& next,
                              const std::function<bool()>& stop, std::uint64_t limit = 0,
-                             SkippedRequests* skipped = nullptr);
+                             SkippedRequests* skipped = nullptr, const CpuSampling& cpu = CpuSampling{});
 
 // The observer hears `finished` however a replay ends (declare it after the
 // ReplayCounters it was given: they must outlive that call).

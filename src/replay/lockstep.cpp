@@ -46,12 +46,18 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
 
   // One warm-up for all: the model and the allocator are shared; the caches start empty.
   if (observer) observer->phase(ReplayObserver::Phase::warming_up);
+  RequestRecord last_warmup;
   warm_up(
       server, warmup_request, info.warmup, [] { return lifecycle::interrupted(); },
       [&](int k, double us) {
         info.warmup_us.push_back(us);
         if (observer) observer->warmup(k, info.warmup);
-      });
+      },
+      &last_warmup);
+  const CpuSampling cpu = calibrate_cpu_sampling(last_warmup, base.replay.cpu_sample);
+  info.driver = "lockstep";
+  info.cpu_sample_every = cpu.every;
+  info.cpu_clock_read_ns = cpu.read_ns;
 
   std::vector<lifecycle::Cleanup> temp_files;  // killed by a signal: no half-written reports
   for (const LockstepTarget& t : targets) {
@@ -101,7 +107,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   };
   SkippedRequests skipped(base.replay.skip_invalid);
   const std::uint64_t served = drive_lockstep(
-      server, lanes, next, [] { return lifecycle::interrupted(); }, base.replay.limit, &skipped);
+      server, lanes, next, [] { return lifecycle::interrupted(); }, base.replay.limit, &skipped, cpu);
   if (lifecycle::interrupted()) info.interrupted_by = lifecycle::interrupt_name();
   if (served == 0 && lifecycle::interrupted())
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),

@@ -28,77 +28,14 @@
 #include "inferprof/printable.hpp"
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
-#include "replay/bounded_queue.hpp"
+#include "replay/driver.hpp"
 #include "replay/engine.hpp"
 #include "replay/machine.hpp"
 #include "replay/model_updates.hpp"
 
 namespace inferprof {
-namespace {
-
-// Open loop: how long after the start a record at `ts_ms` is due. A double past
-// the int64 range would make the cast undefined (and the replay wait forever).
-Nanos due_after(double ts_ms, double t0, double speed, const std::string& trace, std::uint64_t line) {
-  const double ns = (ts_ms - t0) * 1e6 / speed;
-  if (!(std::fabs(ns) < 9.2e18))
-    throw bad_input(
-        at_line(trace, line,
-                fmt::format("'ts_ms' {} at --speed {} is more than 290 years from the first request", ts_ms, speed)));
-  return static_cast<Nanos>(ns);
-}
 
 namespace fs = std::filesystem;
-using detail::BoundedQueue;
-
-struct Job {
-  bool event = false;   // a model update to announce when a worker reaches it
-  std::string version;  // (event) the version it publishes
-  TraceRequest request;
-  std::uint64_t line = 0;
-  std::uint64_t seq = 0;
-  Nanos due = 0;  // open loop: when it arrives; closed loop: 0 (arrives when taken)
-};
-
-// Records travel to the collector thread in batches, so a worker pays one
-// queue operation per kBatch requests and none of the aggregation work.
-constexpr std::size_t kBatch = 64;
-using Batch = std::vector<RequestRecord>;
-
-// Sleeps most of the way, then spins: nanosleep alone overshoots by tens of
-// µs, which would show up as phantom queueing in open-loop replays. False
-// when an interrupt came first: what it waited for is not released.
-bool wait_until(Nanos due) {
-  constexpr Nanos kSpin = 200'000;
-  constexpr Nanos kSlice = 50'000'000;  // how soon a sleeping worker sees an interrupt
-  for (Nanos now = now_ns(); due - now > kSpin; now = now_ns()) {
-    if (lifecycle::interrupted()) return false;
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(kSlice, due - now - kSpin)));
-  }
-  while (now_ns() < due) {
-  }
-  return true;
-}
-
-// First error wins; everything else stops.
-class FailureLatch {
- public:
-  void set(std::exception_ptr e) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!error_) error_ = e;
-    failed_ = true;
-  }
-  bool failed() const { return failed_.load(std::memory_order_relaxed); }
-  void rethrow() {
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  std::mutex mutex_;
-  std::exception_ptr error_;
-  std::atomic<bool> failed_{false};
-};
-
-}  // namespace
 
 std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& which,
                                     const std::vector<TierSpec>& overrides, const std::string& redis_url,
@@ -275,9 +212,23 @@ void commit_run(Collector& collector, RunOutcome& outcome, const std::string& ou
 
 }  // namespace detail
 
+namespace {
+
+// Whether this replay takes the inline driver (ReplayOptions::driver).
+bool use_inline_driver(const RunConfig& config) {
+  if (config.replay.driver != Driver::inline_worker) return false;
+  if (config.replay.drive != Drive::closed_loop || config.replay.concurrency != 1)
+    throw bad_input("--driver inline serves a closed loop with one worker: drop --open-loop and --concurrency");
+  return true;
+}
+
+}  // namespace
+
 RunOutcome run_replay(const RunConfig& config) {
+  // ---- Set-up: settings checked, trace head read, caches, model, updates ----
   const Profile& profile = config.profile;
   detail::check_replay_config(config);
+  const bool inline_driver = use_inline_driver(config);
   if (!config.output.out_dir.empty()) ensure_output_dir(config.output.out_dir);
   // Killed by a signal, the run's half-written reports go with it.
   lifecycle::Cleanup temp_files;
@@ -288,12 +239,13 @@ RunOutcome run_replay(const RunConfig& config) {
   const detail::ObserverFinish finished{observer};
 
   RunInfo info = detail::describe_replay(config);
+  info.driver = enum_name(inline_driver ? Driver::inline_worker : Driver::threaded);
 
   // Validate the trace before paying for the model load. The reader's
   // buffers are allocated here, before the clock starts.
   TraceReader reader(config.replay.trace_path,
                      TraceReader::Options{config.replay.skip_invalid, 1 << 20, config.replay.csv});
-  // Records read before the producer starts (events before the first request, then it), replayed first.
+  // Records read before the replay starts (events before the first request, then it), replayed first.
   std::deque<TraceRecord> read_early = detail::read_trace_head(config, reader, info);
   const TraceRequest warmup_request = read_early.back().request;
 
@@ -310,7 +262,6 @@ RunOutcome run_replay(const RunConfig& config) {
   detail::PipelineServer server(pipeline);
   std::optional<ModelUpdates> updates;
   if (source->versioned()) updates.emplace(pipeline, *source, update_mode, caches);
-  std::uint64_t ignored_events = 0;
   // Replicas hear of updates from Redis pub/sub (replica 0 publishes the trace's events).
   std::unique_ptr<UpdateChannel> channel;
   if (updates && !config.replica.update_channel.empty()) {
@@ -332,289 +283,93 @@ RunOutcome run_replay(const RunConfig& config) {
                     "includes waiting for a core",
                     config.replay.concurrency, info.threads, cores));
 
-  FailureLatch failure;
-  BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(config.replay.concurrency));
-  BoundedQueue<Batch> to_collector(64);
-  BoundedQueue<Batch> recycled(64);
-  std::atomic<std::uint64_t>& done = counters.done;
-  std::uint64_t skipped = 0;
-  std::vector<std::string> skipped_examples;
+  detail::JobFeed::Options feed_options;
+  feed_options.trace_path = config.replay.trace_path;
+  feed_options.open_loop = (config.replay.drive == Drive::open_loop);
+  feed_options.speed = config.replay.speed;
+  feed_options.limit = config.replay.limit;
+  feed_options.replica_index = config.replica.index;
+  feed_options.replica_count = config.replica.count;
+  feed_options.split = config.replica.split;
+  feed_options.preload_lead_ms = config.store.preload_lead_ms;
+  feed_options.trace_bytes = info.trace_bytes;
+  detail::JobFeed::ReadAhead read_ahead;
+  if (updates)
+    read_ahead = [&](const std::string& version, Nanos not_before) { updates->read_ahead(version, not_before); };
+  detail::JobFeed feed(feed_options, reader, std::move(read_early), read_ahead, source->name(), &counters);
   detail::SkippedRequests skipped_requests(config.replay.skip_invalid);
-  auto abort_all = [&] {
-    jobs.abort();
-    to_collector.abort();
-  };
-  // A first SIGINT/SIGTERM releases no more requests: the queued ones are
-  // dropped, sleeping workers wake (wait_until), the ones in flight finish and
-  // reach the collector, which is never aborted for it.
-  std::atomic<bool> cut_short{false};
-  std::optional<lifecycle::OnInterrupt> stop_hook;
-  stop_hook.emplace([&] {
-    cut_short = true;
-    jobs.abort();
-  });
+  detail::DriveParts parts{server,
+                           caches,
+                           updates ? &*updates : nullptr,
+                           &verifier,
+                           &skipped_requests,
+                           &counters.done,
+                           [&](const std::string& version) {
+                             if (!channel)
+                               updates->announce(version);
+                             else if (config.replica.index <= 0)
+                               channel->publish(ModelRef{source->name(), version});
+                           }};
 
-  // Start gate: every worker warms up on its own thread (thread-local state in
-  // libtorch is per thread), then waits; the replay starts for all at `epoch`.
-  std::mutex gate_mutex;
-  std::condition_variable gate_cv;
-  int warmed = 0;
-  bool gate_open = false;
-  Nanos epoch = 0;
+  // ---- Warm-up gate: every worker warm; CPU sampling calibrated, the collector ready, the clock started ----
   std::unique_ptr<Collector> collector;
-  std::vector<std::thread> workers;
-  std::thread producer, collector_thread;
-  auto open_gate = [&] {
-    {
-      std::lock_guard<std::mutex> lock(gate_mutex);
-      gate_open = true;
-    }
-    gate_cv.notify_all();
-  };
-  // A thread that cannot start (a limit on threads or memory under
-  // --concurrency 5000) fails the run with one line, after the threads
-  // already running have stopped: a joinable std::thread must never be destroyed.
-  auto cannot_start = [&](const std::system_error& e, const std::string& what) {
-    failure.set(std::current_exception());
-    abort_all();
-    open_gate();
-    for (auto& t : workers)
-      t.join();
-    if (producer.joinable()) producer.join();
-    if (collector_thread.joinable()) collector_thread.join();
-    return runtime_failure(
-        fmt::format("cannot start {}: {} (lower --concurrency, or raise the limit on threads "
-                    "and memory)",
-                    what, e.code().message()));
-  };
-  if (observer) observer->phase(ReplayObserver::Phase::warming_up);
-  for (int w = 0; w < config.replay.concurrency; ++w) {
-    auto work = [&, w] {
-      try {
-        {
-          // Warm-up: the first request's input, served N times, never measured.
-          detail::warm_up(
-              server, warmup_request, info.warmup, [&] { return failure.failed() || lifecycle::interrupted(); },
-              [&](int done_warmups, double us) {
-                if (w != 0) return;
-                info.warmup_us.push_back(us);
-                if (observer) observer->warmup(done_warmups, info.warmup);
-              });
-          std::unique_lock<std::mutex> lock(gate_mutex);
-          ++warmed;
-          gate_cv.notify_all();
-          gate_cv.wait(lock, [&] { return gate_open; });
-        }
-        if (failure.failed() || !wait_until(epoch)) return;
-        Batch batch(kBatch);
-        std::size_t used = 0;
-        Job job;
-        while (jobs.pop(job)) {
-          if (job.event) {
-            if (job.due != 0 && !wait_until(job.due)) break;
-            if (!channel)
-              updates->announce(job.version);
-            else if (config.replica.index <= 0)
-              channel->publish(ModelRef{source->name(), job.version});
-            continue;
-          }
-          if (job.due != 0 && !wait_until(job.due)) break;  // interrupted before it arrived: never released
-          try {
-            detail::serve_step(
-                server, caches, updates ? &*updates : nullptr, &verifier,
-                detail::ServeJob{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)}, batch[used]);
-          } catch (const Error& e) {
-            if (skipped_requests.absorb(e)) continue;
-            throw;
-          }
-          done.fetch_add(1, std::memory_order_relaxed);
-          if (++used == kBatch) {
-            if (!to_collector.push(std::move(batch))) return;
-            if (!recycled.try_pop(batch)) batch = Batch(kBatch);
-            used = 0;
-          }
-        }
-        batch.resize(used);
-        if (used > 0) to_collector.push(std::move(batch));
-      } catch (...) {
-        failure.set(std::current_exception());
-        abort_all();
-        std::lock_guard<std::mutex> lock(gate_mutex);
-        ++warmed;
-        gate_cv.notify_all();
-      }
-    };
-    try {
-      workers.emplace_back(work);
-    } catch (const std::system_error& e) {
-      throw cannot_start(e, fmt::format("replay worker {} of {}", w + 1, config.replay.concurrency));
-    }
-  }
-
-  {
-    std::unique_lock<std::mutex> lock(gate_mutex);
-    gate_cv.wait(lock, [&] { return warmed == config.replay.concurrency; });
-  }
-  // A replica: tell the parent it is ready and wait for the common start.
-  if (config.replica.on_ready && !failure.failed()) {
-    try {
-      config.replica.on_ready();
-    } catch (...) {
-      failure.set(std::current_exception());
-      abort_all();
-    }
-  }
-  try {
+  Nanos epoch = 0;
+  const detail::Gate gate = [&](const RequestRecord& last_warmup) {
+    // A replica: tell the parent it is ready and wait for the common start.
+    if (config.replica.on_ready) config.replica.on_ready();
+    detail::GateOpen open;
+    open.cpu = detail::calibrate_cpu_sampling(last_warmup, config.replay.cpu_sample);
+    info.cpu_sample_every = open.cpu.every;
+    info.cpu_clock_read_ns = open.cpu.read_ns;
     CollectorOptions copts;
     copts.out_dir = config.output.out_dir;
     copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
     copts.copies_applicable = info.copies_applicable;
     collector = std::make_unique<Collector>(copts);
-  } catch (...) {
-    failure.set(std::current_exception());
-    abort_all();
-  }
-  // Everything is set up before the clock starts; the lead covers starting the
-  // producer and collector threads and waking the workers, so none of it is
-  // charged to the first requests (in open loop it would show as queueing).
-  epoch = now_ns() + 2'000'000;
-  if (collector) collector->set_epoch(epoch);
-  if (updates) updates->set_epoch(epoch);
-  if (config.replay.limit > 0) counters.estimate = config.replay.limit;
-
-  auto produce = [&] {
-    try {
-      TraceRecord rec;
-      auto next_record = [&] {
-        if (read_early.empty()) return reader.next(rec);
-        rec = std::move(read_early.front());
-        read_early.pop_front();
-        return true;
-      };
-      std::uint64_t seq = 0;
-      std::uint64_t nth = 0;  // requests in the trace, this replica's or not
-      std::optional<double> t0;
-      Nanos last_due = 0;
-      bool pushed_all = true;
-      while (!failure.failed() && (config.replay.limit == 0 || seq < config.replay.limit) && next_record()) {
-        if (rec.kind == TraceRecord::Kind::event) {
-          const TraceEvent& e = rec.event;
-          if (!updates || e.type != "model_update" || e.model != source->name()) {
-            ++ignored_events;
-            continue;
-          }
-          Job job;
-          job.event = true;
-          job.version = e.version;
-          job.line = rec.line;
-          // Open loop: it happens at its ts_ms (or, without one, right after the request before it).
-          if (config.replay.drive == Drive::open_loop) {
-            if (e.ts_ms && !t0) t0 = *e.ts_ms;
-            job.due = e.ts_ms
-                          ? epoch + due_after(*e.ts_ms, *t0, config.replay.speed, config.replay.trace_path, rec.line)
-                          : last_due;
-          }
-          // A version a store could hold ("v2"): an empty or path-like one is bad input here.
-          parse_model_ref(e.model + "@" + e.version,
-                          fmt::format("{}:{}: model_update", config.replay.trace_path, rec.line));
-          updates->read_ahead(e.version,
-                              job.due ? job.due - static_cast<Nanos>(config.store.preload_lead_ms * 1e6) : 0);
-          if (!jobs.push(std::move(job))) {
-            pushed_all = false;
-            break;
-          }
-          continue;
-        }
-        if (config.replica.count > 1) {
-          const std::uint64_t n =
-              config.replica.split == Split::hash ? XXH3_64bits(rec.request.key.data(), rec.request.key.size()) : nth;
-          ++nth;
-          if (n % static_cast<std::uint64_t>(config.replica.count) != static_cast<std::uint64_t>(config.replica.index))
-            continue;
-        }
-        Job job;
-        job.line = rec.line;
-        job.seq = seq++;
-        if (config.replay.drive == Drive::open_loop) {
-          if (!rec.request.ts_ms)
-            throw bad_input(at_line(config.replay.trace_path, rec.line,
-                                    "open-loop replay needs 'ts_ms' on every request (this one has none)"));
-          if (!t0) t0 = *rec.request.ts_ms;
-          job.due = epoch + due_after(*rec.request.ts_ms, *t0, config.replay.speed, config.replay.trace_path, rec.line);
-          last_due = job.due;
-        }
-        job.request = std::move(rec.request);
-        if (!jobs.push(std::move(job))) {
-          pushed_all = false;
-          break;
-        }
-        // The total from how far into the file these requests reached (the
-        // progress line's "of ~N"); exact once the reader reaches the end.
-        if ((seq & 1023) == 0 && reader.bytes() > 0 && info.trace_bytes > 0) {
-          auto estimate = static_cast<std::uint64_t>(static_cast<double>(seq) * static_cast<double>(info.trace_bytes) /
-                                                     static_cast<double>(reader.bytes()));
-          if (config.replay.limit > 0) estimate = std::min<std::uint64_t>(estimate, config.replay.limit);
-          counters.estimate = std::max(estimate, seq);
-        }
-      }
-      if (pushed_all && !failure.failed()) counters.total = seq;
-      skipped = reader.skipped();
-      skipped_examples = reader.skipped_examples();
-      jobs.close();
-    } catch (...) {
-      failure.set(std::current_exception());
-      abort_all();
+    // Everything is set up before the clock starts; the lead covers starting
+    // the driver's threads and waking the workers, so none of it is charged to
+    // the first requests (in open loop it would show as queueing).
+    epoch = open.epoch = now_ns() + (inline_driver ? 0 : 2'000'000);
+    collector->set_epoch(open.epoch);
+    if (updates) updates->set_epoch(open.epoch);
+    if (config.replay.limit > 0) counters.estimate = config.replay.limit;
+    open.collector = collector.get();
+    if (observer) {
+      observer->phase(ReplayObserver::Phase::replaying);
+      observer->replaying(counters);
     }
+    return open;
   };
-  auto collect = [&] {
-    try {
-      Batch batch;
-      while (to_collector.pop(batch)) {
-        for (const auto& r : batch)
-          collector->add(r);
-        if (batch.size() == kBatch) recycled.try_push(std::move(batch));
-      }
-    } catch (...) {
-      failure.set(std::current_exception());
-      abort_all();
-    }
-  };
-  try {
-    producer = std::thread(produce);
-    collector_thread = std::thread(collect);
-  } catch (const std::system_error& e) {
-    throw cannot_start(e, "the trace reader and the collector");
-  }
-  open_gate();
-  if (observer) {
-    observer->phase(ReplayObserver::Phase::replaying);
-    observer->replaying(counters);
-  }
+  const detail::WarmUpPlan warmup{&warmup_request, info.warmup, [&](int done_warmups, double us) {
+                                    info.warmup_us.push_back(us);
+                                    if (observer) observer->warmup(done_warmups, info.warmup);
+                                  }};
+  if (observer) observer->phase(ReplayObserver::Phase::warming_up);
 
-  producer.join();
-  for (auto& t : workers)
-    t.join();
-  const Nanos replay_end = now_ns();
-  to_collector.close();
-  collector_thread.join();
-  stop_hook.reset();  // an interrupt from here on cuts nothing short
-  failure.rethrow();
-  if (cut_short) info.interrupted_by = lifecycle::interrupt_name();
-  if (done.load() == 0 && cut_short && config.replica.count <= 1)
+  // ---- Drive ----
+  const detail::DriveResult drove = inline_driver
+                                        ? detail::drive_inline(parts, feed, warmup, gate)
+                                        : detail::drive_threaded(parts, feed, config.replay.concurrency, warmup, gate);
+
+  // ---- Collect ----
+  const std::uint64_t done = counters.done.load();
+  if (drove.cut_short) info.interrupted_by = lifecycle::interrupt_name();
+  if (done == 0 && drove.cut_short && config.replica.count <= 1)
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
                 fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
-
   // A replica may get no requests (a hash split over few keys): an empty report, not an error.
-  skipped += skipped_requests.count();
+  std::uint64_t skipped = reader.skipped() + skipped_requests.count();
+  std::vector<std::string> skipped_examples = reader.skipped_examples();
   for (std::string& e : skipped_requests.examples())
     if (skipped_examples.size() < 10) skipped_examples.push_back(std::move(e));
-  if (done.load() == 0 && config.replica.count <= 1)
+  if (done == 0 && config.replica.count <= 1)
     throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.replay.trace_path,
                                 skipped ? fmt::format(" ({} invalid requests skipped)", skipped) : ""));
   // Verification stalls the workers between requests; take it out of the replay time.
-  info.wall_s = static_cast<double>(replay_end - epoch - verifier.spent_ns() / config.replay.concurrency) / 1e9;
+  info.wall_s = static_cast<double>(drove.end - epoch - verifier.spent_ns() / config.replay.concurrency) / 1e9;
   info.skipped_invalid = skipped;
   info.skipped_examples = skipped_examples;
+  const std::uint64_t ignored_events = feed.ignored_events();
   if (ignored_events && !updates)
     info.warnings.push_back(
         fmt::format("{} model_update events in the trace were not applied: a plain model file "
@@ -646,6 +401,8 @@ RunOutcome run_replay(const RunConfig& config) {
       outcome.summary.info.warnings.push_back(
           fmt::format("update to {}@{} failed, {} kept serving: {}", u.model, u.to_version, u.from_version, u.error));
   }
+
+  // ---- Commit ----
   detail::commit_run(*collector, outcome, config.output.out_dir);
   return outcome;
 }

@@ -51,9 +51,15 @@ void ChromeTraceWriter::append(const RequestRecord& r, fmt::memory_buffer& out) 
   append_us3(out, r.start - epoch_);
   out.append(std::string_view(R"(,"dur":)"));
   append_us3(out, r.end - r.start);
-  fmt::format_to(it, R"(,"pid":1,"tid":{},"args":{{"id":{},"key":)", tid, r.id);
+  out.append(std::string_view(R"(,"pid":1,"tid":)"));
+  append_uint(out, tid);
+  out.append(std::string_view(R"(,"args":{"id":)"));
+  append_uint(out, r.id);
+  out.append(std::string_view(R"(,"key":)"));
   append_json_string(out, r.key);
-  fmt::format_to(it, R"(,"seq":{},"queue_us":)", r.seq);
+  out.append(std::string_view(R"(,"seq":)"));
+  append_uint(out, r.seq);
+  out.append(std::string_view(R"(,"queue_us":)"));
   append_us3(out, r.stage[static_cast<std::size_t>(Stage::queue)]);
   out.append(std::string_view(R"(,"total_us":)"));
   append_us3(out, r.total());
@@ -77,7 +83,8 @@ void ChromeTraceWriter::append(const RequestRecord& r, fmt::memory_buffer& out) 
     append_us3(out, span.start - epoch_);
     out.append(std::string_view(R"(,"dur":)"));
     append_us3(out, span.dur);
-    fmt::format_to(it, R"(,"pid":1,"tid":{})", span_tid);
+    out.append(std::string_view(R"(,"pid":1,"tid":)"));
+    append_uint(out, span_tid);
     if (queue) fmt::format_to(it, R"(,"args":{{"id":{},"worker":{}}})", r.id, r.worker);
     out.push_back('}');
   }

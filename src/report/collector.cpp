@@ -298,6 +298,7 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   RunSummary s;
   s.info = info;
   s.requests = m.requests;
+  s.cpu_requests = m.cpu_requests;
   s.failed = m.failed;
   s.failed_examples = m.failed_examples;
   s.total = stats_of(m.total_hist, m.requests, m.requests);

@@ -22,9 +22,16 @@ std::string requests_csv_header(bool gpu) {
 
 void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable) {
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "{},{},{},", r.seq, r.id, r.line);
+  append_uint(out, r.seq);
+  out.push_back(',');
+  append_uint(out, r.id);
+  out.push_back(',');
+  append_uint(out, r.line);
+  out.push_back(',');
   append_csv_field(out, r.key);
-  fmt::format_to(it, ",{},", r.worker);
+  out.push_back(',');
+  append_uint(out, r.worker);
+  out.push_back(',');
   append_us3(out, r.arrival - epoch);
   out.push_back(',');
   append_us3(out, r.start - epoch);

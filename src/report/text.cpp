@@ -65,7 +65,14 @@ void append_us3(fmt::memory_buffer& out, std::int64_t ns) {
   const bool negative = ns < 0;
   const std::uint64_t mag =
       negative ? std::uint64_t{0} - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
-  fmt::format_to(std::back_inserter(out), "{}{}.{:03}", negative ? "-" : "", mag / 1000, mag % 1000);
+  // By hand, not through a format string: the report streams call this ~30
+  // times a request (docs/performance.md, the overhead breakdown).
+  if (negative) out.push_back('-');
+  append_uint(out, mag / 1000);
+  const auto frac = static_cast<unsigned>(mag % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.append(digits, digits + 4);
 }
 
 std::string us3(std::int64_t ns) {

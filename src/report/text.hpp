@@ -28,6 +28,11 @@ std::string share_text(double share);
 // Nanoseconds as microseconds with exactly 3 decimals, computed in integers so
 // that large timestamps keep their last digit: 1234567 -> "1234.567".
 void append_us3(fmt::memory_buffer& out, std::int64_t ns);
+// `n` in decimal, appended (no format string to parse: the streams' hot path).
+inline void append_uint(fmt::memory_buffer& out, std::uint64_t n) {
+  const fmt::format_int digits(n);
+  out.append(digits.data(), digits.data() + digits.size());
+}
 std::string us3(std::int64_t ns);
 
 // RFC 4180: quoted (with doubled quotes) when it holds a comma, quote, CR or LF.

@@ -62,7 +62,7 @@ namespace {
 // request's end) when less than kReuseNs of wall time lies between them, so
 // at most that much CPU time moves from overhead into the next stage.
 constexpr Nanos kReuseNs = 1000;
-thread_local Nanos last_cpu = 0;       // the thread's last CPU clock read at a stage's close
+thread_local Nanos last_cpu = 0;       // the thread's last CPU clock read (a stage's close, a begin())
 thread_local Nanos last_cpu_wall = 0;  // wall clock just after it
 
 Nanos cpu_at(Nanos wall) noexcept {
@@ -70,10 +70,20 @@ Nanos cpu_at(Nanos wall) noexcept {
 }
 }  // namespace
 
+void RequestRecord::begin(bool cpu) noexcept {
+  start = now_ns();
+  if (!cpu) return;
+  cpu_start = thread_cpu_ns();
+  // The first stage usually opens right away: it starts from this read.
+  last_cpu = cpu_start;
+  last_cpu_wall = now_ns();
+}
+
 std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
   // The CPU clock is read inside the wall interval (or reused from just before it).
   const Nanos start_ns = now_ns();
-  spans.push_back(Span{name, parent, start_ns, 0, parent < 0 ? cpu_at(start_ns) : Nanos{-1}});
+  const bool cpu = parent < 0 && cpu_start != 0;
+  spans.push_back(Span{name, parent, start_ns, 0, cpu ? cpu_at(start_ns) : Nanos{-1}});
   return static_cast<std::int32_t>(spans.size() - 1);
 }
 

@@ -151,4 +151,18 @@ TEST_SUITE("e2e diff") {
     CHECK(r.code == 0);
     CHECK(r.out.find("no confidence intervals: base has no requests.csv") != std::string::npos);
   }
+
+  TEST_CASE("diff: runs that read the CPU clock on 1 in N requests keep their cpu gates and intervals") {
+    auto& f = fixture();
+    TempDir out;
+    for (const char* side : {"a", "b"})
+      DiffFixture::run_or_throw({"run", f.model, "--trace", f.trace, "--warmup", "2", "--cpu-sample", "3", "--out",
+                                 out.file(side), "--no-progress"});
+    auto r =
+        run_cli({"diff", out.file("a"), out.file("b"), "--max-regression", "total.cpu.p50=200%", "--format", "json"});
+    REQUIRE_MESSAGE(r.code == 0, r.out << r.err);
+    CHECK(r.out.find("\"total.cpu.p50") != std::string::npos);
+    CHECK(r.out.find("threshold only: requests.csv has no cpu times") == std::string::npos);
+    CHECK(r.out.find("no intervals on cpu rows") == std::string::npos);
+  }
 }

@@ -146,12 +146,87 @@ TEST_SUITE("e2e run") {
     CHECK(md.out.find("| compute") != std::string::npos);
   }
 
+  TEST_CASE("CPU sampling: 1 in N requests read the CPU clock, the others leave its cells empty, and it says so") {
+    auto& f = fixture();
+    TempDir out;
+    // Both drivers sample the same requests (a hash of their position).
+    std::vector<std::string> sampled_seqs[2];
+    int k = 0;
+    for (const char* driver : {"inline", "threaded"}) {
+      CAPTURE(driver);
+      const std::string dir = out.file(driver);
+      auto r = run_cli(
+          {"run", f.model, "--trace", f.trace, "--out", dir, "--no-progress", "--cpu-sample", "4", "--driver", driver});
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      CHECK(r.out.find("read on 1 in 4 requests (") != std::string::npos);
+      simdjson::dom::parser parser;
+      auto summary = parse_json(parser, slurp(fs::path(dir) / "summary.json"));
+      CHECK(json_number(summary["cpu_sample"]["every"]) == 4);
+      CHECK(json_number(summary["cpu_sample"]["clock_read_ns"]) > 0);
+      CHECK(std::string_view(summary["run"]["driver"].get_string().value()) == driver);
+      const double sampled = json_number(summary["cpu_sample"]["requests"]);
+      CHECK(sampled > 0.1 * Fixture::kRequests);
+      CHECK(sampled < 0.5 * Fixture::kRequests);
+      CHECK(json_number(summary["total"]["cpu_mean_us"]) > 0);
+      // requests.csv: a row has all its CPU cells or none; the rows that have them are the ones counted.
+      const std::string check = R"(
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cpu_cols = [c for c in rows[0].keys() if c.endswith('cpu_us') and c not in ('h2d_cpu_us', 'd2h_cpu_us')]
+with_cpu = [r for r in rows if r['cpu_us'] != '']
+for r in rows:
+    cells = [r[c] != '' for c in cpu_cols]
+    assert all(cells) or not any(cells), r
+assert len(with_cpu) == int(sys.argv[2]), (len(with_cpu), sys.argv[2])
+open(sys.argv[3], 'w').write(' '.join(r['seq'] for r in with_cpu))
+)";
+      const std::string script = out.file("check.py");
+      std::ofstream(script) << check;
+      const std::string seqs = out.file(std::string("seqs-") + driver);
+      CHECK(
+          std::system(("python3 " + shell_quote(script) + " " + shell_quote((fs::path(dir) / "requests.csv").string()) +
+                       " " + std::to_string(static_cast<long>(sampled)) + " " + shell_quote(seqs))
+                          .c_str()) == 0);
+      sampled_seqs[k++].push_back(slurp(seqs));
+    }
+    CHECK(sampled_seqs[0] == sampled_seqs[1]);
+  }
+
+  TEST_CASE("CPU sampling by default: calibrated from the warm-up, and the reports agree with it") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("r"), "--no-progress", "--format", "json"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    simdjson::dom::parser parser;
+    auto summary = parse_json(parser, r.out);
+    const double every = json_number(summary["cpu_sample"]["every"]);
+    const double sampled = json_number(summary["cpu_sample"]["requests"]);
+    CHECK(every >= 1);
+    CHECK(every <= 1000);
+    CHECK(sampled >= 1);
+    CHECK(sampled <= Fixture::kRequests);
+    if (every == 1) CHECK(sampled == Fixture::kRequests);
+  }
+
+  TEST_CASE("--driver inline applies to a closed loop with one worker only, and a bad name is one line, exit 2") {
+    auto& f = fixture();
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--driver", "inline", "--concurrency", "2", "--no-progress"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--driver inline serves a closed loop with one worker") != std::string::npos);
+    r = run_cli({"run", f.model, "--trace", f.trace, "--driver", "fast", "--no-progress"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--driver") != std::string::npos);
+  }
+
   TEST_CASE("thread CPU time beside wall time in every output, never above it") {
     auto& f = fixture();
     TempDir out;
-    auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "100", "--out", out.file("r"), "--no-progress"});
+    // Every request reads the CPU clock (--cpu-sample 1), so every row can be checked.
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "100", "--out", out.file("r"), "--no-progress",
+                      "--cpu-sample", "1"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("cpu mean") != std::string::npos);
+    CHECK(r.out.find("read on 1 in") == std::string::npos);  // no sampling to mention
     CHECK(r.out.find("off-cpu") != std::string::npos);
 
     // requests.csv, read by Python's csv module: the CPU columns come after the

@@ -283,13 +283,18 @@ TEST_SUITE("diff over several runs") {
     CHECK_FALSE(r.stages[static_cast<std::size_t>(Stage::queue)].cpu);
     CHECK(r.per_request_cpu[kStageCount] == std::vector<double>{15, 16});
     CHECK(r.per_request_cpu[static_cast<std::size_t>(Stage::compute)] == std::vector<double>{9, 10});
-    // A row whose CPU clock was not read (empty cells): no per-request CPU times at all.
+    // CPU sampling: a row whose CPU clock was not read (empty cells) is left out of the CPU times only.
     std::ofstream(dir.file("requests.csv"))
         << header << "0,1,1,k,0,0,0,20,0,0,0,1,2,,10,,7,none,true,,v1,15,0,0,1,2,,9,,3\n"
         << "1,2,2,k,0,1,1,21.5,0,0,0,1,2,,11,,7.5,none,true,,v1,,,,,,,,,\n";
     r = load_run(dir.path().string());
-    CHECK(r.per_request_cpu[kStageCount].empty());
+    CHECK(r.per_request_cpu[kStageCount] == std::vector<double>{15});
+    CHECK(r.per_request_cpu[static_cast<std::size_t>(Stage::compute)] == std::vector<double>{9});
     CHECK(r.per_request[kStageCount] == std::vector<double>{20, 21.5});
+    // No row read it: no per-request CPU times at all.
+    std::ofstream(dir.file("requests.csv")) << header << "0,1,1,k,0,0,0,20,0,0,0,1,2,,10,,7,none,true,,v1,,,,,,,,,\n";
+    r = load_run(dir.path().string());
+    CHECK(r.per_request_cpu[kStageCount].empty());
     std::ofstream(dir.file("requests.csv"))
         << header << "0,1,1,k,0,0,0,20,0,0,0,1,2,,10,,7,none,true,,v1,x,0,0,1,2,,9,,3\n";
     CHECK_THROWS_WITH(load_run(dir.path().string()),

@@ -2,16 +2,27 @@
 // lockstep driver over a stand-in for the pipeline (the real one is covered
 // end to end by the e2e tests), and compare's lockstep reports.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <deque>
+#include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "inferprof/compare.hpp"
+#include "inferprof/lifecycle.hpp"
+#include "replay/driver.hpp"
 #include "replay/engine.hpp"
+#include "temp_dir.hpp"
 
 using namespace inferprof;
 using namespace inferprof::detail;
@@ -207,5 +218,351 @@ TEST_SUITE("compare report") {
     simdjson::dom::element costs = doc["configurations"].at(1)["outcome_costs"];
     CHECK(double(costs["l1_hit"]["mean_us"]) == doctest::Approx(12.5));
     CHECK(std::uint64_t(costs["miss"]["count"]) == 40);
+  }
+}
+
+// ---- The drivers of run_replay (driver.hpp) over a stand-in ----
+namespace {
+
+// Thread-safe: every request it serves is logged (id, caches given or not);
+// it can fail, or request a stop, when it reaches a given request id.
+class Recorder final : public RequestServer {
+ public:
+  std::mutex mutex;
+  std::vector<std::uint64_t> served;  // ids of measured requests, in the order served
+  int warmups = 0;                    // served without caches: the warm-up
+  std::uint64_t fail_at = 0, bad_at = 0, stop_at = 0;
+  std::vector<std::string>* events = nullptr;  // when set, requests are logged here too ("r<id>")
+
+  void serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob*,
+             const ModelHandle&) override {
+    { ScopedSpan input(record, Stage::input); }
+    ScopedSpan compute(record, Stage::compute);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!caches) {
+      ++warmups;
+      return;
+    }
+    if (request.id == fail_at) throw runtime_failure("the model rejected request " + std::to_string(request.id));
+    if (request.id == bad_at) throw bad_input("request " + std::to_string(request.id) + ": no such image");
+    served.push_back(request.id);
+    if (events) events->push_back("r" + std::to_string(request.id));
+    if (request.id == stop_at) lifecycle::request_stop(SIGINT);
+  }
+  double verify(const TraceRequest&, const Blob&, const ModelHandle&) override { return 0; }
+  ModelHandle active() const override { return nullptr; }
+};
+
+// A trace file of `n` requests (ids 1..n, ts_ms 10 apart), and before request
+// `event_before` (0: none) a model_update to "v2".
+std::string write_trace(const inferprof::testing::TempDir& dir, int n, int event_before = 0) {
+  std::string lines;
+  for (int i = 1; i <= n; ++i) {
+    if (i == event_before)
+      lines += R"({"event":"model_update","model":"m","version":"v2","ts_ms":)" + std::to_string(i * 10) + "}\n";
+    lines += fmt::format(R"({{"id":{},"key":"k{}","ts_ms":{},"input":{{"seed":{}}}}})", i, i % 3, i * 10, i) + "\n";
+  }
+  return dir.write("trace.jsonl", lines);
+}
+
+// What run_replay's set-up does for a driver, with a real Collector (no files).
+struct Harness {
+  inferprof::testing::TempDir dir;
+  std::string trace;
+  TraceReader reader;
+  Recorder server;
+  CacheSet caches;  // no tiers, but given: the recorder tells warm-up (no caches) from the replay
+  SkippedRequests skipped{true};
+  std::atomic<std::uint64_t> done{0};
+  std::vector<std::string> events;
+  DriveParts parts{server,
+                   &caches,
+                   nullptr,
+                   nullptr,
+                   &skipped,
+                   &done,
+                   [this](const std::string& v) { events.push_back("update " + v); }};
+  Collector collector{CollectorOptions{}};
+  TraceRequest warmup_request;
+  int gates = 0;
+  RequestRecord gate_saw;
+  std::uint32_t cpu_every = 1;
+
+  explicit Harness(int n, int event_before = 0)
+      : trace(write_trace(dir, n, event_before)), reader(trace, TraceReader::Options{}) {
+    warmup_request.id = 999;
+  }
+  JobFeed feed() {
+    JobFeed::Options o;
+    o.trace_path = trace;
+    return JobFeed(o, reader, {}, nullptr, "m");
+  }
+  WarmUpPlan warmup(int times) { return WarmUpPlan{&warmup_request, times, nullptr}; }
+  Gate gate() {
+    return [this](const RequestRecord& last) {
+      ++gates;
+      gate_saw = last;
+      GateOpen open;
+      open.epoch = now_ns();
+      open.cpu.every = cpu_every;
+      open.collector = &collector;
+      collector.set_epoch(open.epoch);
+      return open;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("engine") {
+  TEST_CASE("job feed: requests numbered in order with their lines, a limit, events ignored without updates") {
+    inferprof::testing::TempDir dir;
+    const std::string trace = write_trace(dir, 5, 3);
+    TraceReader reader(trace, TraceReader::Options{});
+    JobFeed::Options o;
+    o.trace_path = trace;
+    o.limit = 4;
+    JobFeed feed(o, reader, {}, nullptr, "m");
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> got;  // (seq, id)
+    std::vector<std::uint64_t> lines;
+    for (Job job; feed.next(job);) {
+      CHECK_FALSE(job.event);
+      CHECK(job.due == 0);  // closed loop
+      got.emplace_back(job.seq, job.request.id);
+      lines.push_back(job.line);
+    }
+    CHECK(got == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{0, 1}, {1, 2}, {2, 3}, {3, 4}});
+    CHECK(lines == std::vector<std::uint64_t>{1, 2, 4, 5});  // the event is line 3
+    CHECK(feed.ignored_events() == 1);                       // no model store: the update cannot apply
+    CHECK(feed.exhausted());
+  }
+
+  TEST_CASE("job feed: open loop is due at ts_ms from the first request over --speed, and a replica takes its share") {
+    inferprof::testing::TempDir dir;
+    const std::string trace = write_trace(dir, 6);
+    {
+      TraceReader reader(trace, TraceReader::Options{});
+      JobFeed::Options o;
+      o.trace_path = trace;
+      o.open_loop = true;
+      o.speed = 2;
+      JobFeed feed(o, reader, {}, nullptr, "m");
+      feed.set_epoch(1'000'000'000);
+      Job job;
+      REQUIRE(feed.next(job));
+      CHECK(job.due == 1'000'000'000);
+      REQUIRE(feed.next(job));
+      CHECK(job.due == 1'000'000'000 + 5'000'000);  // 10 ms of trace at 2x
+    }
+    {
+      TraceReader reader(trace, TraceReader::Options{});
+      JobFeed::Options o;
+      o.trace_path = trace;
+      o.replica_index = 1;
+      o.replica_count = 2;
+      JobFeed feed(o, reader, {}, nullptr, "m");
+      std::vector<std::uint64_t> ids;
+      for (Job job; feed.next(job);)
+        ids.push_back(job.request.id);
+      CHECK(ids == std::vector<std::uint64_t>{2, 4, 6});  // rr: request n to replica n mod 2
+    }
+    {
+      const std::string no_ts = dir.write("no_ts.jsonl", "{\"id\":1,\"key\":\"a\",\"input\":{\"seed\":1}}\n");
+      TraceReader reader(no_ts, TraceReader::Options{});
+      JobFeed::Options o;
+      o.trace_path = no_ts;
+      o.open_loop = true;
+      JobFeed feed(o, reader, {}, nullptr, "m");
+      Job job;
+      CHECK_THROWS_WITH(feed.next(job), doctest::Contains("no_ts.jsonl:1: open-loop replay needs 'ts_ms'"));
+    }
+  }
+
+  TEST_CASE("CPU sampling calibration: forced N wins, no warm-up means every request, a short request is sampled") {
+    RequestRecord none;
+    CHECK(calibrate_cpu_sampling(none, 0).every == 1);
+    CHECK(calibrate_cpu_sampling(none, 7).every == 7);
+    RequestRecord tiny;  // a request of next to nothing: its reads are most of it
+    tiny.begin(true);
+    { ScopedSpan compute(tiny, Stage::compute); }
+    tiny.finish();
+    const CpuSampling s = calibrate_cpu_sampling(tiny, 0);
+    CHECK(s.read_ns > 0);
+    CHECK(s.every > 1);
+    RequestRecord slow = tiny;  // the same shape, lasting a second
+    slow.end = slow.arrival + 1'000'000'000;
+    CHECK(calibrate_cpu_sampling(slow, 0).every == 1);
+  }
+
+  TEST_CASE("inline driver: one warm-up, one gate, every request once in trace order, all aggregated") {
+    lifecycle::reset_for_tests();
+    Harness h(150);  // more than one batch
+    JobFeed feed = h.feed();
+    const DriveResult r = drive_inline(h.parts, feed, h.warmup(3), h.gate());
+    CHECK_FALSE(r.cut_short);
+    CHECK(h.gates == 1);
+    CHECK(h.server.warmups == 3);
+    CHECK(h.gate_saw.cpu_measured());  // the warm-up reads the CPU clock, as a sampled request does
+    REQUIRE(h.server.served.size() == 150);
+    for (std::size_t i = 0; i < 150; ++i)
+      CHECK(h.server.served[i] == i + 1);
+    CHECK(h.done == 150);
+    const RunSummary s = h.collector.summarize(RunInfo{});
+    CHECK(s.requests == 150);
+  }
+
+  TEST_CASE("drivers: CPU sampling reads the CPU clock on exactly the requests it wants, and says so") {
+    lifecycle::reset_for_tests();
+    for (const bool inline_driver : {true, false}) {
+      CAPTURE(inline_driver);
+      Harness h(200);
+      h.cpu_every = 4;
+      // Each record's CPU reading, by seq, as the collector sees it: via requests.csv.
+      inferprof::testing::TempDir out;
+      CollectorOptions copts;
+      copts.out_dir = out.str();
+      Collector with_files(copts);
+      Gate gate = [&](const RequestRecord&) {
+        GateOpen open;
+        open.epoch = now_ns();
+        open.cpu.every = 4;
+        open.collector = &with_files;
+        with_files.set_epoch(open.epoch);
+        return open;
+      };
+      JobFeed feed = h.feed();
+      if (inline_driver)
+        drive_inline(h.parts, feed, h.warmup(1), gate);
+      else
+        drive_threaded(h.parts, feed, 2, h.warmup(1), gate);
+      RunSummary s = with_files.summarize(RunInfo{});
+      CpuSampling sampling;
+      sampling.every = 4;
+      std::uint64_t wanted = 0;
+      for (std::uint64_t seq = 0; seq < 200; ++seq)
+        wanted += sampling.wants(seq) ? 1 : 0;
+      CHECK(wanted > 20);
+      CHECK(wanted < 90);
+      CHECK(s.requests == 200);
+      CHECK(s.cpu_requests == wanted);
+      CHECK(s.total.cpu);
+      with_files.commit(s);
+      // requests.csv: a CPU cell where the request was sampled, empty where not.
+      std::ifstream csv(out.file("requests.csv"));
+      std::string line;
+      std::getline(csv, line);
+      std::size_t cpu_col = 0;
+      {
+        std::stringstream header(line);
+        std::size_t k = 0;
+        for (std::string c; std::getline(header, c, ','); ++k)
+          if (c == "cpu_us") cpu_col = k;
+      }
+      REQUIRE(cpu_col > 0);
+      std::uint64_t rows = 0;
+      while (std::getline(csv, line)) {
+        std::vector<std::string> cells;
+        std::stringstream ss(line);
+        for (std::string c; std::getline(ss, c, ',');)
+          cells.push_back(c);
+        const std::uint64_t seq = std::stoull(cells[0]);
+        REQUIRE(cells.size() > cpu_col);
+        CHECK_MESSAGE(cells[cpu_col].empty() == !sampling.wants(seq), "seq " << seq);
+        ++rows;
+      }
+      CHECK(rows == 200);
+    }
+  }
+
+  TEST_CASE("threaded driver: N workers each warm up, then serve every request exactly once") {
+    lifecycle::reset_for_tests();
+    Harness h(500);
+    JobFeed feed = h.feed();
+    const DriveResult r = drive_threaded(h.parts, feed, 3, h.warmup(2), h.gate());
+    CHECK_FALSE(r.cut_short);
+    CHECK(h.gates == 1);
+    CHECK(h.server.warmups == 6);
+    std::vector<std::uint64_t> ids = h.server.served;
+    std::sort(ids.begin(), ids.end());
+    REQUIRE(ids.size() == 500);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      CHECK(ids[i] == i + 1);
+    CHECK(h.collector.summarize(RunInfo{}).requests == 500);
+  }
+
+  TEST_CASE("drivers: a model update is read ahead, then announced in its place among the requests") {
+    lifecycle::reset_for_tests();
+    for (const bool inline_driver : {true, false}) {
+      CAPTURE(inline_driver);
+      Harness h(4, 3);
+      h.server.events = &h.events;
+      std::vector<std::string> read_ahead;
+      JobFeed::Options o;
+      o.trace_path = h.trace;
+      JobFeed feed(
+          o, h.reader, {}, [&](const std::string& v, Nanos) { read_ahead.push_back(v); }, "m");
+      if (inline_driver)
+        drive_inline(h.parts, feed, h.warmup(0), h.gate());
+      else
+        drive_threaded(h.parts, feed, 1, h.warmup(0), h.gate());  // one worker: trace order
+      CHECK(read_ahead == std::vector<std::string>{"v2"});
+      CHECK(h.events == std::vector<std::string>{"r1", "r2", "update v2", "r3", "r4"});
+      CHECK(feed.ignored_events() == 0);
+    }
+  }
+
+  TEST_CASE("drivers: an interrupt releases no more requests, and the ones served are kept") {
+    for (const bool inline_driver : {true, false}) {
+      CAPTURE(inline_driver);
+      lifecycle::reset_for_tests();
+      lifecycle::GracefulScope graceful;
+      Harness h(3000);
+      h.server.stop_at = 10;
+      JobFeed feed = h.feed();
+      const DriveResult r = inline_driver ? drive_inline(h.parts, feed, h.warmup(1), h.gate())
+                                          : drive_threaded(h.parts, feed, 1, h.warmup(1), h.gate());
+      CHECK(r.cut_short);
+      CHECK(h.server.served.size() >= 10);
+      CHECK(h.server.served.size() < 3000);
+      if (inline_driver) CHECK(h.server.served.size() == 10);  // stops between requests, at once
+      CHECK(h.collector.summarize(RunInfo{}).requests == h.server.served.size());
+      lifecycle::reset_for_tests();
+    }
+  }
+
+  TEST_CASE("drivers: a failing request fails the drive (threads joined), a bad input is skipped when allowed") {
+    lifecycle::reset_for_tests();
+    for (const bool inline_driver : {true, false}) {
+      CAPTURE(inline_driver);
+      {
+        Harness h(300);
+        h.server.fail_at = 77;
+        JobFeed feed = h.feed();
+        auto drive = [&] {
+          return inline_driver ? drive_inline(h.parts, feed, h.warmup(1), h.gate())
+                               : drive_threaded(h.parts, feed, 2, h.warmup(1), h.gate());
+        };
+        CHECK_THROWS_WITH(drive(), doctest::Contains("the model rejected request 77"));
+      }
+      {
+        Harness h(300);
+        h.server.bad_at = 5;
+        JobFeed feed = h.feed();
+        inline_driver ? drive_inline(h.parts, feed, h.warmup(1), h.gate())
+                      : drive_threaded(h.parts, feed, 2, h.warmup(1), h.gate());
+        CHECK(h.skipped.count() == 1);
+        CHECK(h.server.served.size() == 299);
+        CHECK(h.collector.summarize(RunInfo{}).requests == 299);
+      }
+    }
+  }
+
+  TEST_CASE("threaded driver: a gate that fails (a replica's parent gone) stops every worker and throws") {
+    lifecycle::reset_for_tests();
+    Harness h(100);
+    JobFeed feed = h.feed();
+    Gate failing = [](const RequestRecord&) -> GateOpen { throw runtime_failure("the parent is gone"); };
+    CHECK_THROWS_WITH(drive_threaded(h.parts, feed, 4, h.warmup(1), failing), doctest::Contains("the parent is gone"));
+    CHECK(h.server.served.empty());
   }
 }

@@ -506,6 +506,14 @@ TEST_SUITE("report") {
     CHECK(report::group_thousands(1'234'567) == "1,234,567");
     CHECK(report::grouped_fixed(1923.06, 1) == "1,923.1");
     CHECK(report::us3(-1'500) == "-1.500");
+    // Every µs value in requests.csv and trace.json: three decimals, whatever the magnitude.
+    CHECK(report::us3(0) == "0.000");
+    CHECK(report::us3(7) == "0.007");
+    CHECK(report::us3(12'345'678) == "12345.678");
+    CHECK(report::us3(-999) == "-0.999");
+    CHECK(report::us3(1'000'000) == "1000.000");
+    CHECK(report::us3(INT64_MIN) == "-9223372036854775.808");
+    CHECK(report::us3(INT64_MAX) == "9223372036854775.807");
   }
 
   TEST_CASE("summary.json is valid JSON with the documented fields") {

@@ -121,4 +121,54 @@ TEST_SUITE("timing") {
     CHECK(r.cpu_total() == 0);
     CHECK(r.stage_cpu[static_cast<std::size_t>(Stage::overhead)] == 0);
   }
+
+  TEST_CASE("a request begun without CPU time reads no CPU clock: its stages carry wall time only") {
+    RequestRecord r;
+    r.begin(false);
+    {
+      ScopedSpan compute(r, Stage::compute);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    r.finish();
+    CHECK_FALSE(r.cpu_measured());
+    CHECK(r.spans[0].cpu == -1);
+    CHECK(r.stage[static_cast<std::size_t>(Stage::compute)] >= 1'000'000);
+    CHECK(r.stage_cpu[static_cast<std::size_t>(Stage::compute)] == 0);
+    CHECK(r.cpu_total() == 0);
+  }
+
+  TEST_CASE("CPU sampling: 1 in N requests by a hash of the position, the same ones every time") {
+    CpuSampling all;
+    CHECK(all.wants(0));
+    CHECK(all.wants(12345));
+    CpuSampling s;
+    s.every = 10;
+    std::uint64_t sampled = 0, runs = 0, longest = 0;
+    for (std::uint64_t seq = 0; seq < 100000; ++seq) {
+      const bool w = s.wants(seq);
+      CHECK(w == s.wants(seq));  // deterministic: lockstep lanes and reruns agree
+      sampled += w;
+      runs = w ? 0 : runs + 1;
+      longest = std::max(longest, runs);
+    }
+    CHECK(sampled > 9500);  // 1 in 10 within 5%
+    CHECK(sampled < 10500);
+    CHECK(longest > 10);  // not a stride: a trace repeating every N requests is not aliased
+    // Every 10th request is not the rule: seq 0, 10, 20, ... are not all sampled.
+    int strided = 0;
+    for (std::uint64_t seq = 0; seq < 1000; seq += 10)
+      strided += s.wants(seq);
+    CHECK(strided < 30);
+  }
+
+  TEST_CASE("CPU sampling's rule: reads cost at most 1% of a request, from what one read costs") {
+    // A VM's 500 ns read, 4 reads a request: a 13 µs MLP samples 1 in 16; a 2 ms CNN every request.
+    CHECK(cpu_sample_every(500, 4, 13'000) == 16);
+    CHECK(cpu_sample_every(500, 4, 2'000'000) == 1);
+    // Bare metal's 60 ns read: the MLP 1 in 2.
+    CHECK(cpu_sample_every(60, 4, 13'000) == 2);
+    CHECK(cpu_sample_every(500, 4, 1) == kMaxCpuSampleEvery);
+    CHECK(cpu_sample_every(500, 4, 0) == 1);  // no warm-up to go by: every request
+    CHECK(measure_cpu_clock_read_ns() > 0);
+  }
 }

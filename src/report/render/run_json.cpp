@@ -62,6 +62,7 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("threads", info.threads);
   w.field("concurrency", info.concurrency);
   w.field("mode", info.mode);
+  if (!info.driver.empty()) w.field("driver", info.driver);
   w.field_number("speed", info.speed);
   w.field("limit", info.limit);
   w.field("ops", info.ops);
@@ -132,6 +133,13 @@ std::string render_summary_json(const RunSummary& s) {
   w.key("tool").begin_object().field("name", "inferprof").field("version", s.info.tool_version).end_object();
   report::write_run(w, s.info);
   w.field("requests", s.requests);
+  // CPU sampling (docs/reports.md): the cpu_* figures are over `requests` of them, 1 in `every`.
+  w.key("cpu_sample")
+      .begin_object()
+      .field("every", static_cast<std::uint64_t>(s.info.cpu_sample_every))
+      .field("requests", s.cpu_requests)
+      .field_number("clock_read_ns", s.info.cpu_clock_read_ns, 1)
+      .end_object();
   // Stopped by SIGINT/SIGTERM: every figure covers the requests that completed.
   w.field("interrupted", s.info.interrupted());
   if (s.info.interrupted()) w.field("interrupted_by", s.info.interrupted_by);

@@ -62,6 +62,11 @@ std::string render_table(const RunSummary& s) {
   if (!s.info.model_sha256.empty()) out += pad_right("model sha256", kLabel) + s.info.model_sha256 + '\n';
   out += pad_right("warm-up", kLabel) + warmup_text(s.info) + '\n';
   out += pad_right("requests", kLabel) + requests_text(s) + '\n';
+  if (s.total.cpu && s.info.cpu_sample_every > 1)
+    out += pad_right("cpu time", kLabel) +
+           fmt::format("read on 1 in {} requests ({} of {}; one read costs {:.0f} ns): cpu columns are over those\n",
+                       s.info.cpu_sample_every, group_thousands(s.cpu_requests), group_thousands(s.requests),
+                       s.info.cpu_clock_read_ns);
   out += '\n';
   out += pad_right("stage", kName) + pad_left("count", kCount);
   for (const char* h : {"mean", "p50", "p90", "p99", "max"})
