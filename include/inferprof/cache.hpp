@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inferprof/enum_names.hpp"
 #include "inferprof/timing.hpp"
 #include "inferprof/trace.hpp"
 
@@ -42,14 +43,27 @@ std::string_view policy_name(Policy p);
 std::optional<Policy> parse_policy(std::string_view name);
 
 // One tier's configuration, from the profile's [cache.l1] ... or the command line.
+// The tiers a request walks, in order: L1 and L2 hold results, L3 preprocessed inputs.
+enum class CacheLevel : std::uint8_t { l1, l2, l3 };
+template <>
+struct EnumNames<CacheLevel> {
+  static constexpr std::array<std::string_view, 3> names{"l1", "l2", "l3"};
+};
+// Where a tier's entries live: this process, a Redis server, an LMDB folder.
+enum class TierBackend : std::uint8_t { memory, redis, lmdb };
+template <>
+struct EnumNames<TierBackend> {
+  static constexpr std::array<std::string_view, 3> names{"memory", "redis", "lmdb"};
+};
+
 struct TierSpec {
-  std::string tier = "l1";  // l1 | l2 | l3
+  CacheLevel tier = CacheLevel::l1;
   Policy policy = Policy::lru;
-  std::uint64_t max_entries = 0;   // 0: no count limit
-  std::uint64_t max_bytes = 0;     // 0: no byte limit
-  double ttl_s = 0;                // > 0: entries expire (policy ttl needs it; others may use it too)
-  std::string backend = "memory";  // memory | redis | lmdb
-  std::string location;            // redis URL, or LMDB folder
+  std::uint64_t max_entries = 0;  // 0: no count limit
+  std::uint64_t max_bytes = 0;    // 0: no byte limit
+  double ttl_s = 0;               // > 0: entries expire (policy ttl needs it; others may use it too)
+  TierBackend backend = TierBackend::memory;
+  std::string location;  // redis URL, or LMDB folder
 };
 // Tier spec grammar (the text after "--tier l1=", or a profile's policy string):
 //
@@ -69,7 +83,7 @@ struct TierSpec {
 // `tier` must be l1, l2 or l3. `what` says where the spec came from and starts
 // every message, e.g. "--tier l1=lru:abc: expected POLICY:CAPACITY[:TTL], e.g.
 // lru:10000, lfu:64MB, ttl:10000:30s". Throws Error(bad_input).
-// The result has backend "memory"; the caller sets backend and location.
+// The result is in memory; the caller sets backend and location.
 TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::string_view what);
 // The pieces of the grammar, for callers that read them separately (a
 // profile's ttl = "30s", max_bytes = "64MB"). nullopt when malformed, zero,
@@ -77,8 +91,8 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
 std::optional<double> parse_ttl_s(std::string_view text);
 std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 // Checks a spec built without parse_tier_spec (e.g. from a profile table):
-// tier l1|l2|l3, backend memory|redis|lmdb, ttl_s finite and >= 0, policy ttl
-// with ttl_s > 0. Throws Error(bad_input) starting with `what`.
+// ttl_s finite and >= 0, policy ttl with ttl_s > 0. Throws Error(bad_input)
+// starting with `what`.
 void validate_tier_spec(const TierSpec& spec, std::string_view what);
 
 // Counters of one tier. Hits + misses == lookups, always.
@@ -203,8 +217,7 @@ class CacheTier {
 // exactly. An entry's size is its blob's size. TierStats::inserts counts new
 // keys and replaced values.
 // Both factories throw Error(bad_input) "cache tier <tier>: ..." for a spec
-// whose policy cannot work (policy ttl without ttl_s > 0, a bad ttl_s); tier
-// and backend names are not checked here (validate_tier_spec does that).
+// whose policy cannot work (policy ttl without ttl_s > 0, a bad ttl_s).
 std::unique_ptr<CacheTier> make_memory_tier(const TierSpec& spec);
 // Over a backend: BackendError is counted (errors, degraded) and is a miss or
 // a skipped insert; a value that fails decode_tensor is counted (corrupt and

@@ -125,7 +125,7 @@ SimCacheCosts cache_costs(const SimCosts& c, bool l1, bool l2, bool l3);
 
 // A miss-ratio curve request: "l1=lru:100..1000000" or "l2=lfu:100,1000,5000[:TTL]".
 struct MrcSpec {
-  std::string tier = "l1";
+  CacheLevel tier = CacheLevel::l1;
   Policy policy = Policy::lru;
   double ttl_s = 0;
   std::vector<std::uint64_t> capacities;  // entries, ascending, distinct

@@ -112,7 +112,7 @@ class BackendTier final : public CacheTier {
 }  // namespace
 
 std::unique_ptr<CacheTier> make_backend_tier(const TierSpec& spec, std::unique_ptr<BlobBackend> backend) {
-  cache_detail::check_policy_limits(spec, "cache tier " + spec.tier);
+  cache_detail::check_policy_limits(spec, "cache tier " + std::string(enum_name(spec.tier)));
   if (!backend) throw std::invalid_argument("make_backend_tier: no backend");
   return std::make_unique<BackendTier>(spec, std::move(backend));
 }

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "inferprof/cache.hpp"  // CacheLevel
+
 namespace inferprof {
 
 // What served a request: a result tier, the preprocessed-input tier (compute
@@ -34,8 +36,6 @@ inline std::optional<CacheOutcome> parse_outcome(std::string_view name) noexcept
     if (outcome_name(static_cast<CacheOutcome>(i)) == name) return static_cast<CacheOutcome>(i);
   return std::nullopt;
 }
-
-enum class CacheLevel : std::uint8_t { l1, l2, l3 };
 
 // Serves one request through the tiers `steps` has. Steps provides:
 //   bool has(CacheLevel)                 the tier is on

@@ -213,21 +213,15 @@ void cache_detail::check_policy_limits(const TierSpec& spec, std::string_view wh
 }
 
 void validate_tier_spec(const TierSpec& spec, std::string_view what) {
-  if (spec.tier != "l1" && spec.tier != "l2" && spec.tier != "l3") {
-    throw bad_input(fmt::format("{}: unknown tier '{}' (expected l1, l2 or l3)", what, spec.tier));
-  }
-  if (spec.backend != "memory" && spec.backend != "redis" && spec.backend != "lmdb") {
-    throw bad_input(fmt::format("{}: unknown backend '{}' (expected memory, redis or lmdb)", what, spec.backend));
-  }
   cache_detail::check_policy_limits(spec, what);
 }
 
 TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::string_view what) {
   TierSpec out;
-  out.tier = std::string(tier);
-  if (tier != "l1" && tier != "l2" && tier != "l3") {
-    throw bad_input(fmt::format("{}: unknown tier '{}' (expected l1, l2 or l3)", what, tier));
-  }
+  const std::optional<CacheLevel> level = parse_enum<CacheLevel>(tier);
+  if (!level)
+    throw bad_input(fmt::format("{}: unknown tier '{}' (expected {})", what, tier, enum_choices<CacheLevel>()));
+  out.tier = *level;
 
   // POLICY ":" CAPACITY [ ":" TTL ]
   std::string_view fields[3];

@@ -112,7 +112,7 @@ class MemoryTier final : public CacheTier {
 }  // namespace
 
 std::unique_ptr<CacheTier> make_memory_tier(const TierSpec& spec) {
-  cache_detail::check_policy_limits(spec, "cache tier " + spec.tier);
+  cache_detail::check_policy_limits(spec, "cache tier " + std::string(enum_name(spec.tier)));
   return std::make_unique<MemoryTier>(spec);
 }
 

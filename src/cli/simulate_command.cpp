@@ -61,7 +61,7 @@ SimulateConfig make_config(const SimulateArgs& a) {
     }
     auto tiers = split_commas(conf);
     for (const auto& t : tiers)
-      if (t != "l1" && t != "l2" && t != "l3")
+      if (!parse_enum<CacheLevel>(t))
         throw bad_input(fmt::format("--caches {}: expected tiers l1, l2, l3 joined by commas, or none", conf));
     c.configurations.push_back(tiers);
   }

@@ -67,7 +67,7 @@ RunData load_run(const std::string& path) {
   run.throughput_rps = saved.throughput_rps;
   run.stages = saved.stages;
   for (const auto& t : saved.caches)
-    if (t.hit_ratio) run.hit_ratios.emplace_back(t.tier, *t.hit_ratio);
+    if (t.hit_ratio) run.hit_ratios.emplace_back(enum_name(t.tier), *t.hit_ratio);
   if (!run.csv_path.empty()) read_requests(run);
   return run;
 }

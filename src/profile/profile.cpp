@@ -190,8 +190,8 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
 
 // [cache.lN]: policy, capacity (entries), max_bytes (integer or "64MB"),
 // ttl ("30s" or seconds), backend, url (redis), path (lmdb).
-TierSpec parse_tier(const Ctx& ctx, const toml::node& node, const std::string& tier) {
-  std::string where = "[cache." + tier + "]";
+TierSpec parse_tier(const Ctx& ctx, const toml::node& node, CacheLevel tier) {
+  std::string where = fmt::format("[cache.{}]", enum_name(tier));
   const toml::table* t = node.as_table();
   if (!t) ctx.fail(&node, where + " must be a table");
   reject_unknown_keys(ctx, *t, where, {"policy", "capacity", "max_bytes", "ttl", "backend", "url", "path"});
@@ -221,13 +221,18 @@ TierSpec parse_tier(const Ctx& ctx, const toml::node& node, const std::string& t
     if (!s || *s < 0) ctx.fail(ttl, fmt::format("'ttl' in {} must be seconds or a duration like \"30s\"", where));
     spec.ttl_s = *s;
   }
-  spec.backend = get_string(ctx, *t, "backend", where, tier == "l3" ? "lmdb" : "memory");
-  spec.location = get_string(ctx, *t, spec.backend == "lmdb" ? "path" : "url", where, "");
-  if (tier == "l1" && spec.backend != "memory")
+  const std::string backend = get_string(ctx, *t, "backend", where, tier == CacheLevel::l3 ? "lmdb" : "memory");
+  const std::optional<TierBackend> parsed = parse_enum<TierBackend>(backend);
+  if (!parsed)
+    ctx.fail(t->get("backend"),
+             fmt::format("'backend' in {} must be {} (got '{}')", where, enum_choices<TierBackend>("\""), backend));
+  spec.backend = *parsed;
+  spec.location = get_string(ctx, *t, spec.backend == TierBackend::lmdb ? "path" : "url", where, "");
+  if (tier == CacheLevel::l1 && spec.backend != TierBackend::memory)
     ctx.fail(t->get("backend"), "[cache.l1] is in-process: backend must be \"memory\"");
-  if (tier != "l3" && spec.backend == "lmdb")
+  if (tier != CacheLevel::l3 && spec.backend == TierBackend::lmdb)
     ctx.fail(t->get("backend"), fmt::format("{} holds results: backend must be \"memory\" or \"redis\"", where));
-  if (tier == "l3" && spec.backend == "memory")
+  if (tier == CacheLevel::l3 && spec.backend == TierBackend::memory)
     ctx.fail(t->get("backend"), "[cache.l3] is the preprocessed-input cache: backend must be \"lmdb\" or \"redis\"");
   validate_tier_spec(spec, at_line(ctx.source, node.source().begin.line, where));
   return spec;
@@ -343,9 +348,9 @@ Profile parse_profile(std::string_view text, const std::string& source) {
     const toml::table* c = n->as_table();
     if (!c) ctx.fail(n, "[cache] must be a table of [cache.l1], [cache.l2], [cache.l3]");
     reject_unknown_keys(ctx, *c, "[cache]", {"l1", "l2", "l3"});
-    if (const toml::node* t = c->get("l1")) p.cache.l1 = parse_tier(ctx, *t, "l1");
-    if (const toml::node* t = c->get("l2")) p.cache.l2 = parse_tier(ctx, *t, "l2");
-    if (const toml::node* t = c->get("l3")) p.cache.l3 = parse_tier(ctx, *t, "l3");
+    if (const toml::node* t = c->get("l1")) p.cache.l1 = parse_tier(ctx, *t, CacheLevel::l1);
+    if (const toml::node* t = c->get("l2")) p.cache.l2 = parse_tier(ctx, *t, CacheLevel::l2);
+    if (const toml::node* t = c->get("l3")) p.cache.l3 = parse_tier(ctx, *t, CacheLevel::l3);
   }
   if (const toml::node* n = root.get("compare")) {
     const toml::table* c = n->as_table();

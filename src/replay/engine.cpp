@@ -26,7 +26,7 @@ CacheState::~CacheState() {
   // The run's keys are deleted when it ends, also when it fails: a shared
   // Redis keeps nothing of it.
   for (auto& tier : owned) {
-    if (keep_remote && tier->spec().backend == "redis") continue;
+    if (keep_remote && tier->spec().backend == TierBackend::redis) continue;
     try {
       tier->clear();
     } catch (...) {
@@ -55,10 +55,10 @@ CacheState build_cache_state(const std::vector<TierSpec>& tiers, const std::stri
   t.keep_remote = keep_remote;
   for (const TierSpec& spec : tiers) {
     std::unique_ptr<CacheTier> tier;
-    if (spec.backend == "memory") {
+    if (spec.backend == TierBackend::memory) {
       tier = make_memory_tier(spec);
       t.where.push_back("in-process");
-    } else if (spec.backend == "redis") {
+    } else if (spec.backend == TierBackend::redis) {
       auto backend = make_redis_backend(spec.location, name_space);
       if (!t.keep_remote) {
         t.remote.emplace_back(spec.location, name_space);
@@ -84,13 +84,18 @@ CacheState build_cache_state(const std::vector<TierSpec>& tiers, const std::stri
       t.where.push_back(backend->describe());
       tier = make_backend_tier(spec, std::move(backend));
     }
-    if (!(t.keep_remote && spec.backend == "redis")) tier->clear();  // a cold, empty start
-    if (spec.tier == "l1")
-      t.set.l1 = tier.get();
-    else if (spec.tier == "l2")
-      t.set.l2 = tier.get();
-    else
-      t.set.l3 = tier.get();
+    if (!(t.keep_remote && spec.backend == TierBackend::redis)) tier->clear();  // a cold, empty start
+    switch (spec.tier) {
+      case CacheLevel::l1:
+        t.set.l1 = tier.get();
+        break;
+      case CacheLevel::l2:
+        t.set.l2 = tier.get();
+        break;
+      case CacheLevel::l3:
+        t.set.l3 = tier.get();
+        break;
+    }
     t.owned.push_back(std::move(tier));
   }
   return t;

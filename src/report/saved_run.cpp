@@ -173,7 +173,9 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
       SavedRun::Tier t;
       std::string_view tier;
       if (c["tier"].get(tier) != simdjson::SUCCESS) continue;
-      t.tier = std::string(tier);
+      const std::optional<CacheLevel> level = parse_enum<CacheLevel>(tier);
+      if (!level) continue;  // a tier this version does not know
+      t.tier = *level;
       simdjson::dom::element ratio;
       if (c["hit_ratio"].get(ratio) == simdjson::SUCCESS) t.hit_ratio = doc.number(ratio, "caches[].hit_ratio");
       simdjson::dom::object o;

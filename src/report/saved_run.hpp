@@ -31,7 +31,7 @@ struct SavedRun {
   std::array<StageStats, kStageCount + 1> stages{};
   std::array<bool, kStageCount + 1> has_stage{};
   struct Tier {
-    std::string tier;
+    CacheLevel tier = CacheLevel::l1;
     std::optional<double> hit_ratio;
     double entries = 0, bytes = 0;
   };

@@ -58,12 +58,14 @@ void read_requests(const std::string& path, SimCosts& c) {
     // The run's own cache work is left out: each configuration adds its own.
     const double t = r.us[kStageCount] - r.us[kCache];
     ++c.rows;
-    if (r.cache == "none" || r.cache == "miss") {
+    // "none": the run had no cache, so every request took the miss path.
+    const std::optional<CacheOutcome> served = r.cache == "none" ? CacheOutcome::miss : parse_outcome(r.cache);
+    if (served == CacheOutcome::miss) {
       miss.add(t);
       derived_l3.add(t - r.us[kInput] - r.us[kPre]);
-    } else if (r.cache == "l3_hit") {
+    } else if (served == CacheOutcome::l3_hit) {
       l3.add(t);
-    } else if (r.cache == "l1_hit" || r.cache == "l2_hit") {
+    } else if (served) {
       hit.add(t);
     }
   });
@@ -94,8 +96,8 @@ void read_tier_spans(const std::string& path, SimCosts& c) {
     throw bad_input(fmt::format("{}: cannot read ({})", path, simdjson::error_message(err)));
   simdjson::ondemand::parser parser;
   Acc hit[3], miss[3], insert[3], store[3];
-  std::string outcome;
-  std::string_view stage;  // the top-level stage the spans are in
+  std::optional<CacheOutcome> outcome;
+  bool in_cache_stage = false;  // the spans that follow are inside the request's cache stage
   bool seen[3] = {false, false, false};
   int last_tier = -1;
   std::uint64_t requests = 0;
@@ -111,24 +113,25 @@ void read_tier_spans(const std::string& path, SimCosts& c) {
       if (cat == "request") {
         std::string_view served;
         if (o.find_field_unordered("args").find_field_unordered("cache").get(served)) served = "";
-        outcome = std::string(served);
+        outcome = parse_outcome(served);
         std::fill(std::begin(seen), std::end(seen), false);
         last_tier = -1;
         ++requests;
         continue;
       }
       if (cat == "stage") {
-        stage = name == "cache" ? "cache" : "other";
+        in_cache_stage = name == "cache";
         continue;
       }
-      const int t = name == "l1" ? 0 : name == "l2" ? 1 : name == "l3" ? 2 : -1;
-      if (t < 0 || stage != "cache") continue;
+      const std::optional<CacheLevel> level = parse_enum<CacheLevel>(name);
+      if (!level || !in_cache_stage) continue;
+      const auto t = static_cast<int>(*level);
       double dur = 0;
       if (auto err = o.find_field_unordered("dur").get(dur)) throw fail(err);
-      const bool miss_path = outcome == "miss" || outcome == "l3_hit";
+      const bool miss_path = outcome == CacheOutcome::miss || outcome == CacheOutcome::l3_hit;
       if (!seen[t]) {
         seen[t] = true;
-        const bool found = outcome == std::string("l") + char('1' + t) + "_hit";
+        const bool found = outcome == static_cast<CacheOutcome>(t);  // l1_hit, l2_hit, l3_hit in level order
         (found ? hit : miss)[t].add(dur);
       } else if (t < 2 && miss_path && (t == 0 || last_tier != 0)) {
         store[t].add(dur);  // the first result tier after compute: encode + put
@@ -173,17 +176,16 @@ SimCosts load_sim_costs(const std::string& path) {
   std::optional<double> served[4];  // miss, l3, l1, l2
   for (const auto& o : run.served_by) {
     if (o.mean_us < 0 || o.requests <= 0) continue;
-    if (o.outcome == "miss") served[0] = o.mean_us;
-    if (o.outcome == "l3_hit") served[1] = o.mean_us;
-    if (o.outcome == "l1_hit") served[2] = o.mean_us;
-    if (o.outcome == "l2_hit") served[3] = o.mean_us;
+    constexpr int kSlot[kCacheOutcomes] = {2, 3, 1, 0};  // served[] index of l1_hit, l2_hit, l3_hit, miss
+    if (const std::optional<CacheOutcome> out = parse_outcome(o.outcome))
+      served[kSlot[static_cast<int>(*out)]] = o.mean_us;
   }
   bool had[3] = {false, false, false};  // the run's tiers
   for (const auto& t : run.caches) {
-    if (t.tier == "l1" || t.tier == "l2" || t.tier == "l3") had[t.tier[1] - '1'] = true;
+    had[static_cast<int>(t.tier)] = true;
     if (t.entries <= 0 || t.bytes <= 0) continue;
     const auto mean = static_cast<std::uint64_t>(t.bytes / t.entries + 0.5);
-    if (t.tier == "l3")
+    if (t.tier == CacheLevel::l3)
       c.preprocessed_bytes = mean;
     else if (c.result_bytes == 0)
       c.result_bytes = mean;
@@ -225,14 +227,10 @@ SimCosts load_sim_costs(const std::string& path) {
   return c;
 }
 
-namespace {
-constexpr const char* kTierName[3] = {"l1", "l2", "l3"};
-}  // namespace
-
 SimCacheCosts cache_costs(const SimCosts& c, bool l1, bool l2, bool l3) {
   SimCacheCosts out;
   auto assume = [&](int t, const char* what, const std::string& how) {
-    out.assumed.push_back(fmt::format("{} {}: {}", kTierName[t], what, how));
+    out.assumed.push_back(fmt::format("{} {}: {}", enum_name(static_cast<CacheLevel>(t)), what, how));
   };
   // An unmeasured cost falls back to the nearest measured one, else 0.
   auto lookup = [&](int t, bool found) {
@@ -260,12 +258,12 @@ SimCacheCosts cache_costs(const SimCosts& c, bool l1, bool l2, bool l3) {
     const SimTierCosts& o = c.tiers[1 - t];
     if (o.store_us) {
       if (o.insert_us && k.insert_us) {
-        assume(
-            t, "store",
-            fmt::format("not measured, taken as {}'s store with its insert swapped for this tier's", kTierName[1 - t]));
+        assume(t, "store",
+               fmt::format("not measured, taken as {}'s store with its insert swapped for this tier's",
+                           enum_name(static_cast<CacheLevel>(1 - t))));
         return std::max(0.0, *o.store_us - *o.insert_us + *k.insert_us);
       }
-      assume(t, "store", fmt::format("not measured, taken as {}'s", kTierName[1 - t]));
+      assume(t, "store", fmt::format("not measured, taken as {}'s", enum_name(static_cast<CacheLevel>(1 - t))));
       return *o.store_us;
     }
     assume(t, "store (encoding the output)", "not measured, taken as 0 µs");

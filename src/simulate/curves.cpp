@@ -188,10 +188,11 @@ MrcSpec parse_mrc_spec(std::string_view text, int points) {
   MrcSpec spec;
   std::string_view rest = text;
   if (auto eq = rest.find('='); eq != std::string_view::npos) {
-    spec.tier = std::string(rest.substr(0, eq));
+    const std::optional<CacheLevel> level = parse_enum<CacheLevel>(rest.substr(0, eq));
+    if (!level) throw fail("tier must be " + enum_choices<CacheLevel>());
+    spec.tier = *level;
     rest = rest.substr(eq + 1);
   }
-  if (spec.tier != "l1" && spec.tier != "l2" && spec.tier != "l3") throw fail("tier must be l1, l2 or l3");
   const auto c1 = rest.find(':');
   if (c1 == std::string_view::npos) throw fail("no capacities");
   auto policy = parse_policy(rest.substr(0, c1));

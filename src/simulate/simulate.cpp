@@ -139,15 +139,15 @@ struct MrcState {
   // caches (result tiers only). The one-pass stack cannot drop keys: its
   // curve keeps them until they age out (see the warning in run_simulate).
   void invalidate(std::uint64_t leaving) {
-    if (!sweep || spec.tier == "l3") return;
+    if (!sweep || spec.tier == CacheLevel::l3) return;
     flush();  // the buffered accesses came before the update
     sweep->erase_version(leaving);
   }
 };
 
-const TierSpec* find_tier(const std::vector<TierSpec>& tiers, std::string_view name) {
+const TierSpec* find_tier(const std::vector<TierSpec>& tiers, CacheLevel level) {
   for (const auto& t : tiers)
-    if (t.tier == name) return &t;
+    if (t.tier == level) return &t;
   return nullptr;
 }
 
@@ -243,15 +243,15 @@ SimulateResult run_simulate(const SimulateConfig& config) {
   if (!(config.sample_rate > 0 && config.sample_rate <= 1))
     throw bad_input(fmt::format("--sample {}: expected a rate in (0, 1]", config.sample_rate));
   for (const auto& t : config.tiers)
-    validate_tier_spec(t, fmt::format("--tier {}", t.tier));
+    validate_tier_spec(t, fmt::format("--tier {}", enum_name(t.tier)));
   if (!config.costs_path.empty()) res.costs = load_sim_costs(config.costs_path);
 
   // Configurations: each a set of tiers, built from the --tier specs.
   std::vector<std::vector<std::string>> confs = config.configurations;
   if (confs.empty() && !config.tiers.empty()) {
     std::vector<std::string> all;
-    for (const char* t : {"l1", "l2", "l3"})
-      if (find_tier(config.tiers, t)) all.emplace_back(t);
+    for (CacheLevel t : {CacheLevel::l1, CacheLevel::l2, CacheLevel::l3})
+      if (find_tier(config.tiers, t)) all.emplace_back(enum_name(t));
     confs.push_back(all);
   }
   std::vector<ConfigState> states;
@@ -262,16 +262,23 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     ConfigState s;
     s.name = config_name(conf);
     for (const auto& t : conf) {
-      const TierSpec* spec = find_tier(config.tiers, t);
+      const std::optional<CacheLevel> level = parse_enum<CacheLevel>(t);
+      if (!level)
+        throw bad_input(
+            fmt::format("--caches {}: unknown tier '{}' (expected {})", s.name, t, enum_choices<CacheLevel>()));
+      const TierSpec* spec = find_tier(config.tiers, *level);
       if (!spec) throw bad_input(fmt::format("--caches {}: tier {} has no --tier {}=POLICY:CAPACITY", s.name, t, t));
-      std::unique_ptr<Cache>& slot = t == "l1" ? s.l1 : t == "l2" ? s.l2 : s.l3;
+      std::unique_ptr<Cache>& slot = *level == CacheLevel::l1 ? s.l1 : *level == CacheLevel::l2 ? s.l2 : s.l3;
       if (slot) throw bad_input(fmt::format("--caches {}: tier {} named twice", s.name, t));
       slot = std::make_unique<Cache>(*spec);
-      bool& limits = t == "l3" ? preprocessed_limits : result_limits;
+      bool& limits = *level == CacheLevel::l3 ? preprocessed_limits : result_limits;
       limits = limits || spec->max_bytes != 0;
     }
     for (Cache* c : {s.l1.get(), s.l2.get(), s.l3.get()})
-      if (c) s.specs.push_back(find_tier(config.tiers, c == s.l1.get() ? "l1" : c == s.l2.get() ? "l2" : "l3"));
+      if (c)
+        s.specs.push_back(find_tier(config.tiers, c == s.l1.get()   ? CacheLevel::l1
+                                                  : c == s.l2.get() ? CacheLevel::l2
+                                                                    : CacheLevel::l3));
     states.push_back(std::move(s));
   }
 
@@ -342,7 +349,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     for (auto& s : states)
       s.serve(rkey, pkey, rbytes, pbytes, now);
     for (auto& m : curves)
-      m.access(m.spec.tier == "l3" ? pkey : rkey, now);
+      m.access(m.spec.tier == CacheLevel::l3 ? pkey : rkey, now);
     if (++res.requests == config.warmup) {
       for (auto& s : states)
         s.reset();
@@ -375,12 +382,12 @@ SimulateResult run_simulate(const SimulateConfig& config) {
                     "leaving version's entries, as `run` and `compare` do with --store",
                     res.model_updates));
     for (const auto& m : curves)
-      if (m.one_pass && m.spec.tier != "l3")
+      if (m.one_pass && m.spec.tier != CacheLevel::l3)
         res.warnings.push_back(
             fmt::format("--mrc {}: the one-pass LRU curve keeps a leaving model version's "
                         "results until they age out, so past a model_update its hit ratios may "
                         "read low",
-                        m.spec.tier));
+                        enum_name(m.spec.tier)));
   }
 
   if (res.costs) {
@@ -442,7 +449,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
           res.warnings.push_back(fmt::format(
               "--mrc {}: at sampling rate {:g} one sampled key stands for {:g}, so capacities under {:g} entries are "
               "coarse (SHARDS cannot resolve them)",
-              m.spec.tier, m.rate, 1 / m.rate, 10 / m.rate));
+              enum_name(m.spec.tier), m.rate, 1 / m.rate, 10 / m.rate));
       }
     } else {
       r.method = fmt::format("one simulation per capacity ({} threads)", m.sweep->threads());
@@ -454,7 +461,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       pt.hit_ratio = ratios[p];
       if (res.costs) {
         // The tier alone in front of compute: hits are served by it, misses computed.
-        const int t = m.spec.tier == "l1" ? 0 : m.spec.tier == "l2" ? 1 : 2;
+        const auto t = static_cast<std::size_t>(m.spec.tier);
         const double hits = std::round(pt.hit_ratio * 1e9);
         std::uint64_t served[4] = {0, 0, 0, 1000000000 - static_cast<std::uint64_t>(hits)};
         served[t] = static_cast<std::uint64_t>(hits);

@@ -408,12 +408,12 @@ TEST_SUITE("cache") {
   TEST_CASE("parse_tier_spec: accepted forms") {
     const auto parse = [](std::string_view s) { return parse_tier_spec("l1", s, "--tier l1=x"); };
     TierSpec t = parse("lru:10000");
-    CHECK(t.tier == "l1");
+    CHECK(t.tier == CacheLevel::l1);
     CHECK(t.policy == Policy::lru);
     CHECK(t.max_entries == 10000);
     CHECK(t.max_bytes == 0);
     CHECK(t.ttl_s == 0);
-    CHECK(t.backend == "memory");
+    CHECK(t.backend == TierBackend::memory);
 
     t = parse("lfu:1000000");
     CHECK(t.policy == Policy::lfu);
@@ -449,7 +449,7 @@ TEST_SUITE("cache") {
     CHECK(parse("ttl:5:2h").ttl_s == 7200);
     CHECK(parse("lru:10:5m").ttl_s == 300);
     CHECK(parse("fifo:18446744073709551615").max_entries == 18446744073709551615ull);
-    CHECK(parse_tier_spec("l3", "ttl:100:1s", "x").tier == "l3");
+    CHECK(parse_tier_spec("l3", "ttl:100:1s", "x").tier == CacheLevel::l3);
   }
 
   TEST_CASE("parse_tier_spec: exact errors") {
@@ -516,9 +516,7 @@ TEST_SUITE("cache") {
                       "profile.toml: [cache.l1]: policy ttl needs a time to live, e.g. ttl:10000:30s");
     s.ttl_s = 5;
     CHECK_NOTHROW(validate_tier_spec(s, "x"));
-    s.backend = "memcached";
-    CHECK_THROWS_WITH(validate_tier_spec(s, "x"), "x: unknown backend 'memcached' (expected memory, redis or lmdb)");
-    s.backend = "redis";
+    s.backend = TierBackend::redis;
     s.ttl_s = -1;
     CHECK_THROWS_WITH(validate_tier_spec(s, "x"), "x: time to live must be between 0 and 1000000000 s, got -1");
   }
@@ -853,10 +851,12 @@ TEST_SUITE("cache") {
     TierSpec bad;
     bad.policy = Policy::ttl;
     CHECK_THROWS_WITH(make_memory_tier(bad), "cache tier l1: policy ttl needs a time to live, e.g. ttl:10000:30s");
-    TierSpec store;  // the model store names its own tier
-    store.tier = "models";
-    store.max_bytes = 1 << 20;
-    CHECK(make_memory_tier(store)->spec().tier == "models");
+    TierSpec l2;
+    l2.tier = CacheLevel::l2;
+    l2.max_bytes = 1 << 20;
+    CHECK(make_memory_tier(l2)->spec().tier == CacheLevel::l2);
+    l2.policy = Policy::ttl;
+    CHECK_THROWS_WITH(make_memory_tier(l2), "cache tier l2: policy ttl needs a time to live, e.g. ttl:10000:30s");
   }
 
   TEST_CASE("memory tier at concurrency 1 is the simulation") {
@@ -930,7 +930,7 @@ TEST_SUITE("cache") {
   TEST_CASE("backend tier: hits, misses, corruption, failures, recovery") {
     auto state = std::make_shared<FakeBackend::State>();
     TierSpec spec = parse_tier_spec("l2", "lru:1000:30s", "t");
-    spec.backend = "redis";
+    spec.backend = TierBackend::redis;
     auto tier = make_backend_tier(spec, std::make_unique<FakeBackend>(state));
 
     const CacheKey a = result_key("v", "a"), b = result_key("v", "b");

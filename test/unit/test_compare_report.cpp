@@ -19,7 +19,7 @@ namespace {
 CacheTierReport tier(std::string name, std::string where, std::uint64_t lookups, std::uint64_t hits,
                      std::uint64_t bytes) {
   CacheTierReport t;
-  t.spec.tier = std::move(name);
+  t.spec.tier = *parse_enum<CacheLevel>(name);
   t.spec.policy = Policy::lru;
   t.spec.max_entries = 10000;
   t.where = std::move(where);
@@ -80,7 +80,7 @@ CompareResult sample() {
 
   CompareRow l12 = row("l1,l2", 9000, Speedup{5.01, 4.80, 5.20, false}, Speedup{4.90, 4.70, 5.10, false});
   CacheTierReport l2 = tier("l2", "redis://cache:6379/0", 188, 0, 0);
-  l2.spec.backend = "redis";
+  l2.spec.backend = TierBackend::redis;
   l2.spec.location = "redis://:hunter2@cache:6379/0";
   l2.stats.errors = 12;
   l2.stats.degraded = true;

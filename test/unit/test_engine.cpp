@@ -192,7 +192,7 @@ TEST_SUITE("compare report") {
     l1.mean_speedup = Speedup{3.2, 3.0, 3.4, false};
     l1.outcome_costs = {OutcomeStats{"l1_hit", 80, 12.5, 0, 0}, OutcomeStats{"miss", 40, 47000, 0, 0}};
     CacheTierReport t;
-    t.spec.tier = "l1";
+    t.spec.tier = CacheLevel::l1;
     l1.last.caches.push_back(t);
     r.rows = {none, l1};
 

@@ -203,7 +203,7 @@ TEST_SUITE("hardening") {
   TEST_CASE("a degraded tier's errors stay apart from its bytes") {
     RunSummary s;
     CacheTierReport t;
-    t.spec.tier = "l2";
+    t.spec.tier = CacheLevel::l2;
     t.where = "redis://127.0.0.1:6379/0";
     t.stats.lookups = 1000;
     t.stats.errors = 603;

@@ -115,6 +115,12 @@ op = "to_tensor"
                       "p.toml:2: 'update' in [model] must be \"sync\", \"async\" or \"preload\" (got 'later')");
     CHECK(parse_profile("[model]\nupdate = \"preload\"\n", "p.toml").model.update == UpdateMode::preload);
     CHECK(parse_profile("", "p.toml").model.update == UpdateMode::sync);
+    CHECK_THROWS_WITH(parse_profile("[cache.l2]\nbackend = \"memcached\"\n", "p.toml"),
+                      "p.toml:2: 'backend' in [cache.l2] must be \"memory\", \"redis\" or \"lmdb\" (got 'memcached')");
+    CHECK_THROWS_WITH(parse_profile("[cache.l1]\nbackend = \"redis\"\n", "p.toml"),
+                      "p.toml:2: [cache.l1] is in-process: backend must be \"memory\"");
+    CHECK(parse_profile("[cache.l3]\nbackend = \"redis\"\nurl = \"redis://h:1\"\n", "p.toml").cache.l3->backend ==
+          TierBackend::redis);
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"scale\"\n", "p.toml"),
                       "p.toml:1: preprocess op 'scale' needs 'factor'");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"normalize\"\nmean = [1, 2]\nstd = [1]\n", "p.toml"),

@@ -123,8 +123,8 @@ TEST_SUITE("replay") {
     auto tiers = resolve_tiers(p, "l1,l2,l3", {}, "", "/tmp/x");
     REQUIRE(tiers.size() == 3);
     CHECK(tiers[0].max_entries == 1000);
-    CHECK(tiers[1].backend == "memory");
-    CHECK(tiers[2].backend == "lmdb");
+    CHECK(tiers[1].backend == TierBackend::memory);
+    CHECK(tiers[2].backend == TierBackend::lmdb);
     CHECK(tiers[2].location == "/tmp/x/l3.lmdb");
 
     auto over = resolve_tiers(p, "l1", {parse_tier_spec("l1", "lfu:7", "--tier l1=lfu:7")}, "", "");
@@ -132,8 +132,8 @@ TEST_SUITE("replay") {
     CHECK(over[0].max_entries == 7);
 
     auto redis = resolve_tiers(p, "l2,l3", {}, "redis://127.0.0.1:1/0", "");
-    CHECK(redis[0].backend == "redis");
-    CHECK(redis[1].backend == "redis");
+    CHECK(redis[0].backend == TierBackend::redis);
+    CHECK(redis[1].backend == TierBackend::redis);
 
     Profile image = load_profile("image-classification");
     REQUIRE(image.cache.l1);
@@ -142,7 +142,7 @@ TEST_SUITE("replay") {
     CHECK(image.cache.l3->ttl_s == 3600);
     CHECK(image.compare_caches.size() == 5);
     // A profile that places L3 keeps it there under --redis.
-    CHECK(resolve_tiers(image, "l3", {}, "redis://127.0.0.1:1/0", "")[0].backend == "lmdb");
+    CHECK(resolve_tiers(image, "l3", {}, "redis://127.0.0.1:1/0", "")[0].backend == TierBackend::lmdb);
 
     CHECK_THROWS_WITH(resolve_tiers(p, "l1,l4", {}, "", ""),
                       "cache configuration 'l1,l4': expected none or tiers l1, l2, l3 joined by commas (e.g. l1,l2)");

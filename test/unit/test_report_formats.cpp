@@ -54,7 +54,7 @@ RunSummary sample_run() {
   s.total = stage(450);
   s.throughput_rps = 200;
   CacheTierReport l1;
-  l1.spec.tier = "l1";
+  l1.spec.tier = CacheLevel::l1;
   l1.spec.max_entries = 100;
   l1.where = "in-process";
   l1.stats.lookups = 2;

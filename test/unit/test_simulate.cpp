@@ -41,7 +41,7 @@ TierSpec tier(const char* name, const char* spec) {
 
 const SimTierResult& tier_of(const SimConfigResult& c, std::string_view name) {
   for (const auto& t : c.tiers)
-    if (t.spec.tier == name) return t;
+    if (enum_name(t.spec.tier) == name) return t;
   throw std::runtime_error("no such tier");
 }
 
@@ -263,10 +263,10 @@ TEST_SUITE("simulate") {
 
   TEST_CASE("--mrc specs: log-spaced ranges and lists") {
     MrcSpec s = parse_mrc_spec("l2=lru:100..1000000", 5);
-    CHECK(s.tier == "l2");
+    CHECK(s.tier == CacheLevel::l2);
     CHECK(s.capacities == std::vector<std::uint64_t>{100, 1000, 10000, 100000, 1000000});
     s = parse_mrc_spec("lfu:5000,100,1000:30s", 30);
-    CHECK(s.tier == "l1");
+    CHECK(s.tier == CacheLevel::l1);
     CHECK(s.policy == Policy::lfu);
     CHECK(s.ttl_s == 30);
     CHECK(s.capacities == std::vector<std::uint64_t>{100, 1000, 5000});

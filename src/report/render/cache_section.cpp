@@ -39,12 +39,12 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
     const TierStats& st = t.stats;
     std::string errors = group_thousands(st.errors) + (st.degraded ? " (degraded)" : "");
     if (markdown) {
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", t.spec.tier,
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", enum_name(t.spec.tier),
                          tier_spec_text(t.spec), t.where, group_thousands(st.lookups), group_thousands(st.hits),
                          ratio(st.hits, st.lookups), group_thousands(st.inserts), group_thousands(st.evictions),
                          group_thousands(st.entries), human_bytes(static_cast<std::int64_t>(st.bytes)), errors);
     } else {
-      out += pad_right(t.spec.tier, 7) + pad_right(tier_spec_text(t.spec), 18) +
+      out += pad_right(enum_name(t.spec.tier), 7) + pad_right(tier_spec_text(t.spec), 18) +
              pad_left(group_thousands(st.lookups), 10) + pad_left(group_thousands(st.hits), 10) +
              pad_left(ratio(st.hits, st.lookups), 8) + pad_left(group_thousands(st.evictions), 10) +
              pad_left(group_thousands(st.entries), 10) +
@@ -89,12 +89,12 @@ void write_cache_json(JsonWriter& w, const RunSummary& s) {
   for (const CacheTierReport& t : s.caches) {
     const TierStats& st = t.stats;
     w.begin_object();
-    w.field("tier", t.spec.tier);
+    w.field("tier", enum_name(t.spec.tier));
     w.field("policy", std::string(policy_name(t.spec.policy)));
     w.field("max_entries", t.spec.max_entries);
     w.field("max_bytes", t.spec.max_bytes);
     w.field_number("ttl_s", t.spec.ttl_s);
-    w.field("backend", t.spec.backend);
+    w.field("backend", enum_name(t.spec.backend));
     w.field("where", t.where);
     w.field("lookups", st.lookups);
     w.field("hits", st.hits);

@@ -38,12 +38,12 @@ std::string render_compare_json(const CompareResult& r) {
     for (const TierSpec& t : row.tiers) {
       // Never the location: a Redis URL may hold a password. caches[].where says where.
       w.begin_object();
-      w.field("tier", t.tier);
+      w.field("tier", enum_name(t.tier));
       w.field("policy", std::string(policy_name(t.policy)));
       w.field("max_entries", t.max_entries);
       w.field("max_bytes", t.max_bytes);
       w.field_number("ttl_s", t.ttl_s);
-      w.field("backend", t.backend);
+      w.field("backend", enum_name(t.backend));
       w.field("spec", tier_spec_text(t));
       w.end_object();
     }

@@ -88,8 +88,9 @@ std::string share_of(std::uint64_t part, std::uint64_t whole) {
 }  // namespace
 
 const CacheTierReport* find_tier(const CompareRow& row, std::string_view tier) {
+  const std::optional<CacheLevel> level = parse_enum<CacheLevel>(tier);
   for (const CacheTierReport& t : row.last.caches)
-    if (t.spec.tier == tier) return &t;
+    if (level && t.spec.tier == *level) return &t;
   return nullptr;
 }
 
@@ -186,8 +187,8 @@ Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
 std::string tiers_text(const CompareRow& row) {
   std::vector<std::string> parts;
   for (const CacheTierReport& t : row.last.caches) {
-    std::string part = fmt::format("{}={}", t.spec.tier, tier_spec_text(t.spec));
-    if (t.spec.backend != "memory" && !t.where.empty()) part += " " + t.where;
+    std::string part = fmt::format("{}={}", enum_name(t.spec.tier), tier_spec_text(t.spec));
+    if (t.spec.backend != TierBackend::memory && !t.where.empty()) part += " " + t.where;
     parts.push_back(std::move(part));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
@@ -237,12 +238,12 @@ Notes notes_of(const CompareResult& r) {
     for (const std::string& w : row.last.info.warnings)
       if (w.rfind("descheduled", 0) == 0) warn(fmt::format("{}: {}", row.name, w));
     for (const CacheTierReport& t : row.last.caches) {
-      const std::string where = t.where.empty() ? t.spec.backend : t.where;
+      const std::string where = t.where.empty() ? std::string(enum_name(t.spec.backend)) : t.where;
       if (t.stats.degraded)
-        warn(fmt::format("{} on {} degraded in {}: {}, requests fell through to compute", t.spec.tier, where, row.name,
-                         plural(t.stats.errors, "error", "errors")));
+        warn(fmt::format("{} on {} degraded in {}: {}, requests fell through to compute", enum_name(t.spec.tier), where,
+                         row.name, plural(t.stats.errors, "error", "errors")));
       else if (t.stats.errors > 0)
-        warn(fmt::format("{} on {} in {}: {} (counted as misses)", t.spec.tier, where, row.name,
+        warn(fmt::format("{} on {} in {}: {} (counted as misses)", enum_name(t.spec.tier), where, row.name,
                          plural(t.stats.errors, "backend error", "backend errors")));
     }
     if (row.last.failed > 0)

@@ -18,7 +18,7 @@ std::string render_simulate_csv(const SimulateResult& r) {
   for (const auto& c : r.configurations)
     for (const auto& t : c.tiers) {
       append_csv_field(out, c.name);
-      fmt::format_to(it, ",{},", t.spec.tier);
+      fmt::format_to(it, ",{},", enum_name(t.spec.tier));
       append_csv_field(out, tier_spec_text(t.spec));
       fmt::format_to(it, ",{},{},{},{:.6f},{:.6f},{},{},{},{},{},{},", t.lookups, t.hits, t.misses,
                      ratio_value(t.hits, t.lookups), ratio_value(t.misses, t.lookups), t.inserts, t.evictions,

@@ -11,7 +11,7 @@ using simulate_parts::ratio_value;
 
 void write_tier_json(JsonWriter& w, const SimTierResult& t) {
   w.begin_object();
-  w.field("tier", t.spec.tier);
+  w.field("tier", enum_name(t.spec.tier));
   w.field("spec", tier_spec_text(t.spec));
   w.field("policy", std::string(policy_name(t.spec.policy)));
   w.field("max_entries", t.spec.max_entries);
@@ -144,7 +144,7 @@ std::string render_simulate_json(const SimulateResult& r) {
   w.key("mrc").begin_array();
   for (const auto& m : r.mrc) {
     w.begin_object();
-    w.field("tier", m.spec.tier);
+    w.field("tier", enum_name(m.spec.tier));
     w.field("policy", std::string(policy_name(m.spec.policy)));
     w.field_number("ttl_s", m.spec.ttl_s);
     w.field("method", m.method);

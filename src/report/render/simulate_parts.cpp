@@ -34,7 +34,7 @@ double ratio_value(std::uint64_t part, std::uint64_t whole) {
 }
 
 std::string mrc_name(const MrcResult& m) {
-  return fmt::format("{}={}{}", m.spec.tier, policy_name(m.spec.policy),
+  return fmt::format("{}={}{}", enum_name(m.spec.tier), policy_name(m.spec.policy),
                      m.spec.ttl_s > 0 ? fmt::format(" ttl {:g}s", m.spec.ttl_s) : std::string());
 }
 
@@ -78,10 +78,10 @@ Cells tier_cells(const SimulateResult& r) {
   for (const auto& c : r.configurations)
     for (std::size_t i = 0; i < c.tiers.size(); ++i) {
       const SimTierResult& t = c.tiers[i];
-      cells.push_back({i == 0 ? c.name : "", t.spec.tier, tier_spec_text(t.spec), group_thousands(t.lookups),
-                       group_thousands(t.hits), group_thousands(t.misses), ratio(t.hits, t.lookups),
-                       ratio(t.misses, t.lookups), group_thousands(t.evictions), group_thousands(t.expirations),
-                       group_thousands(t.entries), bytes(t.bytes)});
+      cells.push_back({i == 0 ? c.name : "", std::string(enum_name(t.spec.tier)), tier_spec_text(t.spec),
+                       group_thousands(t.lookups), group_thousands(t.hits), group_thousands(t.misses),
+                       ratio(t.hits, t.lookups), ratio(t.misses, t.lookups), group_thousands(t.evictions),
+                       group_thousands(t.expirations), group_thousands(t.entries), bytes(t.bytes)});
     }
   return cells;
 }
@@ -104,8 +104,8 @@ Cells outcome_cells(const SimulateResult& r) {
   Cells cells = {{"config", "served by l1", "by l2", "by l3", "computed"}};
   for (const auto& c : r.configurations) {
     auto has = [&](int t) {
-      const std::string name = fmt::format("l{}", t + 1);
-      return std::any_of(c.tiers.begin(), c.tiers.end(), [&](const SimTierResult& x) { return x.spec.tier == name; });
+      const auto level = static_cast<CacheLevel>(t);
+      return std::any_of(c.tiers.begin(), c.tiers.end(), [&](const SimTierResult& x) { return x.spec.tier == level; });
     };
     std::vector<std::string> row = {c.name};
     for (int o = 0; o < 4; ++o)
