@@ -22,16 +22,43 @@ struct EnumNames<UpdateMode> {
   static constexpr std::array<std::string_view, 3> names{"sync", "async", "preload"};
 };
 
+// What a preprocessing op does; a profile's `op = "..."`, in the order error
+// messages list them.
+enum class PreprocessKind : std::uint8_t {
+  decode,
+  to_tensor,
+  to_float,
+  to_half,
+  scale,
+  normalize,
+  resize,
+  center_crop,
+  layout,
+  tokenize
+};
+template <>
+struct EnumNames<PreprocessKind> {
+  static constexpr std::array<std::string_view, 10> names{"decode", "to_tensor", "to_float", "to_half",
+                                                          "scale",  "normalize", "resize",   "center_crop",
+                                                          "layout", "tokenize"};
+};
+// How resize interpolates.
+enum class ResizeMode : std::uint8_t { bilinear, bicubic, nearest };
+template <>
+struct EnumNames<ResizeMode> {
+  static constexpr std::array<std::string_view, 3> names{"bilinear", "bicubic", "nearest"};
+};
+
 // One preprocessing op with its parameters (only those its kind uses are set).
 struct PreprocessOp {
-  std::string op;       // decode, to_tensor, to_float, to_half, scale, normalize, resize, center_crop, layout, tokenize
-  double factor = 1.0;  // scale
-  std::vector<double> mean, std;    // normalize (per channel, dim 1)
-  std::vector<std::int64_t> size;   // resize: [height, width] or [shorter side]; center_crop: [height, width]
-  std::string mode = "bilinear";    // resize: bilinear | bicubic | nearest
-  bool antialias = false;           // resize: low-pass filter when shrinking, as PIL and torchvision do
-  std::uint64_t max_pixels = 0;     // decode: refuse larger images (0: the built-in limit)
-  std::string from, to;             // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
+  PreprocessKind op = PreprocessKind::to_float;
+  double factor = 1.0;                     // scale
+  std::vector<double> mean, std;           // normalize (per channel, dim 1)
+  std::vector<std::int64_t> size;          // resize: [height, width] or [shorter side]; center_crop: [height, width]
+  ResizeMode mode = ResizeMode::bilinear;  // resize
+  bool antialias = false;                  // resize: low-pass filter when shrinking, as PIL and torchvision do
+  std::uint64_t max_pixels = 0;            // decode: refuse larger images (0: the built-in limit)
+  std::string from, to;                    // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
   std::string model;                // tokenize: the SentencePiece .model file (resolved against the profile's folder)
   std::int64_t max_length = 128;    // tokenize: ids are truncated or padded to this many
   bool mask = true;                 // tokenize: also give the attention mask (1 = token, 0 = padding)
@@ -39,9 +66,6 @@ struct PreprocessOp {
   std::string mask_input = "mask";  // tokenize, in a named `inputs` map: the argument the mask feeds
   std::size_t line = 0;             // where it is defined, for errors
 };
-
-// The names accepted for PreprocessOp::op, in the order error messages list them.
-const std::vector<std::string_view>& preprocess_op_names();
 
 // Most intra-op threads a run may ask for: libtorch starts them all, and far
 // more threads than cores only slows a run (100,000 hangs it).

@@ -163,7 +163,7 @@ Inspection inspect_model(const ModelBytes& bytes, const Profile& profile, const 
   }
   const detail::InputGuess guess = detail::guess_input(module);
   if (guess.known) r.expects = guess.describe();
-  r.image = !profile.preprocess.empty() && profile.preprocess.front().op == "decode";
+  r.image = !profile.preprocess.empty() && profile.preprocess.front().op == PreprocessKind::decode;
 
   TraceRequest request;
   request.id = 1;

@@ -15,8 +15,8 @@ Preprocessor::Preprocessor(const std::vector<PreprocessOp>& ops, std::string tra
                            const std::string& profile_source)
     : trace_path_(std::move(trace_path)), truncate_name_(NameTable::global().intern("truncate")) {
   for (const auto& op : ops) {
-    Step step{op, NameTable::global().intern(op.op), {}, {}, {}, {}, 0};
-    if (op.op == "tokenize") {
+    Step step{op, NameTable::global().intern(enum_name(op.op)), {}, {}, {}, {}, 0};
+    if (op.op == PreprocessKind::tokenize) {
       try {
         step.tokenizer = std::make_shared<const text::Tokenizer>(op.model);
       } catch (const text::TokenizerError& e) {
@@ -24,11 +24,11 @@ Preprocessor::Preprocessor(const std::vector<PreprocessOp>& ops, std::string tra
                                 fmt::format("tokenize: model '{}': {}", printable(op.model), printable(e.what))));
       }
       step.pad_id = op.pad_id >= 0 ? op.pad_id : std::max(step.tokenizer->pad_id(), 0);
-    } else if (op.op == "normalize") {
+    } else if (op.op == PreprocessKind::normalize) {
       auto c = static_cast<std::int64_t>(op.mean.size());
       step.mean = at::tensor(op.mean, at::kFloat).view({1, c, 1, 1});
       step.std = at::tensor(op.std, at::kFloat).view({1, c, 1, 1});
-    } else if (op.op == "layout") {
+    } else if (op.op == PreprocessKind::layout) {
       for (char axis : op.to)
         step.permutation.push_back(static_cast<std::int64_t>(op.from.find(axis)));
     }
@@ -87,9 +87,9 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
                  const std::string& trace_path) {
   auto fail = [&](std::string_view why) -> at::Tensor {
     throw runtime_failure(fmt::format("request {}: preprocessing op '{}' cannot apply to input of shape {}: {}",
-                                      request.id, op.op, format_shape(x.sizes().vec()), why));
+                                      request.id, enum_name(op.op), format_shape(x.sizes().vec()), why));
   };
-  if (op.op == "decode") {
+  if (op.op == PreprocessKind::decode) {
     if (!is_image(spec) || x.dim() != 1 || x.scalar_type() != at::kByte)
       return fail("decode needs an image input (input.image or input.image_base64)");
     return decode(x, op, *spec, request, trace_path);
@@ -100,21 +100,21 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
   if (is_text(spec))
     return fail("a text input needs 'tokenize' as the profile's first op (e.g. --profile text-classification)");
   // torchvision's ToTensor: float32 in [0, 1], channels-first in memory.
-  if (op.op == "to_tensor") {
+  if (op.op == PreprocessKind::to_tensor) {
     at::Tensor f = x.to(at::kFloat);
     if (x.scalar_type() == at::kByte) f.div_(255.0);
     return f.contiguous();
   }
-  if (op.op == "to_float") return x.to(at::kFloat);
-  if (op.op == "to_half") return x.to(at::kHalf);
-  if (op.op == "scale") return x.is_floating_point() ? x.mul(op.factor) : x.to(at::kFloat).mul(op.factor);
-  if (op.op == "normalize") {
+  if (op.op == PreprocessKind::to_float) return x.to(at::kFloat);
+  if (op.op == PreprocessKind::to_half) return x.to(at::kHalf);
+  if (op.op == PreprocessKind::scale) return x.is_floating_point() ? x.mul(op.factor) : x.to(at::kFloat).mul(op.factor);
+  if (op.op == PreprocessKind::normalize) {
     if (x.dim() != 4 || x.size(1) != mean.size(1))
       return fail(fmt::format("expected [N, {}, H, W] (the profile gives {} channels)", mean.size(1), mean.size(1)));
     at::Tensor f = x.is_floating_point() ? x : x.to(at::kFloat);
     return f.sub(mean.to(f.scalar_type())).div_(std.to(f.scalar_type()));
   }
-  if (op.op == "resize") {
+  if (op.op == PreprocessKind::resize) {
     if (x.dim() != 4) return fail("expected [N, C, H, W]");
     const std::vector<std::int64_t> size =
         op.size.size() == 1 ? shorter_side_size(x.size(2), x.size(3), op.size[0]) : op.size;
@@ -123,9 +123,9 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
     at::Tensor f = x.to(x.is_floating_point() ? x.scalar_type() : at::kFloat, /*non_blocking=*/false, /*copy=*/false,
                         at::MemoryFormat::Contiguous);
     at::Tensor out;
-    if (op.mode == "nearest")
+    if (op.mode == ResizeMode::nearest)
       out = at::upsample_nearest2d(f, size);
-    else if (op.mode == "bicubic")
+    else if (op.mode == ResizeMode::bicubic)
       out = op.antialias ? at::_upsample_bicubic2d_aa(f, size, /*align_corners=*/false)
                          : at::upsample_bicubic2d(f, size, /*align_corners=*/false);
     else
@@ -135,14 +135,14 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
     if (x.scalar_type() == at::kByte) return out.round_().clamp_(0, 255).to(at::kByte);
     return out;
   }
-  if (op.op == "center_crop") {
+  if (op.op == PreprocessKind::center_crop) {
     if (x.dim() < 2) return fail("expected at least 2 dimensions");
     auto h = x.size(-2), w = x.size(-1);
     if (op.size[0] > h || op.size[1] > w)
       return fail(fmt::format("crop {}x{} is larger than the image {}x{}", op.size[0], op.size[1], h, w));
     return x.narrow(-2, crop_offset(h, op.size[0]), op.size[0]).narrow(-1, crop_offset(w, op.size[1]), op.size[1]);
   }
-  if (op.op == "layout") {
+  if (op.op == PreprocessKind::layout) {
     if (x.dim() != static_cast<std::int64_t>(permutation.size()))
       return fail(fmt::format("layout {} -> {} needs {} dimensions", op.from, op.to, permutation.size()));
     // contiguous(): the model sees the memory order it would get from a real converter.
@@ -214,7 +214,8 @@ Inputs Preprocessor::run(Inputs x, const TraceRequest& request, RequestRecord& r
         throw;
       } catch (const std::exception& e) {
         throw runtime_failure(fmt::format("request {}: preprocessing op '{}' failed on input of shape {}: {}",
-                                          request.id, step.op.op, format_shape(t.sizes().vec()), torch_error_line(e)));
+                                          request.id, enum_name(step.op.op), format_shape(t.sizes().vec()),
+                                          torch_error_line(e)));
       }
     }
   }

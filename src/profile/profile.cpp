@@ -105,20 +105,22 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
   op.line = node.source().begin.line;
   const toml::node* name = t->get("op");
   if (!name || !name->is_string()) ctx.fail(name ? name : &node, fmt::format("{} needs a string 'op'", where));
-  op.op = std::string(*name->value<std::string_view>());
-  const auto& names = preprocess_op_names();
-  if (std::find(names.begin(), names.end(), op.op) == names.end())
-    ctx.fail(name, fmt::format("unknown preprocessing op '{}' (expected one of: {})", op.op, fmt::join(names, ", ")));
-  where = fmt::format("preprocess op '{}'", op.op);
+  const std::string_view spelt = *name->value<std::string_view>();
+  const std::optional<PreprocessKind> kind = parse_enum<PreprocessKind>(spelt);
+  if (!kind)
+    ctx.fail(name, fmt::format("unknown preprocessing op '{}' (expected one of: {})", spelt,
+                               fmt::join(EnumNames<PreprocessKind>::names, ", ")));
+  op.op = *kind;
+  where = fmt::format("preprocess op '{}'", spelt);
 
-  if (op.op == "to_float" || op.op == "to_half") {
+  if (op.op == PreprocessKind::to_float || op.op == PreprocessKind::to_half) {
     reject_unknown_keys(ctx, *t, where, {"op"});
-  } else if (op.op == "scale") {
+  } else if (op.op == PreprocessKind::scale) {
     reject_unknown_keys(ctx, *t, where, {"op", "factor"});
     const toml::node* f = t->get("factor");
     if (!f) ctx.fail(&node, "preprocess op 'scale' needs 'factor'");
     op.factor = get_number(ctx, *f, "'factor'");
-  } else if (op.op == "normalize") {
+  } else if (op.op == PreprocessKind::normalize) {
     reject_unknown_keys(ctx, *t, where, {"op", "mean", "std"});
     op.mean = get_numbers(ctx, t->get("mean") ? t->get("mean") : &node, "'mean' of normalize");
     op.std = get_numbers(ctx, t->get("std") ? t->get("std") : &node, "'std' of normalize");
@@ -126,7 +128,7 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
       ctx.fail(&node, fmt::format("normalize has {} means but {} stds", op.mean.size(), op.std.size()));
     for (double s : op.std)
       if (s == 0) ctx.fail(t->get("std"), "'std' of normalize must not contain 0");
-  } else if (op.op == "resize") {
+  } else if (op.op == PreprocessKind::resize) {
     reject_unknown_keys(ctx, *t, where, {"op", "size", "mode", "antialias"});
     const toml::node* size = t->get("size") ? t->get("size") : &node;
     // An integer: the shorter side, aspect ratio kept (torchvision's Resize(256)).
@@ -139,27 +141,27 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
       if (op.size.size() != 2)
         ctx.fail(size, "'size' of resize must be [height, width], or one integer: the shorter side");
     }
-    op.mode = get_string(ctx, *t, "mode", where, "bilinear");
-    if (op.mode != "bilinear" && op.mode != "bicubic" && op.mode != "nearest")
-      ctx.fail(t->get("mode"), "'mode' of resize must be \"bilinear\", \"bicubic\" or \"nearest\"");
+    const std::optional<ResizeMode> mode = parse_enum<ResizeMode>(get_string(ctx, *t, "mode", where, "bilinear"));
+    if (!mode) ctx.fail(t->get("mode"), fmt::format("'mode' of resize must be {}", enum_choices<ResizeMode>("\"")));
+    op.mode = *mode;
     if (const toml::node* aa = t->get("antialias")) {
       if (!aa->is_boolean()) ctx.fail(aa, "'antialias' of resize must be true or false");
       op.antialias = *aa->value<bool>();
-      if (op.antialias && op.mode == "nearest")
+      if (op.antialias && op.mode == ResizeMode::nearest)
         ctx.fail(aa, "'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
     }
-  } else if (op.op == "center_crop") {
+  } else if (op.op == PreprocessKind::center_crop) {
     reject_unknown_keys(ctx, *t, where, {"op", "size"});
     op.size = get_dims(ctx, t->get("size") ? t->get("size") : &node, "'size' of center_crop");
     if (op.size.size() != 2) ctx.fail(t->get("size"), "'size' of center_crop must be [height, width]");
-  } else if (op.op == "decode") {
+  } else if (op.op == PreprocessKind::decode) {
     reject_unknown_keys(ctx, *t, where, {"op", "max_pixels"});
     op.max_pixels = static_cast<std::uint64_t>(get_int(ctx, *t, "max_pixels", where, 0, 1));
     if (index != 0)
       ctx.fail(&node, "'decode' must be the first preprocessing op (it turns the encoded image into pixels)");
-  } else if (op.op == "to_tensor") {
+  } else if (op.op == PreprocessKind::to_tensor) {
     reject_unknown_keys(ctx, *t, where, {"op"});
-  } else if (op.op == "tokenize") {
+  } else if (op.op == PreprocessKind::tokenize) {
     reject_unknown_keys(ctx, *t, where, {"op", "model", "max_length", "mask", "pad_id", "mask_input"});
     op.model = get_string(ctx, *t, "model", where, "");
     if (op.model.empty()) ctx.fail(&node, "preprocess op 'tokenize' needs 'model' (a SentencePiece .model file)");
@@ -173,7 +175,7 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
     op.pad_id = get_int(ctx, *t, "pad_id", where, -1, 0, std::numeric_limits<std::int32_t>::max());
     op.mask_input = get_string(ctx, *t, "mask_input", where, "mask");
     if (index != 0) ctx.fail(&node, "'tokenize' must be the first preprocessing op (it turns the text into ids)");
-  } else if (op.op == "layout") {
+  } else if (op.op == PreprocessKind::layout) {
     reject_unknown_keys(ctx, *t, where, {"op", "from", "to"});
     op.from = get_string(ctx, *t, "from", where, "");
     op.to = get_string(ctx, *t, "to", where, "");
@@ -258,21 +260,15 @@ std::vector<fs::path> search_dirs() {
 
 }  // namespace
 
-const std::vector<std::string_view>& preprocess_op_names() {
-  static const std::vector<std::string_view> names = {"decode",    "to_tensor", "to_float",    "to_half", "scale",
-                                                      "normalize", "resize",    "center_crop", "layout",  "tokenize"};
-  return names;
-}
-
 std::string Profile::preprocess_fingerprint() const {
   std::string out;
   for (const auto& op : preprocess) {
-    out +=
-        fmt::format("{}(factor={};mean={};std={};size={};mode={};from={};to={})", op.op, op.factor,
-                    fmt::join(op.mean, ","), fmt::join(op.std, ","), fmt::join(op.size, ","), op.mode, op.from, op.to);
+    out += fmt::format("{}(factor={};mean={};std={};size={};mode={};from={};to={})", enum_name(op.op), op.factor,
+                       fmt::join(op.mean, ","), fmt::join(op.std, ","), fmt::join(op.size, ","), enum_name(op.mode),
+                       op.from, op.to);
     // Only where it is set, so that existing profiles keep their L3 keys.
     if (op.antialias) out += "(antialias)";
-    if (op.op == "tokenize")
+    if (op.op == PreprocessKind::tokenize)
       out += fmt::format("(model={};max_length={};mask={};pad_id={};mask_input={})", op.model, op.max_length, op.mask,
                          op.pad_id, op.mask_input);
     out += "|";

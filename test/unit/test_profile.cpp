@@ -16,7 +16,7 @@ TEST_SUITE("profile") {
     CHECK(p.model.threads == 1);
     CHECK(p.model.warmup == 3);
     REQUIRE(p.preprocess.size() == 1);
-    CHECK(p.preprocess[0].op == "to_float");
+    CHECK(p.preprocess[0].op == PreprocessKind::to_float);
   }
 
   TEST_CASE("shipped profiles load by name") {
@@ -26,7 +26,7 @@ TEST_SUITE("profile") {
     REQUIRE(p.input.dtype);
     CHECK(*p.input.dtype == DType::uint8);
     REQUIRE(p.preprocess.size() == 3);
-    CHECK(p.preprocess[1].op == "scale");
+    CHECK(p.preprocess[1].op == PreprocessKind::scale);
     CHECK(p.preprocess[1].factor == doctest::Approx(1.0 / 255));
     CHECK(p.preprocess[2].mean.size() == 3);
     CHECK(load_profile("image-classification").name == "image-classification");
@@ -53,7 +53,7 @@ op = "to_half"
     REQUIRE(p.preprocess.size() == 4);
     CHECK(p.preprocess[0].from == "NHWC");
     CHECK(p.preprocess[1].size == std::vector<std::int64_t>{256, 256});
-    CHECK(p.preprocess[1].mode == "nearest");
+    CHECK(p.preprocess[1].mode == ResizeMode::nearest);
     CHECK(p.preprocess[2].line == 11);  // the [[preprocess]] header of center_crop
   }
 
@@ -73,7 +73,7 @@ op = "to_tensor"
     REQUIRE(p.preprocess.size() == 3);
     CHECK(p.preprocess[0].max_pixels == 1000);
     CHECK(p.preprocess[1].size == std::vector<std::int64_t>{256});
-    CHECK(p.preprocess[1].mode == "bicubic");
+    CHECK(p.preprocess[1].mode == ResizeMode::bicubic);
     CHECK(p.preprocess[1].antialias);
     // antialias changes the tensor, so it changes the L3 key.
     Profile q = parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 256\nmode = \"bicubic\"\n", "q.toml");
@@ -98,7 +98,7 @@ op = "to_tensor"
     Profile shipped = load_profile(std::string(INFERPROF_TEST_PROFILES_DIR) + "/image-classification-jpeg.toml");
     std::vector<std::string> ops;
     for (const auto& op : shipped.preprocess)
-      ops.push_back(op.op);
+      ops.emplace_back(enum_name(op.op));
     CHECK((ops == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"}));
     CHECK(shipped.preprocess[1].antialias);
   }
@@ -154,7 +154,7 @@ op = "to_tensor"
     Profile b = a;
     CHECK(a.preprocess_fingerprint() == b.preprocess_fingerprint());
     PreprocessOp scale;
-    scale.op = "scale";
+    scale.op = PreprocessKind::scale;
     scale.factor = 0.5;
     b.preprocess.push_back(scale);
     Profile c = b;
