@@ -157,9 +157,8 @@ void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* upd
 }
 
 void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
-             const std::function<void(int, double)>& each, RequestRecord* last) {
-  RequestRecord scratch;
-  RequestRecord& r = last ? *last : scratch;
+             const std::function<void(int, double)>& each, RequestRecord* fastest) {
+  RequestRecord r;
   for (int i = 0; i < times && !stop(); ++i) {
     r.reset();
     r.begin(true);
@@ -167,23 +166,24 @@ void warm_up(RequestServer& server, const TraceRequest& request, int times, cons
     server.serve(request, r, nullptr, nullptr, nullptr);
     r.finish();
     if (each) each(i + 1, static_cast<double>(r.total()) / 1e3);
+    if (fastest && (i == 0 || r.total() < fastest->total())) std::swap(*fastest, r);
   }
 }
 
-CpuSampling calibrate_cpu_sampling(const RequestRecord& last_warmup, std::uint32_t forced) {
+CpuSampling calibrate_cpu_sampling(const RequestRecord& fastest_warmup, std::uint32_t forced) {
   CpuSampling s;
   s.read_ns = measure_cpu_clock_read_ns();
   if (forced >= 1) {
     s.every = forced;
     return s;
   }
-  if (!last_warmup.cpu_measured()) return s;  // no warm-up to go by: every request
+  if (!fastest_warmup.cpu_measured()) return s;  // no warm-up to go by: every request
   // begin() reads once, every stage's close once; opens and finish() reuse those.
   int reads = 1;
-  for (const Span& span : last_warmup.spans)
+  for (const Span& span : fastest_warmup.spans)
     if (span.cpu >= 0) ++reads;
   const Nanos own = static_cast<Nanos>(s.read_ns * reads);
-  s.every = cpu_sample_every(s.read_ns, reads, std::max<Nanos>(1, last_warmup.total() - own));
+  s.every = cpu_sample_every(s.read_ns, reads, std::max<Nanos>(1, fastest_warmup.total() - own));
   return s;
 }
 

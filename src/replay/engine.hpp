@@ -114,15 +114,16 @@ void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* upd
 
 // The warm-up gate's work for one thread: `request` served `times` without
 // caches, never measured, each reading the CPU clock as a sampled request
-// would; `each` hears every warm-up's µs, `last` (if given) receives the last
-// one. Stops early on `stop`.
+// would; `each` hears every warm-up's µs, `fastest` (if given) receives the
+// fastest one (the closest to the steady state: the first ones pay one-time
+// costs). Stops early on `stop`.
 void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
-             const std::function<void(int, double)>& each, RequestRecord* last = nullptr);
+             const std::function<void(int, double)>& each, RequestRecord* fastest = nullptr);
 
 // CPU sampling (timing.hpp) from a warm-up request: 1 in `forced` requests
 // when forced >= 1, else the rule, from a CPU clock read's cost measured now
 // and the request's duration less its own reads. No warm-up: every request.
-CpuSampling calibrate_cpu_sampling(const RequestRecord& last_warmup, std::uint32_t forced);
+CpuSampling calibrate_cpu_sampling(const RequestRecord& fastest_warmup, std::uint32_t forced);
 
 // Lockstep (compare --mode lockstep): each request served under every lane,
 // one after another on this thread, the order rotated per request (request i

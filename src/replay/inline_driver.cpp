@@ -17,10 +17,11 @@ constexpr std::size_t kBatch = 64;
 }  // namespace
 
 DriveResult drive_inline(DriveParts& parts, JobFeed& feed, const WarmUpPlan& warmup, const Gate& gate) {
-  RequestRecord last_warmup;
+  RequestRecord fastest_warmup;
   warm_up(
-      parts.server, *warmup.request, warmup.times, [] { return lifecycle::interrupted(); }, warmup.each, &last_warmup);
-  const GateOpen opened = gate(last_warmup);
+      parts.server, *warmup.request, warmup.times, [] { return lifecycle::interrupted(); }, warmup.each,
+      &fastest_warmup);
+  const GateOpen opened = gate(fastest_warmup);
   feed.set_epoch(opened.epoch);
   while (now_ns() < opened.epoch) {
   }

@@ -83,7 +83,9 @@ bool JobFeed::next(Job& job) {
       job.due = epoch_ + due_after(*rec_.request.ts_ms, *t0_, o.speed, o.trace_path, rec_.line);
       last_due_ = job.due;
     }
-    job.request = std::move(rec_.request);
+    // Swapped, not moved: the reader refills the job's old strings in place,
+    // so a job that is reused (the drivers' chunks and batches) costs no allocation.
+    std::swap(job.request, rec_.request);
     // The total from how far into the file these requests reached (the
     // progress line's "of ~N"); exact once the reader reaches the end.
     if (counters_ && (seq_ & 1023) == 0 && reader_.bytes() > 0 && o.trace_bytes > 0) {

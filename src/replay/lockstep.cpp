@@ -46,15 +46,15 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
 
   // One warm-up for all: the model and the allocator are shared; the caches start empty.
   if (observer) observer->phase(ReplayObserver::Phase::warming_up);
-  RequestRecord last_warmup;
+  RequestRecord fastest_warmup;
   warm_up(
       server, warmup_request, info.warmup, [] { return lifecycle::interrupted(); },
       [&](int k, double us) {
         info.warmup_us.push_back(us);
         if (observer) observer->warmup(k, info.warmup);
       },
-      &last_warmup);
-  const CpuSampling cpu = calibrate_cpu_sampling(last_warmup, base.replay.cpu_sample);
+      &fastest_warmup);
+  const CpuSampling cpu = calibrate_cpu_sampling(fastest_warmup, base.replay.cpu_sample);
   info.driver = "lockstep";
   info.cpu_sample_every = cpu.every;
   info.cpu_clock_read_ns = cpu.read_ns;

@@ -316,11 +316,11 @@ RunOutcome run_replay(const RunConfig& config) {
   // ---- Warm-up gate: every worker warm; CPU sampling calibrated, the collector ready, the clock started ----
   std::unique_ptr<Collector> collector;
   Nanos epoch = 0;
-  const detail::Gate gate = [&](const RequestRecord& last_warmup) {
+  const detail::Gate gate = [&](const RequestRecord& fastest_warmup) {
     // A replica: tell the parent it is ready and wait for the common start.
     if (config.replica.on_ready) config.replica.on_ready();
     detail::GateOpen open;
-    open.cpu = detail::calibrate_cpu_sampling(last_warmup, config.replay.cpu_sample);
+    open.cpu = detail::calibrate_cpu_sampling(fastest_warmup, config.replay.cpu_sample);
     info.cpu_sample_every = open.cpu.every;
     info.cpu_clock_read_ns = open.cpu.read_ns;
     CollectorOptions copts;

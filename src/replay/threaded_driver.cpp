@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -26,6 +27,18 @@ namespace {
 // queue operation per kBatch requests and none of the aggregation work.
 constexpr std::size_t kBatch = 64;
 using Batch = std::vector<RequestRecord>;
+
+// Jobs travel to the workers in chunks that go back to the reader once
+// served: a job's strings are then reused, not allocated on the reader's
+// thread and freed on the worker's, and one worker pays one queue operation
+// per kChunk requests. Several workers take chunks of one job, so that a
+// request goes to whichever worker is free (open loop: when it is due).
+constexpr std::size_t kChunk = 16;
+struct JobChunk {
+  std::vector<Job> jobs;
+  std::size_t size = 0;  // the jobs in use
+};
+using Chunk = std::unique_ptr<JobChunk>;
 
 // Sleeps most of the way, then spins: nanosleep alone overshoots by tens of
 // µs, which would show up as phantom queueing in open-loop replays. False
@@ -66,7 +79,10 @@ class FailureLatch {
 DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, const WarmUpPlan& warmup,
                            const Gate& gate) {
   FailureLatch failure;
-  BoundedQueue<Job> jobs(256 * static_cast<std::size_t>(concurrency));
+  const std::size_t chunk_size = concurrency == 1 ? kChunk : 1;
+  const std::size_t queued_chunks = 256 * static_cast<std::size_t>(concurrency) / chunk_size;
+  BoundedQueue<Chunk> jobs(queued_chunks);
+  BoundedQueue<Chunk> free_chunks(queued_chunks + static_cast<std::size_t>(concurrency) + 1);
   BoundedQueue<Batch> to_collector(64);
   BoundedQueue<Batch> recycled(64);
   auto abort_all = [&] {
@@ -90,7 +106,7 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
   int warmed = 0;
   bool gate_open = false;
   GateOpen opened;
-  RequestRecord last_warmup;
+  RequestRecord fastest_warmup;
   std::vector<std::thread> workers;
   std::thread producer, collector_thread;
   auto open_gate = [&] {
@@ -123,7 +139,7 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
           RequestRecord scratch;
           warm_up(
               parts.server, *warmup.request, warmup.times, [&] { return failure.failed() || lifecycle::interrupted(); },
-              w == 0 ? warmup.each : nullptr, w == 0 ? &last_warmup : &scratch);
+              w == 0 ? warmup.each : nullptr, w == 0 ? &fastest_warmup : &scratch);
           std::unique_lock<std::mutex> lock(gate_mutex);
           ++warmed;
           gate_cv.notify_all();
@@ -133,27 +149,40 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
         const CpuSampling cpu = opened.cpu;
         Batch batch(kBatch);
         std::size_t used = 0;
-        Job job;
-        while (jobs.pop(job)) {
-          if (job.due != 0 && !wait_until(job.due)) break;  // interrupted before it arrived: never released
-          if (job.event) {
-            parts.on_event(job.version);
-            continue;
+        Chunk chunk;
+        bool stop = false;
+        while (!stop && jobs.pop(chunk)) {
+          for (std::size_t i = 0; i < chunk->size; ++i) {
+            // What abort() drops from the queue, the rest of a taken chunk is too.
+            if (cut_short.load(std::memory_order_relaxed) || failure.failed()) {
+              stop = true;
+              break;
+            }
+            const Job& job = chunk->jobs[i];
+            if (job.due != 0 && !wait_until(job.due)) {  // interrupted before it arrived: never released
+              stop = true;
+              break;
+            }
+            if (job.event) {
+              parts.on_event(job.version);
+              continue;
+            }
+            try {
+              ServeJob step{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)};
+              step.cpu = cpu.wants(job.seq);
+              serve_step(parts.server, parts.caches, parts.updates, parts.verifier, step, batch[used]);
+            } catch (const Error& e) {
+              if (parts.skipped && parts.skipped->absorb(e)) continue;
+              throw;
+            }
+            if (parts.done) parts.done->fetch_add(1, std::memory_order_relaxed);
+            if (++used == kBatch) {
+              if (!to_collector.push(std::move(batch))) return;
+              if (!recycled.try_pop(batch)) batch = Batch(kBatch);
+              used = 0;
+            }
           }
-          try {
-            ServeJob step{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)};
-            step.cpu = cpu.wants(job.seq);
-            serve_step(parts.server, parts.caches, parts.updates, parts.verifier, step, batch[used]);
-          } catch (const Error& e) {
-            if (parts.skipped && parts.skipped->absorb(e)) continue;
-            throw;
-          }
-          if (parts.done) parts.done->fetch_add(1, std::memory_order_relaxed);
-          if (++used == kBatch) {
-            if (!to_collector.push(std::move(batch))) return;
-            if (!recycled.try_pop(batch)) batch = Batch(kBatch);
-            used = 0;
-          }
+          free_chunks.try_push(std::move(chunk));
         }
         batch.resize(used);
         if (used > 0) to_collector.push(std::move(batch));
@@ -178,7 +207,7 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
   }
   if (!failure.failed()) {
     try {
-      opened = gate(last_warmup);
+      opened = gate(fastest_warmup);
       feed.set_epoch(opened.epoch);
     } catch (...) {
       failure.set(std::current_exception());
@@ -188,9 +217,17 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
 
   auto produce = [&] {
     try {
-      Job job;
-      while (!failure.failed() && feed.next(job))
-        if (!jobs.push(std::move(job))) break;
+      for (bool more = true; more && !failure.failed();) {
+        Chunk chunk;
+        if (!free_chunks.try_pop(chunk)) {
+          chunk = std::make_unique<JobChunk>();
+          chunk->jobs.resize(chunk_size);
+        }
+        chunk->size = 0;
+        while (chunk->size < chunk_size && (more = feed.next(chunk->jobs[chunk->size])))
+          ++chunk->size;
+        if (chunk->size > 0 && !jobs.push(std::move(chunk))) break;
+      }
       jobs.close();
     } catch (...) {
       failure.set(std::current_exception());
