@@ -114,11 +114,12 @@ void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* upd
 
 // The warm-up gate's work for one thread: `request` served `times` without
 // caches, never measured, each reading the CPU clock as a sampled request
-// would; `each` hears every warm-up's µs, `fastest` (if given) receives the
-// fastest one (the closest to the steady state: the first ones pay one-time
-// costs). Stops early on `stop`.
+// would; `each` hears every warm-up's µs. `steady` (if given) receives the
+// fastest request, the closest to the steady state (the first ones pay
+// one-time costs); for a request under 1 ms, up to 64 more un-reported serves
+// (at most 2 ms) bring it closer. Stops early on `stop`.
 void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
-             const std::function<void(int, double)>& each, RequestRecord* fastest = nullptr);
+             const std::function<void(int, double)>& each, RequestRecord* steady = nullptr);
 
 // CPU sampling (timing.hpp) from a warm-up request: 1 in `forced` requests
 // when forced >= 1, else the rule, from a CPU clock read's cost measured now

@@ -136,10 +136,10 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
     auto work = [&, w] {
       try {
         {
-          RequestRecord scratch;
           warm_up(
               parts.server, *warmup.request, warmup.times, [&] { return failure.failed() || lifecycle::interrupted(); },
-              w == 0 ? warmup.each : nullptr, w == 0 ? &fastest_warmup : &scratch);
+              w == 0 ? warmup.each : nullptr,
+              w == 0 ? &fastest_warmup : nullptr);  // worker 0's calibrates CPU sampling
           std::unique_lock<std::mutex> lock(gate_mutex);
           ++warmed;
           gate_cv.notify_all();
