@@ -24,8 +24,11 @@ namespace inferprof::detail {
 namespace {
 
 // Records travel to the collector thread in batches, so a worker pays one
-// queue operation per kBatch requests and none of the aggregation work.
+// queue operation per kBatch requests and none of the aggregation work. The
+// collector is woken only once kWakeBatches batches wait: one wake per 512
+// requests, not 64 (bounded_queue.hpp says what a wake costs the worker).
 constexpr std::size_t kBatch = 64;
+constexpr std::size_t kWakeBatches = 8;
 using Batch = std::vector<RequestRecord>;
 
 // Jobs travel to the workers in chunks that go back to the reader once
@@ -33,7 +36,10 @@ using Batch = std::vector<RequestRecord>;
 // thread and freed on the worker's, and one worker pays one queue operation
 // per kChunk requests. Several workers take chunks of one job, so that a
 // request goes to whichever worker is free (open loop: when it is due).
+// A single worker has kQueuedJobs queued ahead: the reader refills once half
+// have been served, so it too is woken once per 512 requests.
 constexpr std::size_t kChunk = 16;
+constexpr std::size_t kQueuedJobs = 1024;
 struct JobChunk {
   std::vector<Job> jobs;
   std::size_t size = 0;  // the jobs in use
@@ -80,10 +86,11 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
                            const Gate& gate) {
   FailureLatch failure;
   const std::size_t chunk_size = concurrency == 1 ? kChunk : 1;
-  const std::size_t queued_chunks = 256 * static_cast<std::size_t>(concurrency) / chunk_size;
+  const std::size_t queued_chunks =
+      concurrency == 1 ? kQueuedJobs / kChunk : 256 * static_cast<std::size_t>(concurrency);
   BoundedQueue<Chunk> jobs(queued_chunks);
   BoundedQueue<Chunk> free_chunks(queued_chunks + static_cast<std::size_t>(concurrency) + 1);
-  BoundedQueue<Batch> to_collector(64);
+  BoundedQueue<Batch> to_collector(64, kWakeBatches);
   BoundedQueue<Batch> recycled(64);
   auto abort_all = [&] {
     jobs.abort();

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
@@ -50,6 +51,30 @@ TEST_SUITE("replay") {
     a.abort();
     CHECK_FALSE(a.pop(v));
     CHECK_FALSE(a.push(2));
+  }
+
+  TEST_CASE("bounded queue: a waiting consumer is woken only once enough items wait, or on close") {
+    detail::BoundedQueue<int> q(8, 3);
+    std::vector<int> seen;
+    std::thread consumer([&] {
+      int v = 0;
+      while (q.pop(v))
+        seen.push_back(v);
+    });
+    while (q.waiting_consumers() == 0)
+      std::this_thread::yield();
+    q.push(1);
+    q.push(2);
+    CHECK(q.consumer_wakes() == 0);  // two items wait: the consumer sleeps on
+    q.push(3);
+    CHECK(q.consumer_wakes() == 1);
+    while (q.waiting_consumers() == 0)  // it took all three and waits again
+      std::this_thread::yield();
+    q.push(4);
+    q.close();  // the last item does not wait for two more
+    consumer.join();
+    CHECK(q.consumer_wakes() == 1);
+    CHECK(seen == std::vector<int>{1, 2, 3, 4});
   }
 
   TEST_CASE("closed loop: every request measured once, warm-up separate") {
