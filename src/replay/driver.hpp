@@ -105,9 +105,9 @@ struct GateOpen {
   CpuSampling cpu;       // which requests read the CPU clock
   Collector* collector;  // where the records go
 };
-// Called once every worker is warm, with worker 0's fastest warm-up request
-// (its stages and CPU reads: what CPU sampling is calibrated from).
-using Gate = std::function<GateOpen(const RequestRecord& fastest_warmup)>;
+// Called once every worker is warm, with worker 0's fastest warm-up requests
+// (what CPU sampling is calibrated from).
+using Gate = std::function<GateOpen(const WarmUpFastest& warmup)>;
 
 struct DriveResult {
   Nanos end = 0;           // when the last request finished

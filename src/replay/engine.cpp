@@ -157,52 +157,64 @@ void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* upd
 }
 
 void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
-             const std::function<void(int, double)>& each, RequestRecord* steady) {
+             const std::function<void(int, double)>& each, WarmUpFastest* fastest) {
   RequestRecord r;
-  auto serve = [&] {
+  auto serve = [&](bool cpu) {
     r.reset();
-    r.begin(true);
+    r.begin(cpu);
     r.arrival = r.start;
     server.serve(request, r, nullptr, nullptr, nullptr);
     r.finish();
   };
   auto keep_fastest = [&](bool first) {
-    if (steady && (first || r.total() < steady->total())) std::swap(*steady, r);
+    if (fastest && (first || r.total() < fastest->with_cpu.total())) std::swap(fastest->with_cpu, r);
   };
   int served = 0;
   for (; served < times && !stop(); ++served) {
-    serve();
+    serve(true);
     if (each) each(served + 1, static_cast<double>(r.total()) / 1e3);
     keep_fastest(served == 0);
   }
   // A few warm-ups leave a short request well above its steady state (the
   // third MLP request takes ~1.5x a later one), and CPU sampling is
-  // calibrated from `steady`: serve it a little longer, up to kSettle times
-  // or kSettleNs, when it is short enough for sampling to matter at all.
+  // calibrated from the fastest: serve it a little longer, up to kSettle
+  // times or kSettleNs, when it is short enough for sampling to matter at
+  // all, every other time without the CPU clock, so that the two fastest
+  // tell what the reads cost.
   constexpr int kSettle = 64;
   constexpr Nanos kSettleBelow = 1'000'000, kSettleNs = 2'000'000;
-  if (!steady || served == 0 || steady->total() >= kSettleBelow) return;
+  if (!fastest || served == 0 || fastest->with_cpu.total() >= kSettleBelow) return;
   const Nanos until = now_ns() + kSettleNs;
   for (int i = 0; i < kSettle && now_ns() < until && !stop(); ++i) {
-    serve();
-    keep_fastest(false);
+    const bool cpu = i % 2 == 1;
+    serve(cpu);
+    if (cpu)
+      keep_fastest(false);
+    else if (fastest->without_cpu == 0 || r.total() < fastest->without_cpu)
+      fastest->without_cpu = r.total();
   }
 }
 
-CpuSampling calibrate_cpu_sampling(const RequestRecord& fastest_warmup, std::uint32_t forced) {
+CpuSampling calibrate_cpu_sampling(const WarmUpFastest& warmup, std::uint32_t forced) {
   CpuSampling s;
   s.read_ns = measure_cpu_clock_read_ns();
   if (forced >= 1) {
     s.every = forced;
     return s;
   }
-  if (!fastest_warmup.cpu_measured()) return s;  // no warm-up to go by: every request
+  const RequestRecord& with_cpu = warmup.with_cpu;
+  if (!with_cpu.cpu_measured()) return s;  // no warm-up to go by: every request
   // begin() reads once, every stage's close once; opens and finish() reuse those.
   int reads = 1;
-  for (const Span& span : fastest_warmup.spans)
+  for (const Span& span : with_cpu.spans)
     if (span.cpu >= 0) ++reads;
-  const Nanos own = static_cast<Nanos>(s.read_ns * reads);
-  s.every = cpu_sample_every(s.read_ns, reads, std::max<Nanos>(1, fastest_warmup.total() - own));
+  Nanos cost = static_cast<Nanos>(s.read_ns * reads);
+  Nanos request = with_cpu.total() - cost;
+  if (warmup.without_cpu > 0) {
+    cost = std::max(cost, with_cpu.total() - warmup.without_cpu);
+    request = warmup.without_cpu;
+  }
+  s.every = cpu_sample_every(static_cast<double>(cost), 1, std::max<Nanos>(1, request));
   return s;
 }
 

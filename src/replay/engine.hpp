@@ -112,19 +112,33 @@ struct ServeJob {
 void serve_step(RequestServer& server, const CacheSet* caches, ModelUpdates* updates, Verifier* verifier,
                 const ServeJob& job, RequestRecord& record);
 
+// What CPU sampling is calibrated from: the fastest warm-up request that read
+// the CPU clock and, for a short request, the fastest that did not. Their
+// difference is what the reads really cost a request: where a read is a
+// system call, the caches and TLB entries it evicts cost the request's own
+// code about as much again as the read itself (MLP on this project's VM:
+// 4 reads of 1.2 µs made a request ~10 µs slower).
+struct WarmUpFastest {
+  RequestRecord with_cpu;
+  Nanos without_cpu = 0;  // 0: not measured
+};
+
 // The warm-up gate's work for one thread: `request` served `times` without
 // caches, never measured, each reading the CPU clock as a sampled request
-// would; `each` hears every warm-up's µs. `steady` (if given) receives the
+// would; `each` hears every warm-up's µs. `fastest` (if given) receives the
 // fastest request, the closest to the steady state (the first ones pay
 // one-time costs); for a request under 1 ms, up to 64 more un-reported serves
-// (at most 2 ms) bring it closer. Stops early on `stop`.
+// (at most 2 ms), alternately without the CPU clock, bring it closer and
+// measure what the reads cost. Stops early on `stop`.
 void warm_up(RequestServer& server, const TraceRequest& request, int times, const std::function<bool()>& stop,
-             const std::function<void(int, double)>& each, RequestRecord* steady = nullptr);
+             const std::function<void(int, double)>& each, WarmUpFastest* fastest = nullptr);
 
-// CPU sampling (timing.hpp) from a warm-up request: 1 in `forced` requests
-// when forced >= 1, else the rule, from a CPU clock read's cost measured now
-// and the request's duration less its own reads. No warm-up: every request.
-CpuSampling calibrate_cpu_sampling(const RequestRecord& fastest_warmup, std::uint32_t forced);
+// CPU sampling (timing.hpp) from the warm-up: 1 in `forced` requests when
+// forced >= 1, else the rule, from what the reads cost a request (the
+// with/without difference when measured, at least the reads' own cost
+// measured now) against the request's duration without them. No warm-up:
+// every request.
+CpuSampling calibrate_cpu_sampling(const WarmUpFastest& warmup, std::uint32_t forced);
 
 // Lockstep (compare --mode lockstep): each request served under every lane,
 // one after another on this thread, the order rotated per request (request i

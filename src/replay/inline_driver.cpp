@@ -17,7 +17,7 @@ constexpr std::size_t kBatch = 64;
 }  // namespace
 
 DriveResult drive_inline(DriveParts& parts, JobFeed& feed, const WarmUpPlan& warmup, const Gate& gate) {
-  RequestRecord fastest_warmup;
+  WarmUpFastest fastest_warmup;
   warm_up(
       parts.server, *warmup.request, warmup.times, [] { return lifecycle::interrupted(); }, warmup.each,
       &fastest_warmup);

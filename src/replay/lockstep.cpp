@@ -46,7 +46,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
 
   // One warm-up for all: the model and the allocator are shared; the caches start empty.
   if (observer) observer->phase(ReplayObserver::Phase::warming_up);
-  RequestRecord fastest_warmup;
+  WarmUpFastest fastest_warmup;
   warm_up(
       server, warmup_request, info.warmup, [] { return lifecycle::interrupted(); },
       [&](int k, double us) {

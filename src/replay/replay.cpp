@@ -316,7 +316,7 @@ RunOutcome run_replay(const RunConfig& config) {
   // ---- Warm-up gate: every worker warm; CPU sampling calibrated, the collector ready, the clock started ----
   std::unique_ptr<Collector> collector;
   Nanos epoch = 0;
-  const detail::Gate gate = [&](const RequestRecord& fastest_warmup) {
+  const detail::Gate gate = [&](const detail::WarmUpFastest& fastest_warmup) {
     // A replica: tell the parent it is ready and wait for the common start.
     if (config.replica.on_ready) config.replica.on_ready();
     detail::GateOpen open;

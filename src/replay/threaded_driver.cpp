@@ -113,7 +113,7 @@ DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, co
   int warmed = 0;
   bool gate_open = false;
   GateOpen opened;
-  RequestRecord fastest_warmup;
+  WarmUpFastest fastest_warmup;
   std::vector<std::thread> workers;
   std::thread producer, collector_thread;
   auto open_gate = [&] {

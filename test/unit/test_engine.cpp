@@ -233,6 +233,7 @@ class Recorder final : public RequestServer {
   std::mutex mutex;
   std::vector<std::uint64_t> served;          // ids of measured requests, in the order served
   int warmups = 0;                            // served without caches: the warm-up (reported or settling)
+  int warmups_without_cpu = 0;                // of those, how many did not read the CPU clock
   std::chrono::microseconds warmup_takes{0};  // how long a warm-up request lasts
   std::uint64_t fail_at = 0, bad_at = 0, stop_at = 0;
   std::vector<std::string>* events = nullptr;  // when set, requests are logged here too ("r<id>")
@@ -244,6 +245,7 @@ class Recorder final : public RequestServer {
     std::lock_guard<std::mutex> lock(mutex);
     if (!caches) {
       ++warmups;
+      if (!record.cpu_measured()) ++warmups_without_cpu;
       std::this_thread::sleep_for(warmup_takes);
       return;
     }
@@ -289,7 +291,7 @@ struct Harness {
   Collector collector{CollectorOptions{}};
   TraceRequest warmup_request;
   int gates = 0;
-  RequestRecord gate_saw;
+  WarmUpFastest gate_saw;
   std::uint32_t cpu_every = 1;
 
   explicit Harness(int n, int event_before = 0)
@@ -306,9 +308,9 @@ struct Harness {
     return WarmUpPlan{&warmup_request, times, [this](int, double) { ++warmups_reported; }};
   }
   Gate gate() {
-    return [this](const RequestRecord& last) {
+    return [this](const WarmUpFastest& fastest) {
       ++gates;
-      gate_saw = last;
+      gate_saw = fastest;
       GateOpen open;
       open.epoch = now_ns();
       open.cpu.every = cpu_every;
@@ -386,19 +388,37 @@ TEST_SUITE("engine") {
   }
 
   TEST_CASE("CPU sampling calibration: forced N wins, no warm-up means every request, a short request is sampled") {
-    RequestRecord none;
+    WarmUpFastest none;
     CHECK(calibrate_cpu_sampling(none, 0).every == 1);
     CHECK(calibrate_cpu_sampling(none, 7).every == 7);
-    RequestRecord tiny;  // a request of next to nothing: its reads are most of it
-    tiny.begin(true);
-    { ScopedSpan compute(tiny, Stage::compute); }
-    tiny.finish();
+    WarmUpFastest tiny;  // a request of next to nothing: its reads are most of it
+    tiny.with_cpu.begin(true);
+    { ScopedSpan compute(tiny.with_cpu, Stage::compute); }
+    tiny.with_cpu.finish();
     const CpuSampling s = calibrate_cpu_sampling(tiny, 0);
     CHECK(s.read_ns > 0);
     CHECK(s.every > 1);
-    RequestRecord slow = tiny;  // the same shape, lasting a second
-    slow.end = slow.arrival + 1'000'000'000;
+    WarmUpFastest slow = tiny;  // the same shape, lasting a second
+    slow.with_cpu.end = slow.with_cpu.arrival + 1'000'000'000;
     CHECK(calibrate_cpu_sampling(slow, 0).every == 1);
+  }
+
+  TEST_CASE("CPU sampling calibration: what the reads cost a request is the with/without difference, when measured") {
+    WarmUpFastest w;  // 20 µs with its two CPU reads (begin, compute's close), 10 µs without
+    w.with_cpu.begin(true);
+    { ScopedSpan compute(w.with_cpu, Stage::compute); }
+    w.with_cpu.finish();
+    w.with_cpu.end = w.with_cpu.arrival + 20'000;
+    w.without_cpu = 10'000;
+    // 10 µs of reads against a 10 µs request: 1% of it when 1 request in 100 reads.
+    CHECK(calibrate_cpu_sampling(w, 0).every == 100);
+    // Not measured: only the reads' own cost counts (a few µs here), against the rest of the 20 µs.
+    w.without_cpu = 0;
+    const CpuSampling reads_only = calibrate_cpu_sampling(w, 0);
+    CHECK(reads_only.every < 100);
+    // A difference under the reads' own cost (noise: 1 ns here) does not make them free.
+    w.without_cpu = 19'999;
+    CHECK(calibrate_cpu_sampling(w, 0).every > 1);
   }
 
   TEST_CASE("inline driver: one warm-up, one gate, every request once in trace order, all aggregated") {
@@ -411,7 +431,7 @@ TEST_SUITE("engine") {
     CHECK(h.warmups_reported == 3);
     CHECK(h.server.warmups >= 3);  // and up to 64 settling serves (warm_up)
     CHECK(h.server.warmups <= 3 + 64);
-    CHECK(h.gate_saw.cpu_measured());  // the warm-up reads the CPU clock, as a sampled request does
+    CHECK(h.gate_saw.with_cpu.cpu_measured());  // the warm-up reads the CPU clock, as a sampled request does
     REQUIRE(h.server.served.size() == 150);
     for (std::size_t i = 0; i < 150; ++i)
       CHECK(h.server.served[i] == i + 1);
@@ -431,7 +451,7 @@ TEST_SUITE("engine") {
       CollectorOptions copts;
       copts.out_dir = out.str();
       Collector with_files(copts);
-      Gate gate = [&](const RequestRecord&) {
+      Gate gate = [&](const WarmUpFastest&) {
         GateOpen open;
         open.epoch = now_ns();
         open.cpu.every = 4;
@@ -488,13 +508,16 @@ TEST_SUITE("engine") {
     TraceRequest request;
     int reported = 0;
     auto each = [&](int, double) { ++reported; };
-    RequestRecord steady;
+    WarmUpFastest steady;
     warm_up(
         server, request, 3, [] { return false; }, each, &steady);
     CHECK(reported == 3);
     CHECK(server.warmups > 3);  // settled: a fast stand-in gets all 64 more within 2 ms, at least some
     CHECK(server.warmups <= 3 + 64);
-    CHECK(steady.cpu_measured());
+    CHECK(steady.with_cpu.cpu_measured());
+    // Settling alternates, starting without the CPU clock: the two fastest say what the reads cost.
+    CHECK(server.warmups_without_cpu == (server.warmups - 3 + 1) / 2);
+    CHECK(steady.without_cpu > 0);
 
     Recorder plain;  // no record asked for: nothing to calibrate, no settling
     warm_up(
@@ -503,18 +526,20 @@ TEST_SUITE("engine") {
 
     Recorder slow;  // a request over 1 ms: sampling reads every request anyway, no settling
     slow.warmup_takes = std::chrono::microseconds(1200);
-    RequestRecord slow_steady;
+    WarmUpFastest slow_steady;
     warm_up(
         slow, request, 2, [] { return false; }, each, &slow_steady);
     CHECK(slow.warmups == 2);
-    CHECK(slow_steady.total() >= 1'200'000);
+    CHECK(slow.warmups_without_cpu == 0);
+    CHECK(slow_steady.with_cpu.total() >= 1'200'000);
+    CHECK(slow_steady.without_cpu == 0);
 
     Recorder none;  // --warmup 0: nothing served, nothing to settle
-    RequestRecord empty;
+    WarmUpFastest empty;
     warm_up(
         none, request, 0, [] { return false; }, each, &empty);
     CHECK(none.warmups == 0);
-    CHECK_FALSE(empty.cpu_measured());
+    CHECK_FALSE(empty.with_cpu.cpu_measured());
   }
 
   TEST_CASE("threaded driver: N workers each warm up, then serve every request exactly once") {
@@ -606,7 +631,7 @@ TEST_SUITE("engine") {
     lifecycle::reset_for_tests();
     Harness h(100);
     JobFeed feed = h.feed();
-    Gate failing = [](const RequestRecord&) -> GateOpen { throw runtime_failure("the parent is gone"); };
+    Gate failing = [](const WarmUpFastest&) -> GateOpen { throw runtime_failure("the parent is gone"); };
     CHECK_THROWS_WITH(drive_threaded(h.parts, feed, 4, h.warmup(1), failing), doctest::Contains("the parent is gone"));
     CHECK(h.server.served.empty());
   }

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -56,10 +57,13 @@ TEST_SUITE("replay") {
   TEST_CASE("bounded queue: a waiting consumer is woken only once enough items wait, or on close") {
     detail::BoundedQueue<int> q(8, 3);
     std::vector<int> seen;
+    std::atomic<int> taken{0};
     std::thread consumer([&] {
       int v = 0;
-      while (q.pop(v))
+      while (q.pop(v)) {
         seen.push_back(v);
+        ++taken;
+      }
     });
     while (q.waiting_consumers() == 0)
       std::this_thread::yield();
@@ -68,7 +72,7 @@ TEST_SUITE("replay") {
     CHECK(q.consumer_wakes() == 0);  // two items wait: the consumer sleeps on
     q.push(3);
     CHECK(q.consumer_wakes() == 1);
-    while (q.waiting_consumers() == 0)  // it took all three and waits again
+    while (taken < 3 || q.waiting_consumers() == 0)  // it took all three and waits again
       std::this_thread::yield();
     q.push(4);
     q.close();  // the last item does not wait for two more
