@@ -253,6 +253,23 @@ std::string markdown_cell(std::string_view s) {
   return out;
 }
 
+std::string markdown_table(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left) {
+  std::string out;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    out += '|';
+    for (const std::string& c : cells[i])
+      out += ' ' + markdown_cell(c) + " |";
+    out += '\n';
+    if (i == 0) {
+      out += '|';
+      for (std::size_t c = 0; c < cells[0].size(); ++c)
+        out += std::find(left.begin(), left.end(), c) != left.end() ? ":--|" : "--:|";
+      out += '\n';
+    }
+  }
+  return out;
+}
+
 std::string render_grid(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left) {
   std::vector<std::size_t> width;
   for (const auto& line : cells) {

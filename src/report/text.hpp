@@ -70,6 +70,10 @@ std::vector<StageRow> visible_stage_rows(const RunSummary& s);
 // Columns padded to their widest cell, two spaces apart, right-aligned except
 // those in `left` (column indexes); trailing blanks trimmed.
 std::string render_grid(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left);
+// The same cells as a GitHub markdown table: the first row is the header,
+// columns in `left` are left-aligned, the others right-aligned; every cell
+// goes through markdown_cell.
+std::string markdown_table(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left);
 
 inline constexpr std::size_t kTableOps = 10;  // top ops shown under the table
 

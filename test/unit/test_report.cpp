@@ -164,6 +164,20 @@ std::vector<std::string> lines_of(const std::string& text) {
 }  // namespace
 
 TEST_SUITE("report") {
+  TEST_CASE("one table, two renderings: the terminal grid and the markdown table align the same columns") {
+    const std::vector<std::vector<std::string>> cells = {
+        {"config", "mean", "speedup"}, {"none", "4.3 ms", "1.00×"}, {"l1|l2", "12.1 µs", "~3.2× [2.9, 3.5]"}};
+    CHECK(report::render_grid(cells, {0, 2}) ==
+          "config     mean  speedup\n"
+          "none     4.3 ms  1.00×\n"
+          "l1|l2   12.1 µs  ~3.2× [2.9, 3.5]\n");
+    CHECK(report::markdown_table(cells, {0, 2}) ==
+          "| config | mean | speedup |\n"
+          "|:--|--:|:--|\n"
+          "| none | 4.3 ms | 1.00× |\n"
+          "| l1\\|l2 | 12.1 µs | ~3.2× [2.9, 3.5] |\n");
+  }
+
   TEST_CASE("histogram quantiles are within 1% of the exact ones") {
     std::mt19937_64 rng(42);
     std::lognormal_distribution<double> dist(std::log(50'000.0), 2.0);  // ~50 µs, spanning ns to seconds

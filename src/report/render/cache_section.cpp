@@ -27,10 +27,9 @@ std::string ratio(std::uint64_t part, std::uint64_t whole) {
 std::string cache_table_lines(const RunSummary& s, bool markdown) {
   if (s.caches.empty()) return {};
   std::string out = "\n";
-  if (markdown) {
-    out += "| tier | policy | where | lookups | hits | hit ratio | inserts | evictions | entries | bytes | errors |\n";
-    out += "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  } else {
+  std::vector<std::vector<std::string>> tiers{{"tier", "policy", "where", "lookups", "hits", "hit ratio", "inserts",
+                                               "evictions", "entries", "bytes", "errors"}};
+  if (!markdown) {
     out += pad_right("cache", 7) + pad_right("policy", 18) + pad_left("lookups", 10) + pad_left("hits", 10) +
            pad_left("hit %", 8) + pad_left("evicted", 10) + pad_left("entries", 10) + pad_left("bytes", 11) +
            pad_left("errors", 8) + "  where\n";
@@ -39,10 +38,10 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
     const TierStats& st = t.stats;
     std::string errors = group_thousands(st.errors) + (st.degraded ? " (degraded)" : "");
     if (markdown) {
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", enum_name(t.spec.tier),
-                         tier_spec_text(t.spec), t.where, group_thousands(st.lookups), group_thousands(st.hits),
-                         ratio(st.hits, st.lookups), group_thousands(st.inserts), group_thousands(st.evictions),
-                         group_thousands(st.entries), human_bytes(static_cast<std::int64_t>(st.bytes)), errors);
+      tiers.push_back({std::string(enum_name(t.spec.tier)), tier_spec_text(t.spec), t.where,
+                       group_thousands(st.lookups), group_thousands(st.hits), ratio(st.hits, st.lookups),
+                       group_thousands(st.inserts), group_thousands(st.evictions), group_thousands(st.entries),
+                       human_bytes(static_cast<std::int64_t>(st.bytes)), errors});
     } else {
       out += pad_right(enum_name(t.spec.tier), 7) + pad_right(tier_spec_text(t.spec), 18) +
              pad_left(group_thousands(st.lookups), 10) + pad_left(group_thousands(st.hits), 10) +
@@ -53,25 +52,25 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
              t.where + '\n';
     }
   }
+  if (markdown) out += markdown_table(tiers, {0, 1, 2});
   if (!s.outcomes.empty()) {
     out += "\n";
-    if (markdown) {
-      out += "| served by | requests | share | mean | p50 | p99 |\n|---|---:|---:|---:|---:|---:|\n";
-    } else {
+    std::vector<std::vector<std::string>> outcomes{{"served by", "requests", "share", "mean", "p50", "p99"}};
+    if (!markdown) {
       out += pad_right("served by", 12) + pad_left("requests", 10) + pad_left("share", 8) + pad_left("mean", 11) +
              pad_left("p50", 11) + pad_left("p99", 11) + '\n';
     }
     for (const OutcomeStats& o : s.outcomes) {
       if (markdown) {
-        out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", o.outcome, group_thousands(o.count),
-                           ratio(o.count, s.requests), human_duration_us(o.mean_us), human_duration_us(o.p50_us),
-                           human_duration_us(o.p99_us));
+        outcomes.push_back({o.outcome, group_thousands(o.count), ratio(o.count, s.requests),
+                            human_duration_us(o.mean_us), human_duration_us(o.p50_us), human_duration_us(o.p99_us)});
       } else {
         out += pad_right(o.outcome, 12) + pad_left(group_thousands(o.count), 10) +
                pad_left(ratio(o.count, s.requests), 8) + pad_left(human_duration_us(o.mean_us), 11) +
                pad_left(human_duration_us(o.p50_us), 11) + pad_left(human_duration_us(o.p99_us), 11) + '\n';
       }
     }
+    if (markdown) out += markdown_table(outcomes, {0});
   }
   if (s.verify.enabled) {
     out += fmt::format(

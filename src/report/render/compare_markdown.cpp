@@ -11,19 +11,7 @@ std::string render_compare_markdown(const CompareResult& r) {
   if (r.rows.empty()) return out;
   out += '\n';
   // A lone '~' can start strikethrough on GitHub: escape it.
-  const Cells cells = table_cells(r, "\\~");
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    out += '|';
-    for (const std::string& c : cells[i])
-      out += ' ' + markdown_cell(c) + " |";
-    out += '\n';
-    if (i == 0) {
-      out += "|:--|";
-      for (std::size_t c = 1; c < cells[0].size(); ++c)
-        out += (c == 5 || c == 6) ? ":--|" : "--:|";
-      out += '\n';
-    }
-  }
+  out += markdown_table(table_cells(r, "\\~"), kLeftColumns);
   if (r.rows.size() > 1) out += '\n' + markdown_cell(interval_line(r)) + '\n';
   const bool noise = any_noise(r);
   const bool single_wall = r.rows.size() > 1 && degenerate_wall_interval(r);

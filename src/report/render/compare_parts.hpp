@@ -27,8 +27,10 @@ bool any_noise(const CompareResult& r);                 // a speedup's interval 
 bool degenerate_wall_interval(const CompareResult& r);  // a wall speedup without an interval
 
 // A table as rows of cells; the first row is the header. Column 0 is text
-// (left-aligned), the others are numbers (right-aligned).
+// (left-aligned), the others are numbers (right-aligned) except the two
+// speedups, which read better left-aligned ("1.00× (baseline)", "~1.02× [...]").
 using Cells = std::vector<std::vector<std::string>>;
+inline const std::vector<std::size_t> kLeftColumns = {0, 5, 6};
 // The table of the terminal and of the markdown; `noise_mark` starts a
 // speedup whose interval includes 1.0.
 Cells table_cells(const CompareResult& r, std::string_view noise_mark);

@@ -16,25 +16,7 @@ std::string render_compare_table(const CompareResult& r) {
   std::string out = headline(r) + "\n";
   if (r.rows.empty()) return out;
   out += '\n';
-  const Cells cells = table_cells(r, "~");
-  std::vector<std::size_t> width(cells[0].size(), 0);
-  for (const auto& line : cells)
-    for (std::size_t c = 0; c < line.size(); ++c)
-      width[c] = std::max(width[c], display_width(line[c]));
-  for (const auto& line : cells) {
-    std::string text;
-    for (std::size_t c = 0; c < line.size(); ++c) {
-      if (c == 0)
-        text += pad_right(line[c], width[c]);
-      else if (c == 5 || c == 6)  // the speedups read better left-aligned: "1.00× (baseline)" and "~1.02× [...]"
-        text += "  " + pad_right(line[c], width[c]);
-      else
-        text += "  " + pad_left(line[c], width[c]);
-    }
-    while (!text.empty() && text.back() == ' ')
-      text.pop_back();
-    out += text + '\n';
-  }
+  out += render_grid(table_cells(r, "~"), kLeftColumns);
 
   if (r.rows.size() > 1) out += interval_line(r) + '\n';
   const bool noise = any_noise(r);

@@ -9,23 +9,13 @@ std::string render_diff_markdown(const DiffResult& r) {
   using report::markdown_cell;
   std::string out = fmt::format("**inferprof diff: {}**\n\n", markdown_cell(verdict_line(r)));
   auto table = [&](bool gated_only) {
-    std::string t = "|", align = "|";
-    const auto head = header_cells(r);
-    for (std::size_t c = 0; c < head.size(); ++c) {
-      t += " " + head[c] + " |";
-      align += c < 2 || c >= head.size() - 2 ? ":--|" : "--:|";
-    }
-    t += "\n" + align + "\n";
+    std::vector<std::vector<std::string>> cells{header_cells(r)};
     for (const DiffRow& row : r.rows) {
       if (gated_only ? row.gate.empty() : !shown(row)) continue;
-      auto cells = row_cells(r, row);
-      if (row.verdict == Verdict::regression) cells.back() = "**REGRESSION**";
-      t += "|";
-      for (const auto& c : cells)
-        t += " " + markdown_cell(c) + " |";
-      t += "\n";
+      cells.push_back(row_cells(r, row));
+      if (row.verdict == Verdict::regression) cells.back().back() = "**REGRESSION**";
     }
-    return t;
+    return report::markdown_table(cells, left_columns(cells[0].size()));
   };
   if (r.gated > 0) out += table(true);
   out += "\n<details><summary>every stage and metric</summary>\n\n" + table(false) + "\n</details>\n\n";

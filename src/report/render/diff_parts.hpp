@@ -28,5 +28,9 @@ std::vector<std::string> footnotes(const DiffResult& r);
 // The spread column only when a side has several runs.
 std::vector<std::string> header_cells(const DiffResult& r);
 std::vector<std::string> row_cells(const DiffResult& r, const DiffRow& row);
+// The left-aligned columns of a table of `columns`: the stage and metric, the gate and verdict.
+inline std::vector<std::size_t> left_columns(std::size_t columns) {
+  return {0, 1, columns - 2, columns - 1};
+}
 
 }  // namespace inferprof::report::diff_parts

@@ -32,23 +32,8 @@ std::string render_diff_table(const DiffResult& r) {
   lines.push_back(header_cells(r));
   for (const DiffRow& row : r.rows)
     if (shown(row)) lines.push_back(row_cells(r, row));
-  std::vector<std::size_t> width(lines[0].size(), 0);
-  for (const auto& line : lines)
-    for (std::size_t c = 0; c < line.size(); ++c)
-      width[c] = std::max(width[c], report::display_width(line[c]));
   std::string out = "inferprof diff\n" + side_lines("base", r.base) + side_lines("new ", r.now) + "\n";
-  for (const auto& line : lines) {
-    std::string text;
-    for (std::size_t c = 0; c < line.size(); ++c) {
-      const bool left = c < 2 || c >= line.size() - 2;
-      if (c > 0) text += "  ";
-      text += left ? report::pad_right(line[c], width[c]) : report::pad_left(line[c], width[c]);
-    }
-    while (!text.empty() && text.back() == ' ')
-      text.pop_back();
-    out += text + "\n";
-  }
-  out += "\n";
+  out += report::render_grid(lines, left_columns(lines[0].size())) + "\n";
   for (const auto& f : footnotes(r))
     out += f + "\n";
   out += "\n" + verdict_line(r) + "\n";

@@ -10,20 +10,21 @@ std::string render_replicas_markdown(const ReplicaSummary& s) {
   std::string out =
       fmt::format("**{} replicas**, split {}, {} requests{}\n\n", s.replicas.size(), s.split,
                   group_thousands(s.requests), s.interrupted_by.empty() ? "" : ", interrupted by " + s.interrupted_by);
-  out +=
-      "| replica | requests | mean | p50 | p99 | stale | stalled | status "
-      "|\n|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  std::vector<std::vector<std::string>> replicas{
+      {"replica", "requests", "mean", "p50", "p99", "stale", "stalled", "status"}};
   for (const ReplicaResult& r : s.replicas)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.index, group_thousands(r.requests),
-                       human_duration_us(r.mean_us), human_duration_us(r.p50_us), human_duration_us(r.p99_us),
-                       group_thousands(r.stale_served), group_thousands(r.stalled), r.status);
+    replicas.push_back({std::to_string(r.index), group_thousands(r.requests), human_duration_us(r.mean_us),
+                        human_duration_us(r.p50_us), human_duration_us(r.p99_us), group_thousands(r.stale_served),
+                        group_thousands(r.stalled), r.status});
+  out += markdown_table(replicas, {7});
   out += fmt::format("\nSpread across replicas: p50 {}, p99 {}.\n", human_duration_us(s.p50_spread_us),
                      human_duration_us(s.p99_spread_us));
   if (!s.updates.empty()) {
-    out += "\n| update | live on | version skew | stale | stalled | stall |\n|---|---:|---:|---:|---:|---:|\n";
+    std::vector<std::vector<std::string>> updates{{"update", "live on", "version skew", "stale", "stalled", "stall"}};
     for (const ReplicaUpdate& u : s.updates)
-      out += fmt::format("| {} | {}/{} | {} | {} | {} | {} |\n", u.version, u.replicas_live, s.replicas.size(),
-                         ms(u.skew_ms), group_thousands(u.stale_served), group_thousands(u.stalled), ms(u.stall_ms));
+      updates.push_back({u.version, fmt::format("{}/{}", u.replicas_live, s.replicas.size()), ms(u.skew_ms),
+                         group_thousands(u.stale_served), group_thousands(u.stalled), ms(u.stall_ms)});
+    out += "\n" + markdown_table(updates, {0});
   }
   return out;
 }

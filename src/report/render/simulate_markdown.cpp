@@ -3,30 +3,6 @@
 #include "report/text.hpp"
 
 namespace inferprof {
-namespace report {
-namespace {
-
-using simulate_parts::Cells;
-
-std::string markdown_table(const Cells& cells) {
-  std::string out;
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    out += "|";
-    for (const auto& c : cells[i])
-      out += " " + markdown_cell(c) + " |";
-    out += "\n";
-    if (i == 0) {
-      out += "|";
-      for (std::size_t k = 0; k < cells[i].size(); ++k)
-        out += k == 0 ? "---|" : "---:|";
-      out += "\n";
-    }
-  }
-  return out;
-}
-
-}  // namespace
-}  // namespace report
 
 std::string render_simulate_markdown(const SimulateResult& r) {
   using namespace report;
@@ -37,15 +13,15 @@ std::string render_simulate_markdown(const SimulateResult& r) {
     end = head.find('\n', start);
     out += markdown_cell(head.substr(start, end - start)) + "  \n";
   }
-  if (!r.configurations.empty()) out += "\n" + markdown_table(tier_cells(r));
+  if (!r.configurations.empty()) out += "\n" + markdown_table(tier_cells(r), {0});
   if (r.costs && !r.costs->spans_source.empty())
-    out += "\n**Tier costs**\n\n" + markdown_table(tier_cost_cells(*r.costs));
+    out += "\n**Tier costs**\n\n" + markdown_table(tier_cost_cells(*r.costs), {0});
   if (r.costs && !r.configurations.empty()) {
-    out += "\n**Predicted latency**\n\n" + markdown_table(prediction_cells(r));
-    out += "\n**Predicted latency by what served the request**\n\n" + markdown_table(outcome_cells(r));
+    out += "\n**Predicted latency**\n\n" + markdown_table(prediction_cells(r), {0});
+    out += "\n**Predicted latency by what served the request**\n\n" + markdown_table(outcome_cells(r), {0});
   }
   for (const auto& m : r.mrc)
-    out += "\n**" + markdown_cell(mrc_note(m)) + "**\n\n" + markdown_table(mrc_cells(m, r.costs.has_value()));
+    out += "\n**" + markdown_cell(mrc_note(m)) + "**\n\n" + markdown_table(mrc_cells(m, r.costs.has_value()), {0});
   for (const auto& w : r.warnings)
     out += "\n> warning: " + markdown_cell(w) + "\n";
   return out;

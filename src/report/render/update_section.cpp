@@ -36,12 +36,9 @@ void write_phase(JsonWriter& w, std::string_view name, const LatencyStats& l) {
 std::string update_table_lines(const RunSummary& s, bool markdown) {
   if (s.updates.empty()) return {};
   std::string out = "\n";
-  const char* head_md =
-      "| update | mode | announced | live after | load | from | stalled | stall | stale served | p50 / p99 before | "
-      "during | after |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n";
-  if (markdown) {
-    out += head_md;
-  } else {
+  std::vector<std::vector<std::string>> cells{{"update", "mode", "announced", "live after", "load", "from", "stalled",
+                                               "stall", "stale served", "p50 / p99 before", "during", "after"}};
+  if (!markdown) {
     out += "model updates (p50 / p99 (requests) before the announcement, while pending, after it went live)\n";
     out += pad_right("update", 22) + pad_right("mode", 8) + pad_left("at", 10) + pad_left("live after", 11) +
            pad_left("load", 10) + pad_left("from", 8) + pad_left("stalled", 9) + pad_left("stall", 11) +
@@ -52,10 +49,9 @@ std::string update_table_lines(const RunSummary& s, bool markdown) {
     const double live_after = u.live_ms >= 0 ? u.live_ms - u.announced_ms : -1;
     const std::string load = u.error.empty() ? ms(u.fetch_ms + u.deserialize_ms) : "failed";
     if (markdown) {
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, u.mode,
-                         ms(u.announced_ms), ms(live_after), load, u.served_by.empty() ? "-" : u.served_by,
-                         group_thousands(u.stalled), ms(u.stall_ms), group_thousands(u.stale_served), phase(u.before),
-                         phase(u.during), phase(u.after));
+      cells.push_back({name, u.mode, ms(u.announced_ms), ms(live_after), load, u.served_by.empty() ? "-" : u.served_by,
+                       group_thousands(u.stalled), ms(u.stall_ms), group_thousands(u.stale_served), phase(u.before),
+                       phase(u.during), phase(u.after)});
     } else {
       out += pad_right(name, 22) + pad_right(u.mode, 8) + pad_left(ms(u.announced_ms), 10) +
              pad_left(ms(live_after), 11) + pad_left(load, 10) + pad_left(u.served_by.empty() ? "-" : u.served_by, 8) +
@@ -64,6 +60,7 @@ std::string update_table_lines(const RunSummary& s, bool markdown) {
              pad_right(phase(u.during), 26) + phase(u.after) + '\n';
     }
   }
+  if (markdown) out += markdown_table(cells, {0, 1, 5});
   return out;
 }
 
