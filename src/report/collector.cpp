@@ -310,7 +310,10 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     st.share = s.total.total_us != 0 ? st.total_us / s.total.total_us : 0;
     // On a GPU, compute and the copies hold GPU time: host CPU time beside them would compare unlike things.
     const bool device_stage = is_copy(i) || i == static_cast<std::size_t>(Stage::compute);
-    if (i != static_cast<std::size_t>(Stage::queue) && !(device_stage && info.device != "cpu"))
+    // No CPU figures for the queue (waiting uses none) or the overhead: the CPU clock is read only where a
+    // stage closes, so the overhead's CPU time is a residual near 0 and its off-CPU share would read ~100%.
+    const bool measured = i != static_cast<std::size_t>(Stage::queue) && i != static_cast<std::size_t>(Stage::overhead);
+    if (measured && !(device_stage && info.device != "cpu"))
       add_cpu(st, m.stage_cpu_hist[i], m.stage_cpu_wall[i], m.cpu_requests);
     if (is_copy(i) && !copies) {
       st = StageStats{};

@@ -613,7 +613,9 @@ TEST_SUITE("report") {
     CHECK(compute.cpu_mean_us == doctest::Approx(40.0));
     CHECK(compute.off_cpu == doctest::Approx(0.5));
     CHECK(s.stages[static_cast<std::size_t>(Stage::input)].off_cpu == doctest::Approx(0.0));
-    CHECK(s.stages[static_cast<std::size_t>(Stage::overhead)].off_cpu == doctest::Approx(0.5));
+    // The overhead's CPU time is a residual of reads taken where stages close: no CPU figures in the summary
+    // (in real runs it is ~0 and its off-CPU share read ~100%); requests.csv keeps the per-request residual.
+    CHECK_FALSE(s.stages[static_cast<std::size_t>(Stage::overhead)].cpu);
     CHECK_FALSE(s.stages[static_cast<std::size_t>(Stage::queue)].cpu);  // waiting: not measured
     CHECK(s.total.cpu_mean_us == doctest::Approx(55.0));
     CHECK(s.total.off_cpu == doctest::Approx(0.45));
