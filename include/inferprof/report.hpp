@@ -56,9 +56,11 @@ struct RunInfo {
   std::string mode = "closed-loop";  // or "open-loop"
   std::string driver;                // run: "inline" or "threaded" (replay.hpp); lockstep compare: "lockstep"
   // Thread CPU time was read on 1 in cpu_sample_every requests (timing.hpp,
-  // CpuSampling); one read cost cpu_clock_read_ns when the run started.
+  // CpuSampling); one read of cpu_clock (thread_cpu_clock_name()) cost
+  // cpu_clock_read_ns when the run started.
   std::uint32_t cpu_sample_every = 1;
   double cpu_clock_read_ns = 0;
+  std::string cpu_clock;
   double speed = 1.0;                 // open loop: trace time is divided by this
   std::uint64_t limit = 0;            // 0: whole trace
   bool ops = false;                   // --ops: aten operators recorded under compute

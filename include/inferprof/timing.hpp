@@ -28,15 +28,15 @@ inline Nanos now_ns() noexcept {
       .count();
 }
 
-// CPU time this thread has run, in nanoseconds (CLOCK_THREAD_CPUTIME_ID). A
-// thread that waits, sleeps or is descheduled does not advance it, so wall
-// minus CPU is time off the CPU. Not in the vDSO: each read is a system call
-// (bench_overhead measures it), which is why only stage spans read it.
-inline Nanos thread_cpu_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+// CPU time this thread has run, in nanoseconds. A thread that waits, sleeps
+// or is descheduled does not advance it, so wall minus CPU is time off the
+// CPU. Each read is a system call (bench_cpu_clock measures it), which is why
+// only stage spans read it, and only on sampled requests. Read from a
+// perf_event task clock where the kernel allows one (cpu_clock.cpp says why),
+// else CLOCK_THREAD_CPUTIME_ID; never 0.
+Nanos thread_cpu_ns() noexcept;
+// Which of the two this thread reads: "perf task clock" or "CLOCK_THREAD_CPUTIME_ID".
+const char* thread_cpu_clock_name() noexcept;
 
 // CPU sampling: on a machine where a CPU clock read is a system call (~0.5 µs
 // in a VM), reading it at every stage boundary would cost a small model's
@@ -51,9 +51,10 @@ inline constexpr double kCpuClockBudget = 0.01;
 struct CpuSampling {
   std::uint32_t every = 1;  // 1: every request
   double read_ns = 0;       // one read as measured at start-up (0: not measured)
+  const char* clock = "";   // which clock (thread_cpu_clock_name())
   bool wants(std::uint64_t seq) const noexcept;
 };
-// The median cost of one CLOCK_THREAD_CPUTIME_ID read on this thread, now.
+// The median cost of one thread_cpu_ns() read on this thread, now.
 double measure_cpu_clock_read_ns();
 // The rule: the smallest `every` whose reads (`reads` per sampled request, at
 // `read_ns` each) cost at most kCpuClockBudget of a `request_ns` request,

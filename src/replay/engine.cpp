@@ -198,6 +198,7 @@ void warm_up(RequestServer& server, const TraceRequest& request, int times, cons
 CpuSampling calibrate_cpu_sampling(const WarmUpFastest& warmup, std::uint32_t forced) {
   CpuSampling s;
   s.read_ns = measure_cpu_clock_read_ns();
+  s.clock = thread_cpu_clock_name();
   if (forced >= 1) {
     s.every = forced;
     return s;

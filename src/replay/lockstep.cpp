@@ -58,6 +58,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   info.driver = "lockstep";
   info.cpu_sample_every = cpu.every;
   info.cpu_clock_read_ns = cpu.read_ns;
+  info.cpu_clock = cpu.clock;
 
   std::vector<lifecycle::Cleanup> temp_files;  // killed by a signal: no half-written reports
   for (const LockstepTarget& t : targets) {

@@ -323,6 +323,7 @@ RunOutcome run_replay(const RunConfig& config) {
     open.cpu = detail::calibrate_cpu_sampling(fastest_warmup, config.replay.cpu_sample);
     info.cpu_sample_every = open.cpu.every;
     info.cpu_clock_read_ns = open.cpu.read_ns;
+    info.cpu_clock = open.cpu.clock;
     CollectorOptions copts;
     copts.out_dir = config.output.out_dir;
     copts.trace_json_max_bytes = config.output.trace_json_max_bytes;

@@ -163,6 +163,8 @@ TEST_SUITE("e2e run") {
       auto summary = parse_json(parser, slurp(fs::path(dir) / "summary.json"));
       CHECK(json_number(summary["cpu_sample"]["every"]) == 4);
       CHECK(json_number(summary["cpu_sample"]["clock_read_ns"]) > 0);
+      const std::string_view clock = summary["cpu_sample"]["clock"].get_string().value();
+      CHECK((clock == "perf task clock" || clock == "CLOCK_THREAD_CPUTIME_ID"));
       CHECK(std::string_view(summary["run"]["driver"].get_string().value()) == driver);
       const double sampled = json_number(summary["cpu_sample"]["requests"]);
       CHECK(sampled > 0.1 * Fixture::kRequests);

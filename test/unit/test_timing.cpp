@@ -1,6 +1,11 @@
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <string>
 #include <thread>
 
 #include "inferprof/error.hpp"
@@ -74,6 +79,50 @@ TEST_SUITE("timing") {
     CHECK(e.exit_code() == 2);
     CHECK(std::string(e.what()) == "requests.jsonl:5: malformed JSON");
     CHECK(runtime_failure("x").exit_code() == 3);
+  }
+
+  TEST_CASE("the thread CPU clock agrees with CLOCK_THREAD_CPUTIME_ID, per thread, and starts over in a forked child") {
+    auto cputime = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    };
+    auto spin_cpu = [&](Nanos ns) {  // until this thread has run `ns` more, by the reference clock
+      const Nanos until = cputime() + ns;
+      volatile std::uint64_t x = 0;
+      while (cputime() < until)
+        x = x + 1;
+    };
+    const std::string name = thread_cpu_clock_name();
+    CHECK((name == "perf task clock" || name == "CLOCK_THREAD_CPUTIME_ID"));
+    const Nanos a0 = thread_cpu_ns(), r0 = cputime();
+    spin_cpu(20'000'000);
+    const Nanos a1 = thread_cpu_ns(), r1 = cputime();
+    CHECK(a0 > 0);
+    // The same interval by both clocks: within 1 ms (the two reads are not simultaneous).
+    CHECK(std::llabs((a1 - a0) - (r1 - r0)) < 1'000'000);
+    // Another thread has its own clock: this one's spinning does not show there.
+    Nanos other = -1;
+    std::thread([&] {
+      const Nanos t0 = thread_cpu_ns();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      other = thread_cpu_ns() - t0;
+    }).join();
+    CHECK(other >= 0);
+    CHECK(other < 5'000'000);
+    // A forked child reads its own CPU time, not the parent's thread's (which waits meanwhile).
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const Nanos c0 = thread_cpu_ns();
+      spin_cpu(20'000'000);
+      const Nanos used = thread_cpu_ns() - c0;
+      _exit(used >= 19'000'000 && used < 200'000'000 ? 0 : 1);
+    }
+    REQUIRE(pid > 0);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
   }
 
   // Bounds that hold however loaded the machine is: the busy loop spins until

@@ -139,6 +139,7 @@ std::string render_summary_json(const RunSummary& s) {
       .field("every", static_cast<std::uint64_t>(s.info.cpu_sample_every))
       .field("requests", s.cpu_requests)
       .field_number("clock_read_ns", s.info.cpu_clock_read_ns, 1)
+      .field("clock", s.info.cpu_clock)
       .end_object();
   // Stopped by SIGINT/SIGTERM: every figure covers the requests that completed.
   w.field("interrupted", s.info.interrupted());
