@@ -4,36 +4,26 @@
 // sampled request does. Each mode counts the requests that stalled (wall >
 // 100 µs: the thread was preempted inside) among the sampled and the others.
 // Without reads the two rates are equal; if a read is where a due preemption
-// happens, the sampled rate is far higher. Modes: no reads, inferprof's
-// thread_cpu_ns() (CLOCK_THREAD_CPUTIME_ID), a perf_event task clock read.
+// happens, the sampled rate is far higher. Modes: no reads,
+// CLOCK_THREAD_CPUTIME_ID, and inferprof's thread_cpu_ns() (a perf_event task
+// clock where the kernel allows one; cpu_clock.cpp).
 //
 //   taskset -c 1 sh -c 'while :; do :; done' &   # a busy process on the same core
 //   taskset -c 1 build/bench/bench_clock_preemption [iterations=3000000]; kill %1
 //
 // (docs/limitations.md has the figures.)
 #include <fmt/format.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "inferprof/timing.hpp"
 
 namespace {
 
 using inferprof::Nanos;
-
-int open_task_clock() {
-  perf_event_attr a;
-  std::memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_TASK_CLOCK;
-  return static_cast<int>(syscall(SYS_perf_event_open, &a, 0, -1, -1, 0));
-}
 
 enum class Mode { none, clock_gettime, perf };
 
@@ -43,14 +33,14 @@ std::uint64_t spin(std::uint64_t x) {
   return x;
 }
 
-void run(Mode mode, long n, int perf_fd) {
+void run(Mode mode, long n) {
   constexpr int kEvery = 10;
   constexpr Nanos kStall = 100'000;
   auto read_cpu = [&]() -> Nanos {
-    if (mode == Mode::clock_gettime) return inferprof::thread_cpu_ns();
-    std::uint64_t v = 0;
-    if (read(perf_fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) std::abort();
-    return static_cast<Nanos>(v);
+    if (mode == Mode::perf) return inferprof::thread_cpu_ns();
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   };
   volatile std::uint64_t sink = 0;
   long stalled[2] = {0, 0}, count[2] = {0, 0};
@@ -70,7 +60,7 @@ void run(Mode mode, long n, int perf_fd) {
     if (dur > kStall) ++stalled[k];
   }
   const char* name = mode == Mode::none            ? "no reads"
-                     : mode == Mode::clock_gettime ? "thread_cpu_ns"
+                     : mode == Mode::clock_gettime ? "CLOCK_THREAD_CPU"
                                                    : "perf task clock";
   fmt::print(
       "{:<16} mean {:6.3f} µs · stalled (>100 µs): every 10th {:>5}/{} ({:.3f}%), the others {:>5}/{} ({:.3f}%)\n",
@@ -83,12 +73,12 @@ void run(Mode mode, long n, int perf_fd) {
 
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 3'000'000;
-  const int fd = open_task_clock();
-  if (fd < 0) fmt::print("perf_event_open failed ({}): perf mode skipped\n", std::strerror(errno));
+  const bool perf = std::strcmp(inferprof::thread_cpu_clock_name(), "perf task clock") == 0;
+  if (!perf) fmt::print("no perf_event task clock here: perf mode skipped\n");
   for (int round = 0; round < 2; ++round) {
-    run(Mode::none, n, fd);
-    run(Mode::clock_gettime, n, fd);
-    if (fd >= 0) run(Mode::perf, n, fd);
+    run(Mode::none, n);
+    run(Mode::clock_gettime, n);
+    if (perf) run(Mode::perf, n);
   }
   return 0;
 }
