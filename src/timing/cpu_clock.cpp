@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -47,6 +48,10 @@ struct TaskClock {
     a.type = PERF_TYPE_SOFTWARE;
     a.config = PERF_COUNT_SW_TASK_CLOCK;
     base = clock_thread_cputime();
+    if (const char* c = std::getenv("INFERPROF_CPU_CLOCK"); c != nullptr && std::strcmp(c, "thread") == 0) {
+      fd = -1;
+      return;
+    }
     fd = static_cast<int>(syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) fd = -1;
   }

@@ -224,25 +224,31 @@ open(sys.argv[3], 'w').write(' '.join(r['seq'] for r in with_cpu))
     auto& f = fixture();
     TempDir out;
     // Every request reads the CPU clock (--cpu-sample 1), so every row can be checked.
-    auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "100", "--out", out.file("r"), "--no-progress",
-                      "--cpu-sample", "1"});
-    REQUIRE_MESSAGE(r.code == 0, r.err);
-    CHECK(r.out.find("cpu mean") != std::string::npos);
-    CHECK(r.out.find("read on 1 in") == std::string::npos);  // no sampling to mention
-    CHECK(r.out.find("off-cpu") != std::string::npos);
+    // Both clocks: the task clock by default, and the one the environment forces.
+    for (const std::string clock : {"", "thread"}) {
+      CAPTURE(clock);
+      auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "100", "--out", out.file("r" + clock),
+                        "--no-progress", "--cpu-sample", "1"},
+                       clock.empty() ? "" : "INFERPROF_CPU_CLOCK=" + clock);
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      CHECK(r.out.find("cpu mean") != std::string::npos);
+      CHECK(r.out.find("read on 1 in") == std::string::npos);  // no sampling to mention
+      CHECK(r.out.find("off-cpu") != std::string::npos);
 
-    // requests.csv, read by Python's csv module: the CPU columns come after the
-    // old ones, and CPU time stays within wall time.
-    const std::string check = R"(
+      // requests.csv, read by Python's csv module: the CPU columns come after the
+      // old ones, and CPU time stays within wall time.
+      const std::string check = R"(
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cols = list(rows[0].keys())
 assert len(rows) == 100, len(rows)
 assert cols.index('cpu_us') > cols.index('model_version'), cols
 assert sum(float(r['cpu_us']) for r in rows) > 0, 'no CPU time recorded'
-# Two clocks read a moment apart: 20 us of slack per value. On a heavily
-# loaded machine a stray row may still exceed it; process CPU time (both
-# threads) or a wrong unit would break the bound on most rows and on the sums.
+# Each CPU read sits between wall clock reads taken again when over 5 us
+# apart (docs/reports.md), so no row may exceed its wall time by the 20 us of
+# slack, however loaded the machine: a stall charged to the thread between
+# the two clocks used to move CPU time into the next stage (3 rows in 100 on
+# a loaded CI machine).
 over = []
 for r in rows:
     cpu, total, queue = float(r['cpu_us']), float(r['total_us']), float(r['queue_us'])
@@ -250,35 +256,38 @@ for r in rows:
     for s in ('input', 'preprocess', 'compute', 'overhead'):
         if float(r[s + '_cpu_us']) > float(r[s + '_us']) + 20: over.append((r['seq'], s))
     assert r['h2d_cpu_us'] == '' and r['d2h_cpu_us'] == '', 'copies are n/a on CPU'
-assert len(over) <= 2, over
+assert not over, over
 assert sum(float(r['cpu_us']) for r in rows) <= sum(float(r['total_us']) - float(r['queue_us']) for r in rows) + 100, 'CPU above wall in total'
 )";
-    const std::string script = out.file("check.py");
-    std::ofstream(script) << check;
-    CHECK(
-        std::system(("python3 " + shell_quote(script) + " " + shell_quote((out.path() / "r" / "requests.csv").string()))
-                        .c_str()) == 0);
+      const std::string script = out.file("check" + clock + ".py");
+      std::ofstream(script) << check;
+      CHECK(std::system(("python3 " + shell_quote(script) + " " +
+                         shell_quote((out.path() / ("r" + clock) / "requests.csv").string()))
+                            .c_str()) == 0);
 
-    simdjson::dom::parser parser;
-    auto summary = parse_json(parser, slurp(out.path() / "r" / "summary.json"));
-    for (const char* stage : {"input", "preprocess", "compute"}) {
-      auto s = summary["stages"][stage];
-      const double off = json_number(s["off_cpu"]);
-      CHECK_MESSAGE(off >= 0, stage);
-      CHECK_MESSAGE(off <= 1, stage);
-      CHECK_MESSAGE(json_number(s["cpu_mean_us"]) <= json_number(s["mean_us"]) + 20, stage);
+      simdjson::dom::parser parser;
+      auto summary = parse_json(parser, slurp(out.path() / ("r" + clock) / "summary.json"));
+      if (clock == "thread")
+        CHECK(std::string_view(summary["cpu_sample"]["clock"].get_string().value()) == "CLOCK_THREAD_CPUTIME_ID");
+      for (const char* stage : {"input", "preprocess", "compute"}) {
+        auto s = summary["stages"][stage];
+        const double off = json_number(s["off_cpu"]);
+        CHECK_MESSAGE(off >= 0, stage);
+        CHECK_MESSAGE(off <= 1, stage);
+        CHECK_MESSAGE(json_number(s["cpu_mean_us"]) <= json_number(s["mean_us"]) + 20, stage);
+      }
+      // The overhead's CPU time is a residual near 0 (docs/reports.md): no CPU figures for it.
+      CHECK(summary["stages"]["overhead"]["cpu_mean_us"].error() == simdjson::NO_SUCH_FIELD);
+      CHECK(summary["stages"]["overhead"]["off_cpu"].error() == simdjson::NO_SUCH_FIELD);
+      CHECK(summary["stages"]["queue"]["cpu_mean_us"].error() == simdjson::NO_SUCH_FIELD);
+      CHECK(json_number(summary["total"]["cpu_mean_us"]) > 0);
+      CHECK(json_number(summary["total"]["cpu_mean_us"]) <= json_number(summary["total"]["mean_us"]) + 20);
+
+      const std::string stages = slurp(out.path() / ("r" + clock) / "stages.csv");
+      CHECK(stages.rfind(
+                "stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,cpu_p99_us,off_cpu\n",
+                0) == 0);
     }
-    // The overhead's CPU time is a residual near 0 (docs/reports.md): no CPU figures for it.
-    CHECK(summary["stages"]["overhead"]["cpu_mean_us"].error() == simdjson::NO_SUCH_FIELD);
-    CHECK(summary["stages"]["overhead"]["off_cpu"].error() == simdjson::NO_SUCH_FIELD);
-    CHECK(summary["stages"]["queue"]["cpu_mean_us"].error() == simdjson::NO_SUCH_FIELD);
-    CHECK(json_number(summary["total"]["cpu_mean_us"]) > 0);
-    CHECK(json_number(summary["total"]["cpu_mean_us"]) <= json_number(summary["total"]["mean_us"]) + 20);
-
-    const std::string stages = slurp(out.path() / "r" / "stages.csv");
-    CHECK(stages.rfind(
-              "stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,cpu_p99_us,off_cpu\n", 0) ==
-          0);
   }
 
   TEST_CASE("--ops attributes compute to aten operators") {
