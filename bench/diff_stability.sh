@@ -48,6 +48,11 @@ for r in d["rows"]:
 PY
 }
 
+# The machine's speed, new side against base (diff's speed_probe: docs/diff-and-ci.md).
+probe() {
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["speed_probe"]["slowdown"]; print("-" if s is None else "%+.1f%%" % ((s-1)*100))' "$1"
+}
+
 bad_under_load=0
 summary=()
 for mode in $PHASES; do
@@ -68,8 +73,8 @@ for mode in $PHASES; do
     case $wcode in 0) w=ok ;; 1) w=REGRESSION ;; 4) w=unstable ;; *) echo "diff failed (exit $wcode)" >&2; exit 3 ;; esac
     count[$v]=$((${count[$v]:-0} + 1))
     count[wall_$w]=$((${count[wall_$w]:-0} + 1))
-    printf '%-5s %2d  default: %-10s cpu.mean %s | wall gates: %-10s wall mean %s\n' "$mode" "$t" "$v" \
-      "$(describe "$D/cpu.json" cpu mean)" "$w" "$(describe "$D/wall.json" wall mean)"
+    printf '%-5s %2d  default: %-10s cpu.mean %s | wall gates: %-10s wall mean %s | machine %s\n' "$mode" "$t" "$v" \
+      "$(describe "$D/cpu.json" cpu mean)" "$w" "$(describe "$D/wall.json" wall mean)" "$(probe "$D/cpu.json")"
   done
   after=$(cut -d' ' -f1-3 /proc/loadavg)
   stop_load

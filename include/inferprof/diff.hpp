@@ -65,6 +65,7 @@ struct RunData {
   std::array<std::vector<double>, kStageCount + 1> per_request_cpu;
   std::uint64_t csv_rows = 0;  // successful rows read (before thinning)
   static constexpr std::size_t kMaxRows = 10000;
+  SpeedProbe speed_before, speed_after;  // not measured in an older summary.json
 };
 
 // Reads BASE or NEW: a summary.json or the --out folder holding it. Throws
@@ -90,6 +91,14 @@ struct Change {
 Verdict judge(const Change& c, double limit, bool higher_is_better = false);
 // Allowed change of `spec` against `base`.
 double gate_limit(const GateSpec& spec, double base);
+// A speed probe that moved by less than this between the sides is the probe's
+// own noise, not the machine's speed: diff does not act on it.
+inline constexpr double kMachineSpeedNoise = 0.05;
+// Whether a verdict past its gate is explained by the machine's speed: with
+// the base figure scaled by `slowdown` (new probe / base probe; throughput
+// divided by it), the change would no longer be past the gate.
+bool explained_by_machine(const Change& c, double slowdown, const GateSpec& gate, Verdict verdict,
+                          bool higher_is_better = false);
 
 // The bootstrap interval of stat(now) - stat(base) for mean, p50, p90 and
 // p99 (the maximum has no valid bootstrap interval), and of the relative
@@ -146,6 +155,10 @@ struct DiffResult {
   std::vector<std::string> notes;       // configuration differences (profile, concurrency, ...)
   std::vector<std::string> hidden;      // stages zero or n/a in both runs, not shown
   std::vector<DiffRow> rows;
+  // The machine's speed: the mean speed probe (thread CPU µs of a fixed piece
+  // of work, before and after each run) of each side, and new / base. Absent
+  // when a run has no probe.
+  std::optional<double> base_probe_us, new_probe_us, machine_slowdown;
   int gated = 0, regressions = 0, noise = 0, improved = 0, unstable = 0;
   bool failed() const { return regressions > 0; }
   // 1 on a regression, kExitUnstable when a gate could not be judged, else 0

@@ -36,6 +36,9 @@ struct RunInfo {
   std::string cpu_model;   // /proc/cpuinfo "model name"; with cpu_cores, what `diff` calls the machine
   int cpu_cores = 0;       // hardware threads
   std::string started_at;  // ISO 8601, UTC
+  // The machine's speed before the first request and after the last
+  // (probe_machine_speed): what `diff` compares to tell a slower machine from slower code.
+  SpeedProbe speed_before, speed_after;
   std::string model_path;
   std::string model_version;             // the store's version, or "xxh3:..." of the file
   std::string model_served_by = "file";  // file, or the store tier: memory, redis, remote

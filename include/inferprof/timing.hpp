@@ -54,6 +54,19 @@ struct CpuSampling {
   const char* clock = "";   // which clock (thread_cpu_clock_name())
   bool wants(std::uint64_t seq) const noexcept;
 };
+// How fast this machine runs a fixed piece of work now, in thread CPU µs (the
+// fastest of `repetitions`): a dependent multiply-add chain (the core: within
+// 1% from one probe to the next beside a busy process, 8% over 30 processes) and a dependent walk over 4 MiB (shared
+// cache and memory: it moves with what other processes do to the cache, 1-7x
+// on the development VM under ctest). A run probes before its first request
+// and after its last; `diff` compares the compute probes of its two sides to
+// tell a machine that slowed down from code that did.
+struct SpeedProbe {
+  double compute_us = 0, memory_us = 0;
+  bool measured() const noexcept { return compute_us > 0; }
+};
+SpeedProbe probe_machine_speed(int repetitions = 7);
+
 // The median cost of one thread_cpu_ns() read on this thread, now.
 double measure_cpu_clock_read_ns();
 // The rule: the smallest `every` whose reads (`reads` per sampled request, at

@@ -130,6 +130,17 @@ bool disagree(const std::vector<double>& runs, Allowed allowed) {
   return *hi - *lo > allowed(mean_of(runs));
 }
 
+// The mean over a side's runs of each run's probes (before and after) of
+// `part`; nullopt if a run has none.
+std::optional<double> probe_of(const std::vector<RunData>& runs, double SpeedProbe::*part) {
+  double sum = 0;
+  for (const RunData& d : runs) {
+    if (!d.speed_before.measured() || !d.speed_after.measured()) return std::nullopt;
+    sum += (d.speed_before.*part + d.speed_after.*part) / 2;
+  }
+  return sum / static_cast<double>(runs.size());
+}
+
 void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_better = false) {
   if (!gate) return;
   auto allowed = [&](double base) {
@@ -155,6 +166,14 @@ void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_bet
                        : row.verdict == Verdict::improved ? base_lo - new_hi > row.limit
                                                           : false;
     if (!apart) row.verdict = Verdict::unstable;
+  }
+  // Past the gate while the machine itself ran that much slower (or faster)
+  // on one side: not the code's doing as far as anyone can tell.
+  if (r.machine_slowdown &&
+      explained_by_machine(row.change, *r.machine_slowdown, *gate, row.verdict, higher_is_better)) {
+    row.verdict = Verdict::unstable;
+    row.note = fmt::format("the machine ran {:+.0f}% {} on the new side (speed probe): within the gate after that",
+                           std::abs(*r.machine_slowdown - 1) * 100, *r.machine_slowdown > 1 ? "slower" : "faster");
   }
   ++r.gated;
   if (row.verdict == Verdict::regression) ++r.regressions;
@@ -242,6 +261,21 @@ bool all_of_runs(const std::vector<RunData>& base, const std::vector<RunData>& n
 }
 
 }  // namespace
+
+bool explained_by_machine(const Change& c, double slowdown, const GateSpec& gate, Verdict verdict,
+                          bool higher_is_better) {
+  if (verdict != Verdict::regression && verdict != Verdict::improved) return false;
+  if (!(slowdown > 0) || std::abs(slowdown - 1) < kMachineSpeedNoise) return false;
+  // The base figure as the new side's machine would have measured it.
+  Change adjusted = c;
+  adjusted.base = higher_is_better ? c.base / slowdown : c.base * slowdown;
+  if (adjusted.interval) {
+    const double shift = adjusted.base - c.base;
+    adjusted.interval = std::pair{adjusted.interval->first - shift, adjusted.interval->second - shift};
+  }
+  const double limit = higher_is_better ? std::abs(adjusted.base) * gate.pct / 100.0 : gate_limit(gate, adjusted.base);
+  return judge(adjusted, limit, higher_is_better) != verdict;
+}
 
 MetricIntervals hierarchical_intervals(const std::vector<std::vector<double>>& base_runs,
                                        const std::vector<std::vector<double>>& new_runs, double confidence,
@@ -339,6 +373,22 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
   r.intervals = have_csv;
   r.base = std::move(base);
   r.now = std::move(now);
+  r.base_probe_us = probe_of(r.base, &SpeedProbe::compute_us);
+  r.new_probe_us = probe_of(r.now, &SpeedProbe::compute_us);
+  if (r.base_probe_us && r.new_probe_us && *r.base_probe_us > 0) {
+    r.machine_slowdown = *r.new_probe_us / *r.base_probe_us;
+    // The memory walk moves with other processes' use of the cache: shown, not acted on.
+    const double base_memory = *probe_of(r.base, &SpeedProbe::memory_us);
+    const double new_memory = *probe_of(r.now, &SpeedProbe::memory_us);
+    r.notes.push_back(fmt::format(
+        "machine speed probe (fixed work before and after each run, thread CPU): compute base {:.0f} µs, new {:.0f} "
+        "µs ({:+.1f}%{}); memory walk {:.0f} vs {:.0f} µs",
+        *r.base_probe_us, *r.new_probe_us, (*r.machine_slowdown - 1) * 100,
+        std::abs(*r.machine_slowdown - 1) < kMachineSpeedNoise
+            ? ", within the probe's noise"
+            : ": a gate past its threshold by no more than this reads unstable",
+        base_memory, new_memory));
+  }
   if (have_csv) {
     r.resamples = config.resamples;
     r.method = r.base.size() == 1 && r.now.size() == 1 ? "request bootstrap" : "hierarchical bootstrap";

@@ -63,6 +63,8 @@ RunData load_run(const std::string& path) {
   run.threads = saved.threads;
   run.concurrency = saved.concurrency;
   run.limit = saved.limit;
+  run.speed_before = saved.speed_before;
+  run.speed_after = saved.speed_after;
   run.requests = saved.requests;
   run.throughput_rps = saved.throughput_rps;
   run.stages = saved.stages;

@@ -317,6 +317,7 @@ RunOutcome run_replay(const RunConfig& config) {
   std::unique_ptr<Collector> collector;
   Nanos epoch = 0;
   const detail::Gate gate = [&](const detail::WarmUpFastest& fastest_warmup) {
+    info.speed_before = probe_machine_speed();
     // A replica: tell the parent it is ready and wait for the common start.
     if (config.replica.on_ready) config.replica.on_ready();
     detail::GateOpen open;
@@ -355,6 +356,7 @@ RunOutcome run_replay(const RunConfig& config) {
                                         : detail::drive_threaded(parts, feed, config.replay.concurrency, warmup, gate);
 
   // ---- Collect ----
+  info.speed_after = probe_machine_speed();
   const std::uint64_t done = counters.done.load();
   if (drove.cut_short) info.interrupted_by = lifecycle::interrupt_name();
   if (done == 0 && drove.cut_short && config.replica.count <= 1)

@@ -149,6 +149,11 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
     run.threads = static_cast<int>(doc.optional_number(info, "threads"));
     run.concurrency = static_cast<int>(doc.optional_number(info, "concurrency"));
     run.limit = static_cast<std::uint64_t>(doc.optional_number(info, "limit"));
+    simdjson::dom::object probe, at;
+    if (info["speed_probe"].get(probe) == simdjson::SUCCESS)
+      for (auto [name, into] : {std::pair{"before", &run.speed_before}, std::pair{"after", &run.speed_after}})
+        if (probe[name].get(at) == simdjson::SUCCESS)
+          *into = SpeedProbe{doc.optional_number(at, "compute_us"), doc.optional_number(at, "memory_us")};
   } else if (doc.complete) {
     throw doc.missing("run", "an object");
   }

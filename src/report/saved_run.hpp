@@ -24,6 +24,7 @@ struct SavedRun {
       profile_name, mode, started_at;
   int cpu_cores = 0, threads = 0, concurrency = 0;
   std::uint64_t limit = 0;
+  SpeedProbe speed_before, speed_after;  // "run"."speed_probe"; not measured in older summaries
   std::uint64_t requests = 0;
   double throughput_rps = 0;
   // kStageCount stages, then the request total (index kStageCount). With

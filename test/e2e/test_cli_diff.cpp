@@ -63,6 +63,10 @@ TEST_SUITE("e2e diff") {
     CHECK(r.out.find("REGRESSION") == std::string::npos);
     CHECK(r.out.find("ok: ") != std::string::npos);
     CHECK(r.out.find("95% bootstrap intervals over requests") != std::string::npos);
+    // Both sides are one run: the same probes, +0.0%.
+    CHECK(r.out.find("machine speed probe (fixed work before and after each run, thread CPU): compute base") !=
+          std::string::npos);
+    CHECK(r.out.find("(+0.0%, within the probe's noise)") != std::string::npos);
     std::string junit = slurp(out.path() / "junit.xml");
     CHECK(junit.find("failures=\"0\"") != std::string::npos);
     CHECK(junit.find("<failure") == std::string::npos);

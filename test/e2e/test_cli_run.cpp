@@ -66,6 +66,10 @@ TEST_SUITE("e2e run") {
     std::string summary_text = slurp(out.path() / "r" / "summary.json");
     auto summary = parse_json(parser, summary_text);
     CHECK(json_number(summary["requests"]) == Fixture::kRequests);
+    // The machine's speed before the first request and after the last (docs/diff-and-ci.md).
+    for (const char* when : {"before", "after"})
+      for (const char* part : {"compute_us", "memory_us"})
+        CHECK_MESSAGE(json_number(summary["run"]["speed_probe"][when][part]) > 0, when << " " << part);
     // Stage means plus overhead add up to the mean total (within 1%).
     double sum = 0;
     for (const char* stage : {"queue", "cache", "load", "input", "preprocess", "compute", "overhead"}) {

@@ -131,6 +131,62 @@ TEST_SUITE("diff over several runs") {
     CHECK(render_diff_table(r).find("REGRESSION: 3 of 3 gates failed") != std::string::npos);
   }
 
+  // The VM of 2026-12-02: three runs of identical code took 90% more thread
+  // CPU time than the three before them because the machine ran slower. The
+  // speed probe each run took says so, and the verdict is unstable, not a
+  // REGRESSION; a regression the machine does not explain stands.
+  TEST_CASE("the machine ran slower on one side: a change it explains is unstable, a larger one a REGRESSION") {
+    auto probe = [](std::vector<RunData> runs, double us) {
+      for (RunData& d : runs)
+        d.speed_before = d.speed_after = SpeedProbe{us, us * 2};
+      return runs;
+    };
+    const auto base = probe(side({-0.02, 0.0, 0.02}, 1000, 30), 1000);
+    DiffConfig config;  // the default gates: total.cpu.mean and p50 at 5%
+    // +20% CPU time, the probe +20%: the machine.
+    DiffResult r = diff_runs(base, probe(side({-0.02, 0.0, 0.02}, 1200, 40), 1200), config);
+    REQUIRE(r.machine_slowdown);
+    CHECK(*r.machine_slowdown == doctest::Approx(1.2));
+    CHECK(r.regressions == 0);
+    CHECK(r.unstable == 2);
+    CHECK(r.exit_code() == kExitUnstable);
+    CHECK(row_of(r, "total", "cpu", "mean").note.find("the machine ran +20% slower on the new side") !=
+          std::string::npos);
+    CHECK(render_diff_table(r).find("machine speed probe") != std::string::npos);
+    CHECK(render_diff_json(r).find("\"slowdown\": 1.2") != std::string::npos);
+    // The same +20% with the probe unchanged (within its noise): the code.
+    r = diff_runs(base, probe(side({-0.02, 0.0, 0.02}, 1200, 40), 1030), config);
+    CHECK(r.regressions == 2);
+    // +60% while the machine ran 20% slower: still past 5% after that.
+    r = diff_runs(base, probe(side({-0.02, 0.0, 0.02}, 1600, 40), 1200), config);
+    CHECK(r.regressions == 2);
+    // The machine ran faster on the new side and hid nothing: an improvement it explains is unstable too.
+    r = diff_runs(base, probe(side({-0.02, 0.0, 0.02}, 800, 40), 800), config);
+    CHECK(r.improved == 0);
+    CHECK(r.unstable == 2);
+    // A run without a probe (an older summary.json): no machine figure, the verdict as before.
+    auto old = base;
+    old[1].speed_after = SpeedProbe{};
+    r = diff_runs(old, probe(side({-0.02, 0.0, 0.02}, 1200, 40), 1200), config);
+    CHECK_FALSE(r.machine_slowdown);
+    CHECK(r.regressions == 2);
+  }
+
+  TEST_CASE("explained_by_machine: the base scaled by the slowdown, throughput divided by it") {
+    const GateSpec gate = parse_gates("total.mean=10%")[0];                                         // 10% + 10 µs
+    CHECK(explained_by_machine(Change{1000, 1250, std::nullopt}, 1.2, gate, Verdict::regression));  // vs 1200: +4%
+    CHECK_FALSE(explained_by_machine(Change{1000, 1400, std::nullopt}, 1.2, gate, Verdict::regression));  // +17%
+    CHECK_FALSE(
+        explained_by_machine(Change{1000, 1250, std::nullopt}, 1.04, gate, Verdict::regression));  // probe noise
+    CHECK_FALSE(explained_by_machine(Change{1000, 1250, std::nullopt}, 1.2, gate, Verdict::noise));
+    // An interval moves with the base: [+200, +300] against 1000 is [0, +100] against 1200.
+    CHECK(explained_by_machine(Change{1000, 1250, std::pair{200.0, 300.0}}, 1.2, gate, Verdict::regression));
+    // Throughput (higher is better): 1000 req/s on a machine 25% slower is 800 req/s.
+    const GateSpec tp = parse_gates("throughput=10%")[0];
+    CHECK(explained_by_machine(Change{1000, 780, std::nullopt}, 1.25, tp, Verdict::regression, true));
+    CHECK_FALSE(explained_by_machine(Change{1000, 600, std::nullopt}, 1.25, tp, Verdict::regression, true));
+  }
+
   TEST_CASE("one side with a wildly different run is unstable, not a REGRESSION") {
     auto base = side({0.0, 0.01, -0.01}, 1000, 50);
     auto now = side({0.0, 0.01, 1.0}, 1000, 60, 1.0);  // the third run twice as slow (wall)
@@ -277,6 +333,15 @@ TEST_SUITE("diff over several runs") {
         << header << "0,1,1,k,0,0,0,20,0,0,0,1,2,,10,,7,none,true,,v1,15,0,0,1,2,,9,,3\n"
         << "1,2,2,k,0,1,1,21.5,0,0,0,1,2,,11,,7.5,none,true,,v1,16,0,0,1,2,,10,,3\n";
     RunData r = load_run(dir.path().string());
+    CHECK_FALSE(r.speed_before.measured());  // none in the summary
+    s.info.speed_before = SpeedProbe{300.5, 700.25};
+    s.info.speed_after = SpeedProbe{310, 720};
+    std::ofstream(dir.file("summary.json")) << render_summary_json(s);
+    r = load_run(dir.path().string());
+    CHECK(r.speed_before.compute_us == 300.5);
+    CHECK(r.speed_before.memory_us == doctest::Approx(700.25).epsilon(0.001));
+    CHECK(r.speed_after.compute_us == 310);
+    CHECK(r.speed_after.memory_us == 720);
     CHECK(r.stages[kStageCount].cpu);
     CHECK(r.stages[kStageCount].cpu_p50_us == 14);
     CHECK(r.stages[static_cast<std::size_t>(Stage::compute)].cpu_p99_us == 9.5);

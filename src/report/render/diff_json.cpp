@@ -28,6 +28,17 @@ std::string render_diff_json(const DiffResult& r) {
   w.field("method", r.method);
   w.field("resamples", r.resamples);
   w.field("intervals_note", r.intervals_note);
+  // The machine's speed on each side (docs/diff-and-ci.md); null when a run has no probe.
+  w.key("speed_probe").begin_object();
+  for (const auto& [key, value] : {std::pair{"base_us", r.base_probe_us}, std::pair{"new_us", r.new_probe_us},
+                                   std::pair{"slowdown", r.machine_slowdown}}) {
+    w.key(key);
+    if (value)
+      w.number(*value, 4);
+    else
+      w.null();
+  }
+  w.end_object();
   w.key("forced_mismatches").begin_array();
   for (const auto& m : r.mismatches)
     w.value(m);

@@ -45,6 +45,16 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("cpu_model", info.cpu_model);
   w.field("cpu_cores", info.cpu_cores);
   w.field("started_at", info.started_at);
+  if (info.speed_before.measured() && info.speed_after.measured()) {
+    w.key("speed_probe").begin_object();
+    for (const auto& [name, probe] : {std::pair{"before", info.speed_before}, std::pair{"after", info.speed_after}})
+      w.key(name)
+          .begin_object()
+          .field_number("compute_us", probe.compute_us, 1)
+          .field_number("memory_us", probe.memory_us, 1)
+          .end_object();
+    w.end_object();
+  }
   w.field("model_path", info.model_path);
   w.field("model_version", info.model_version);
   w.field("model_hash", info.model_hash);
