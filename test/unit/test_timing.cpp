@@ -190,8 +190,9 @@ TEST_SUITE("timing") {
 
     int over = 0, requests = 0;
     Nanos worst = 0;
-    const Nanos until = now_ns() + 1'500'000'000;
-    while (now_ns() < until && delivered < 2000) {
+    // The timer counts the process's CPU time: on a loaded machine 300 stalls take longer.
+    const Nanos until = now_ns() + 20'000'000'000;
+    while (now_ns() < until && delivered < 300) {
       RequestRecord r;
       r.begin();
       for (Stage s : {Stage::input, Stage::preprocess, Stage::compute}) {
