@@ -172,7 +172,7 @@ void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_bet
   if (r.machine_slowdown &&
       explained_by_machine(row.change, *r.machine_slowdown, *gate, row.verdict, higher_is_better)) {
     row.verdict = Verdict::unstable;
-    row.note = fmt::format("the machine ran {:+.0f}% {} on the new side (speed probe): within the gate after that",
+    row.note = fmt::format("the machine ran {:.0f}% {} on the new side (speed probe): within the gate after that",
                            std::abs(*r.machine_slowdown - 1) * 100, *r.machine_slowdown > 1 ? "slower" : "faster");
   }
   ++r.gated;

@@ -147,7 +147,8 @@ void RequestRecord::finish() {
       cpu_end = last_cpu;
       end = wall;
     } else {
-      const CpuRead r = read_cpu(wall);
+      // A preset `end` lies before this read: bracket the read itself.
+      const CpuRead r = read_cpu(end == 0 ? wall : now_ns());
       cpu_end = r.cpu;
       if (end == 0) end = r.wall_after;
     }

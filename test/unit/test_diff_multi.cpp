@@ -150,7 +150,7 @@ TEST_SUITE("diff over several runs") {
     CHECK(r.regressions == 0);
     CHECK(r.unstable == 2);
     CHECK(r.exit_code() == kExitUnstable);
-    CHECK(row_of(r, "total", "cpu", "mean").note.find("the machine ran +20% slower on the new side") !=
+    CHECK(row_of(r, "total", "cpu", "mean").note.find("the machine ran 20% slower on the new side") !=
           std::string::npos);
     CHECK(render_diff_table(r).find("machine speed probe") != std::string::npos);
     CHECK(render_diff_json(r).find("\"slowdown\": 1.2") != std::string::npos);
