@@ -56,9 +56,9 @@ struct CpuSampling {
 };
 // How fast this machine runs a fixed piece of work now, in thread CPU µs (the
 // fastest of `repetitions`): a dependent multiply-add chain (the core: within
-// 1% from one probe to the next beside a busy process, 8% over 30 processes) and a dependent walk over 4 MiB (shared
-// cache and memory: it moves with what other processes do to the cache, 1-7x
-// on the development VM under ctest). A run probes before its first request
+// 1% from one probe to the next beside a busy process, 8% over 30 processes)
+// and a dependent walk over 4 MiB (shared cache and memory: it moves with what
+// other processes do to the cache, 1-7x on the development VM under ctest). A run probes before its first request
 // and after its last; `diff` compares the compute probes of its two sides to
 // tell a machine that slowed down from code that did.
 struct SpeedProbe {

@@ -42,16 +42,16 @@ struct TaskClock {
     if (fd >= 0) close(fd);
   }
   void open_once() noexcept {
-    perf_event_attr a;
-    std::memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
     base = clock_thread_cputime();
     if (const char* c = std::getenv("INFERPROF_CPU_CLOCK"); c != nullptr && std::strcmp(c, "thread") == 0) {
       fd = -1;
       return;
     }
+    perf_event_attr a;
+    std::memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
     fd = static_cast<int>(syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) fd = -1;
   }

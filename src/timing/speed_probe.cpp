@@ -11,8 +11,6 @@
 // the walk's cache lines) slows some tries, a slower machine slows them all.
 #include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <vector>
 
 #include "inferprof/timing.hpp"
@@ -30,23 +28,18 @@ constexpr int kChainSteps = 200'000;
 // One cycle through every slot in a fixed pseudo-random order (Sattolo's
 // algorithm, xorshift64 with a fixed seed): each read depends on the one
 // before, so the hardware cannot run ahead.
-const std::vector<std::uint32_t>& chase_cycle() {
-  static std::once_flag once;
-  static std::unique_ptr<std::vector<std::uint32_t>> cycle;
-  std::call_once(once, [] {
-    cycle = std::make_unique<std::vector<std::uint32_t>>(kSlots);
-    auto& next = *cycle;
-    for (std::uint32_t i = 0; i < kSlots; ++i)
-      next[i] = i;
-    std::uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (std::uint32_t i = kSlots - 1; i > 0; --i) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      std::swap(next[i], next[static_cast<std::uint32_t>(x % i)]);
-    }
-  });
-  return *cycle;
+std::vector<std::uint32_t> make_chase_cycle() {
+  std::vector<std::uint32_t> next(kSlots);
+  for (std::uint32_t i = 0; i < kSlots; ++i)
+    next[i] = i;
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (std::uint32_t i = kSlots - 1; i > 0; --i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::swap(next[i], next[static_cast<std::uint32_t>(x % i)]);
+  }
+  return next;
 }
 
 volatile double chain_sink = 0;
@@ -78,7 +71,7 @@ double fastest_us(const std::vector<Nanos>& v) {
 }  // namespace
 
 SpeedProbe probe_machine_speed(int repetitions) {
-  const auto& next = chase_cycle();
+  static const std::vector<std::uint32_t> next = make_chase_cycle();  // built once, on the first probe
   repetitions = std::max(1, repetitions);
   std::vector<Nanos> chain, chase;
   (void)time_chase(next);  // bring the walk's pages and TLB entries in: the first pass measures page faults
