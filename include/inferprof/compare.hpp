@@ -61,7 +61,8 @@ struct CompareRow {
   std::vector<double> walls_s;   // replay time of each repeat
   double mean_us = 0, p50_us = 0, p99_us = 0, rps = 0, wall_s = 0;  // over repeats (p50/p99: of the last)
   Speedup mean_speedup;                                             // baseline mean latency / this one's
-  Speedup wall_speedup;                                             // baseline replay time / this one's
+  double unpaced_speedup = 0;      // CompareResult::paced: the same ratio without dividing by the pace
+  Speedup wall_speedup;            // baseline replay time / this one's
   bool outliers_dominate = false;  // the slowest 1% of requests hold over half the time
   // What a request costs by what served it: l1_hit, l2_hit, l3_hit, miss
   // (count and mean µs; p50/p99 unset). Lockstep: over every repeat;
@@ -73,7 +74,11 @@ struct CompareResult {
   std::vector<CompareRow> rows;  // the configurations with at least one completed replay
   int repeat = 1;
   CompareMode mode = CompareMode::sequential;
-  std::uint64_t paired = 0;          // lockstep: the (repeat, request) pairs the interval resamples
+  std::uint64_t paired = 0;  // lockstep: the (repeat, request) pairs the interval resamples
+  // Lockstep with an uncached baseline: the speedups weigh each request by the
+  // machine's pace around it (machine_pace); the slowest and fastest stretch.
+  bool paced = false;
+  double pace_min = 1, pace_max = 1;
   std::string interval;              // which interval the speedups show, in words
   std::string interrupted_by;        // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
   std::vector<std::string> not_run;  // configurations an interrupt left without a completed replay
@@ -106,9 +111,22 @@ Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<dou
 // other[i] are the same request i served under both configurations (lockstep):
 // each resample draws request indices once and uses them for both, so drift
 // that slows request i under both cancels instead of widening the interval.
-// base and other must have the same size (throws std::invalid_argument).
+// With `pace` (one value per request, as machine_pace gives), both sides'
+// latencies of request i are divided by pace[i] first. base, other and a
+// non-empty pace must have the same size (throws std::invalid_argument).
 Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other,
-                                 int resamples = 2000);
+                                 int resamples = 2000, const std::vector<double>& pace = {});
+
+// How slow the machine ran around each request of a lockstep pass, relative to
+// the whole pass (1 = its usual speed, 1.2 = 20% slower), read off the
+// baseline's own latencies: their median over the `window` requests centred on
+// i, divided by the median of those medians. Pairing cancels drift only when
+// both sides' requests are alike; a cache's misses cluster early (cold keys),
+// so a slow stretch there weighs on the cached side alone. Dividing every pair
+// by the pace around it weighs each stretch of the run alike. Meaningful when
+// the baseline does the same work for every request (no caches).
+constexpr std::size_t kPaceWindow = 31;
+std::vector<double> machine_pace(const std::vector<double>& baseline_us, std::size_t window = kPaceWindow);
 
 // The bootstrap machinery compare and diff share: draws with replacement from
 // a fixed seed, so the same data always gives the same interval.

@@ -97,25 +97,35 @@ Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<dou
   return s;
 }
 
-Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
-  if (base.size() != other.size())
+Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples,
+                                 const std::vector<double>& pace) {
+  if (base.size() != other.size() || (!pace.empty() && pace.size() != base.size()))
     throw std::invalid_argument(
-        fmt::format("paired bootstrap: {} baseline latencies against {} (expected one pair per request)", base.size(),
-                    other.size()));
+        fmt::format("paired bootstrap: {} baseline latencies against {} and {} pace values (expected one of each "
+                    "per request)",
+                    base.size(), other.size(), pace.size()));
   Speedup s;
-  const double mb = mean_of(base), mo = mean_of(other);
-  if (base.empty() || mo <= 0) return s;
+  if (base.empty()) return s;
+  // Each side's latencies in units of the machine's pace around them.
+  std::vector<double> b = base, o = other;
+  for (std::size_t i = 0; i < pace.size(); ++i) {
+    if (!(pace[i] > 0)) continue;
+    b[i] /= pace[i];
+    o[i] /= pace[i];
+  }
+  const double mb = mean_of(b), mo = mean_of(o);
+  if (mo <= 0) return s;
   s.value = mb / mo;
   std::mt19937_64 rng(42);  // fixed seed: the same data always gives the same interval
-  std::uniform_int_distribution<std::size_t> pick(0, base.size() - 1);
+  std::uniform_int_distribution<std::size_t> pick(0, b.size() - 1);
   std::vector<double> ratios;
   ratios.reserve(static_cast<std::size_t>(resamples));
   for (int r = 0; r < resamples; ++r) {
     double sb = 0, so = 0;
-    for (std::size_t k = 0; k < base.size(); ++k) {
+    for (std::size_t k = 0; k < b.size(); ++k) {
       const std::size_t i = pick(rng);  // one index, both configurations
-      sb += base[i];
-      so += other[i];
+      sb += b[i];
+      so += o[i];
     }
     if (so > 0) ratios.push_back(sb / so);
   }
@@ -123,6 +133,32 @@ Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vec
   std::tie(s.low, s.high) = percentile_interval(ratios, 0.95);
   s.noise = s.low <= 1.0 && 1.0 <= s.high;
   return s;
+}
+
+std::vector<double> machine_pace(const std::vector<double>& baseline_us, std::size_t window) {
+  const std::size_t n = baseline_us.size();
+  if (n == 0) return {};
+  window = std::clamp<std::size_t>(window, 1, n);
+  auto median = [](std::vector<double>& v) {
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    if (v.size() % 2 == 1) return *mid;
+    return (*mid + *std::max_element(v.begin(), mid)) / 2;
+  };
+  std::vector<double> pace(n), slice;
+  for (std::size_t i = 0; i < n; ++i) {
+    // Centred on i; at the ends, the first or last `window` requests.
+    const std::size_t first = std::min(i - std::min(i, window / 2), n - window);
+    slice.assign(baseline_us.begin() + static_cast<std::ptrdiff_t>(first),
+                 baseline_us.begin() + static_cast<std::ptrdiff_t>(first + window));
+    pace[i] = median(slice);
+  }
+  std::vector<double> all = pace;
+  const double usual = median(all);
+  if (!(usual > 0)) return std::vector<double>(n, 1.0);
+  for (double& p : pace)
+    p = p > 0 ? p / usual : 1.0;
+  return pace;
 }
 
 CompareResult run_compare(const CompareConfig& config) {
@@ -293,6 +329,16 @@ CompareResult run_compare(const CompareConfig& config) {
   }
 
   const CompareRow& base = result.rows.front();
+  // An uncached baseline does the same work for every request: its latencies
+  // then say how fast the machine ran when (machine_pace).
+  std::vector<double> pace;
+  if (mode == CompareMode::lockstep && base.tiers.empty() && !paired[0].empty()) {
+    pace = machine_pace(paired[0]);
+    result.paced = true;
+    const auto [least, most] = std::minmax_element(pace.begin(), pace.end());
+    result.pace_min = *least;
+    result.pace_max = *most;
+  }
   for (std::size_t c = 0; c < result.rows.size(); ++c) {
     CompareRow& row = result.rows[c];
     row.mean_us = mean_of(row.means_us);
@@ -310,8 +356,9 @@ CompareResult run_compare(const CompareConfig& config) {
     }
     // Mean latency. Lockstep: paired over (repeat, request), the same indices
     // for both; sequential: bootstrap over the pooled requests of all repeats.
-    row.mean_speedup = mode == CompareMode::lockstep ? paired_bootstrap_speedup(paired[0], paired[c])
+    row.mean_speedup = mode == CompareMode::lockstep ? paired_bootstrap_speedup(paired[0], paired[c], 2000, pace)
                                                      : bootstrap_speedup(samples[0], samples[c]);
+    if (result.paced) row.unpaced_speedup = mean_of(paired[0]) / std::max(mean_of(paired[c]), 1e-9);
     // Replay time: over repeats when there are enough of them, else a point value.
     if (config.repeat >= 3) {
       row.wall_speedup = bootstrap_speedup(base.walls_s, row.walls_s);
@@ -337,6 +384,11 @@ CompareResult run_compare(const CompareConfig& config) {
     result.paired = paired.empty() ? 0 : paired[0].size();
     result.interval = fmt::format("paired bootstrap over {} requests{}", result.paired,
                                   config.repeat > 1 ? fmt::format(" ({} lockstep repeats)", config.repeat) : "");
+    if (result.paced)
+      result.interval += fmt::format(
+          ", in units of the machine's pace (the baseline's median over the {} requests around each: "
+          "{:.2f}–{:.2f}×)",
+          std::min<std::size_t>(kPaceWindow, result.paired), result.pace_min, result.pace_max);
   } else {
     result.interval =
         fmt::format("bootstrap over pooled requests of {} repeat{}", config.repeat, config.repeat == 1 ? "" : "s");

@@ -76,8 +76,16 @@ TEST_SUITE("e2e lockstep") {
     const std::string text = slurp(out.path() / "c" / "compare.json");
     REQUIRE(parser.parse(text).get(doc) == simdjson::SUCCESS);
     CHECK(std::string_view(doc["mode"].get_string()) == "lockstep");
-    CHECK(std::string_view(doc["interval"].get_string()) == "paired bootstrap over 60 requests");
+    // An uncached baseline: the speedups are in units of the machine's pace, and the interval says so.
+    const std::string_view interval = doc["interval"].get_string();
+    CHECK(interval.rfind("paired bootstrap over 60 requests, in units of the machine's pace (the baseline's median "
+                         "over the 31 requests around each: ",
+                         0) == 0);
     CHECK(json_number(doc["paired_requests"]) == CnnFixture::kRequests);
+    CHECK(json_number(doc["pace"]["window"]) == 31);
+    CHECK(json_number(doc["pace"]["min"]) <= 1.0);
+    CHECK(json_number(doc["pace"]["max"]) >= 1.0);
+    CHECK(r.out.find(", in units of the machine's pace (") != std::string::npos);
     simdjson::dom::array rows = doc["configurations"].get_array();
     REQUIRE(rows.size() == 3);
     // Every configuration served every request.
@@ -110,6 +118,20 @@ TEST_SUITE("e2e lockstep") {
     const std::string csv = slurp(out.path() / "c" / "compare.csv");
     CHECK(csv.find(",mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us\n") != std::string::npos);
     CHECK(csv.find(",lockstep,") != std::string::npos);
+  }
+
+  TEST_CASE("compare in lockstep with a cached baseline: no pace, the plain paired interval") {
+    // A cached baseline's latencies mix hits and misses: they say nothing about the machine's speed.
+    auto& f = fixture();
+    auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "l1", "--caches", "none", "--limit", "40",
+                      "--format", "json", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(r.out).get(doc) == simdjson::SUCCESS);
+    CHECK(std::string_view(doc["interval"].get_string()) == "paired bootstrap over 40 requests");
+    simdjson::dom::element pace;
+    CHECK(doc["pace"].get(pace) == simdjson::NO_SUCH_FIELD);
   }
 
   TEST_CASE("compare --mode sequential keeps whole replays, the pooled interval and its drift warning") {
@@ -154,8 +176,9 @@ TEST_SUITE("e2e lockstep") {
       REQUIRE(parser.parse(r.out).get(doc) == simdjson::SUCCESS);
       paired = json_number(doc["paired_requests"]);
       if (repeat == "2")
-        CHECK(std::string_view(doc["interval"].get_string()) ==
-              "paired bootstrap over 80 requests (2 lockstep repeats)");
+        CHECK(std::string_view(doc["interval"].get_string())
+                  .rfind("paired bootstrap over 80 requests (2 lockstep repeats), in units of the machine's pace", 0) ==
+              0);
       return json_number(doc["configurations"].at(1)["outcome_costs"]["miss"]["count"]);
     };
     double once_paired = 0, twice_paired = 0;

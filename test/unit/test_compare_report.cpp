@@ -422,6 +422,44 @@ TEST_SUITE("paired bootstrap") {
     CHECK(s.high < 1.01);
   }
 
+  TEST_CASE("machine pace: the baseline's rolling median, 1 at the machine's usual speed") {
+    CHECK(machine_pace({}).empty());
+    const std::vector<double> steady(100, 250.0);
+    for (double p : machine_pace(steady))
+      CHECK(p == doctest::Approx(1.0));
+    // 40 requests at half speed, then 160 at full; one spike at full speed is not a slow stretch.
+    std::vector<double> base;
+    for (int i = 0; i < 200; ++i)
+      base.push_back(i < 40 ? 20.0 : (i == 120 ? 500.0 : 10.0));
+    const std::vector<double> pace = machine_pace(base);
+    REQUIRE(pace.size() == 200);
+    for (int i = 0; i < 200; ++i)
+      CHECK(pace[static_cast<std::size_t>(i)] == doctest::Approx(i < 40 ? 2.0 : 1.0));
+    // A window wider than the run: one value for all.
+    for (double p : machine_pace({5, 1, 3}, 31))
+      CHECK(p == doctest::Approx(1.0));
+  }
+
+  TEST_CASE("paired bootstrap in units of the machine's pace: misses in a slow stretch do not bias the speedup") {
+    // The machine ran at half speed for the first 40 requests, where a cache's
+    // cold misses cluster: 20 misses (10 units of work) there, 180 hits (1 unit)
+    // after. At a steady speed the cache's speedup is 200*10 / (20*10 + 180*1).
+    std::vector<double> base, cached;
+    for (int i = 0; i < 200; ++i) {
+      const double slow = i < 40 ? 2.0 : 1.0;
+      base.push_back(10 * slow);
+      cached.push_back((i < 20 ? 10.0 : 1.0) * slow);
+    }
+    const double truth = 2000.0 / 380.0;
+    const Speedup raw = paired_bootstrap_speedup(base, cached);
+    CHECK(raw.value == doctest::Approx(4.0));  // 2400 / 600: the slow stretch counts twice on the cached side
+    const Speedup paced = paired_bootstrap_speedup(base, cached, 2000, machine_pace(base));
+    CHECK(paced.value == doctest::Approx(truth));
+    CHECK(paced.low <= truth);
+    CHECK(paced.high >= truth);
+    CHECK_THROWS_AS(paired_bootstrap_speedup(base, cached, 2000, {1.0, 1.0}), std::invalid_argument);
+  }
+
   TEST_CASE("paired bootstrap: pairs must match, and the same data gives the same interval") {
     CHECK_THROWS_AS(paired_bootstrap_speedup({1, 2, 3}, {1, 2}), std::invalid_argument);
     const std::vector<double> base = drifting_base(300);

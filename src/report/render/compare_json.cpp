@@ -1,4 +1,6 @@
 // A comparison as JSON (--format json, and compare.json).
+#include <algorithm>
+
 #include "report/json.hpp"
 #include "report/render/cache_section.hpp"
 #include "report/render/compare_parts.hpp"
@@ -29,6 +31,13 @@ std::string render_compare_json(const CompareResult& r) {
   w.field("mode", std::string(compare_mode_name(r.mode)));
   w.field("interval", r.interval);
   if (r.mode == CompareMode::lockstep) w.field("paired_requests", r.paired);
+  if (r.paced) {
+    w.key("pace").begin_object();
+    w.field("window", static_cast<std::uint64_t>(std::min<std::uint64_t>(kPaceWindow, r.paired)));
+    w.field_number("min", r.pace_min, 4);
+    w.field_number("max", r.pace_max, 4);
+    w.end_object();
+  }
   w.field("baseline", r.rows.empty() ? std::string() : r.rows[0].name);
   w.key("configurations").begin_array();
   for (const CompareRow& row : r.rows) {
@@ -65,6 +74,7 @@ std::string render_compare_json(const CompareResult& r) {
       w.number(v, 6);
     w.end_array();
     json_speedup(w, "speedup", row.mean_speedup);
+    if (r.paced && row.unpaced_speedup > 0) w.field_number("unpaced_speedup", row.unpaced_speedup, 4);
     json_speedup(w, "wall_speedup", row.wall_speedup);
     w.field("outliers_dominate", row.outliers_dominate);
     // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.
