@@ -75,8 +75,8 @@ struct CompareResult {
   int repeat = 1;
   CompareMode mode = CompareMode::sequential;
   std::uint64_t paired = 0;  // lockstep: the (repeat, request) pairs the interval resamples
-  // Lockstep with an uncached baseline: the speedups weigh each request by the
-  // machine's pace around it (machine_pace); the slowest and fastest stretch.
+  // Lockstep with an uncached baseline: the speedups divide each request by the
+  // machine's pace around it (machine_pace); its lowest and highest value.
   bool paced = false;
   double pace_min = 1, pace_max = 1;
   std::string interval;              // which interval the speedups show, in words
