@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -77,6 +79,18 @@ std::vector<OutcomeStats> outcome_costs(const std::vector<OutcomeStats>& summary
   return out;
 }
 
+// The 97.5% quantile of Student's t with `df` degrees of freedom: a table up
+// to 29, then the Cornish-Fisher expansion around the normal's (error < 1e-3).
+double student_t_975(std::size_t df) {
+  static constexpr double kTable[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045};
+  if (df == 0) return std::numeric_limits<double>::infinity();
+  if (df <= std::size(kTable)) return kTable[df - 1];
+  const double z = 1.959964, v = static_cast<double>(df), z3 = z * z * z, z5 = z3 * z * z;
+  return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
+}
+
 }  // namespace
 
 Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
@@ -131,6 +145,24 @@ Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vec
   }
   if (ratios.empty()) return s;
   std::tie(s.low, s.high) = percentile_interval(ratios, 0.95);
+  // The percentile interval is too narrow on few requests with heavy tails (in
+  // A/A compares of 60 requests it held 1.00 in 92% of 460): widen it to the
+  // ratio's linearised t-interval where that is wider.
+  const std::size_t n = b.size();
+  if (n >= 2) {
+    double sum = 0, sum_sq = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double e = b[i] - s.value * o[i];  // the ratio's residual for request i
+      sum += e;
+      sum_sq += e * e;
+    }
+    const double mean_e = sum / static_cast<double>(n);
+    const double var_e =
+        std::max(0.0, (sum_sq - static_cast<double>(n) * mean_e * mean_e) / static_cast<double>(n - 1));
+    const double half = student_t_975(n - 1) * std::sqrt(var_e / static_cast<double>(n)) / mo;
+    s.low = std::min(s.low, s.value - half);
+    s.high = std::max(s.high, s.value + half);
+  }
   s.noise = s.low <= 1.0 && 1.0 <= s.high;
   return s;
 }
@@ -389,6 +421,7 @@ CompareResult run_compare(const CompareConfig& config) {
           ", in units of the machine's pace (the baseline's median over the {} requests around each: "
           "{:.2f}–{:.2f}×)",
           std::min<std::size_t>(kPaceWindow, result.paired), result.pace_min, result.pace_max);
+    result.interval += "; percentile, widened to the ratio's t-interval where that is wider";
   } else {
     result.interval =
         fmt::format("bootstrap over pooled requests of {} repeat{}", config.repeat, config.repeat == 1 ? "" : "s");

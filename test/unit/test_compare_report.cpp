@@ -422,6 +422,21 @@ TEST_SUITE("paired bootstrap") {
     CHECK(s.high < 1.01);
   }
 
+  TEST_CASE("paired interval: at least the ratio's t-interval when one request carries the difference") {
+    // 20 requests, one of them twice as slow under the other configuration.
+    // Percentile bootstrap: [0.870, 1.000] (the outlier drawn 3 times, or
+    // never: 36% of resamples). The ratio R = 2000 / 2100; its residuals
+    // 100 - 100 R (19 times) and 100 - 200 R give a standard error of
+    // 0.04535 and, with t(19) = 2.093, R +- 0.0949.
+    std::vector<double> base(20, 100.0), other(20, 100.0);
+    other[7] = 200.0;
+    const Speedup s = paired_bootstrap_speedup(base, other);
+    CHECK(s.value == doctest::Approx(2000.0 / 2100.0));
+    CHECK(s.low == doctest::Approx(0.8575).epsilon(0.001));
+    CHECK(s.high == doctest::Approx(1.0473).epsilon(0.001));
+    CHECK(s.noise);
+  }
+
   TEST_CASE("machine pace: the baseline's rolling median, 1 at the machine's usual speed") {
     CHECK(machine_pace({}).empty());
     const std::vector<double> steady(100, 250.0);
