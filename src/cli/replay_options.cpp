@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <string_view>
 
 #include "cli/progress.hpp"
 #include "inferprof/error.hpp"
@@ -166,6 +167,12 @@ std::string redis_url(const ReplayArgs& args) {
 }
 
 RunConfig make_run_config(const ReplayArgs& args) {
+  // The timing code picks the CPU clock per thread, where it cannot report a
+  // misspelt value: without this check it would silently mean the default.
+  if (const char* clock = std::getenv("INFERPROF_CPU_CLOCK"); clock && *clock && std::string_view(clock) != "thread")
+    throw bad_input(fmt::format(
+        "INFERPROF_CPU_CLOCK={}: expected 'thread' (CLOCK_THREAD_CPUTIME_ID), or unset for the perf task clock",
+        printable(clock)));
   RunConfig config;
   config.model_path = args.model;
   if (!args.model_sha256.empty()) {

@@ -224,6 +224,21 @@ open(sys.argv[3], 'w').write(' '.join(r['seq'] for r in with_cpu))
     CHECK(r.err.find("--driver") != std::string::npos);
   }
 
+  TEST_CASE("INFERPROF_CPU_CLOCK: a value other than thread is one line naming it, exit 2, no report") {
+    auto& f = fixture();
+    TempDir out;
+    for (const std::string cmd : {"run", "compare"}) {
+      CAPTURE(cmd);
+      auto r = run_cli({cmd, f.model, "--trace", f.trace, "--limit", "5", "--out", out.file(cmd), "--no-progress"},
+                       "INFERPROF_CPU_CLOCK=thraed");
+      CHECK(r.code == 2);
+      CHECK(r.err ==
+            "inferprof: error: INFERPROF_CPU_CLOCK=thraed: expected 'thread' (CLOCK_THREAD_CPUTIME_ID), or unset "
+            "for the perf task clock\n");
+      CHECK_FALSE(fs::exists(out.path() / cmd));
+    }
+  }
+
   TEST_CASE("thread CPU time beside wall time in every output, never above it") {
     auto& f = fixture();
     TempDir out;
