@@ -313,11 +313,19 @@ RunOutcome run_replay(const RunConfig& config) {
                                channel->publish(ModelRef{source->name(), version});
                            }};
 
-  // ---- Warm-up gate: every worker warm; CPU sampling calibrated, the collector ready, the clock started ----
-  std::unique_ptr<Collector> collector;
+  // The collector and the machine-speed probe come before the warm-up: the
+  // first forward after the collector's allocations, or after the probe's
+  // 4 MiB walk through the caches, ran slower, and the warm-up absorbs that.
+  CollectorOptions copts;
+  copts.out_dir = config.output.out_dir;
+  copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
+  copts.copies_applicable = info.copies_applicable;
+  auto collector = std::make_unique<Collector>(copts);
+  info.speed_before = probe_machine_speed();
+
+  // ---- Warm-up gate: every worker warm; CPU sampling calibrated, the clock started ----
   Nanos epoch = 0;
   const detail::Gate gate = [&](const detail::WarmUpFastest& fastest_warmup) {
-    info.speed_before = probe_machine_speed();
     // A replica: tell the parent it is ready and wait for the common start.
     if (config.replica.on_ready) config.replica.on_ready();
     detail::GateOpen open;
@@ -325,11 +333,6 @@ RunOutcome run_replay(const RunConfig& config) {
     info.cpu_sample_every = open.cpu.every;
     info.cpu_clock_read_ns = open.cpu.read_ns;
     info.cpu_clock = open.cpu.clock;
-    CollectorOptions copts;
-    copts.out_dir = config.output.out_dir;
-    copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
-    copts.copies_applicable = info.copies_applicable;
-    collector = std::make_unique<Collector>(copts);
     // Everything is set up before the clock starts; the lead covers starting
     // the driver's threads and waking the workers, so none of it is charged to
     // the first requests (in open loop it would show as queueing).
