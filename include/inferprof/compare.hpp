@@ -78,6 +78,7 @@ struct CompareResult {
   // Lockstep with an uncached baseline: the speedups divide each request by the
   // machine's pace around it (machine_pace); its lowest and highest value.
   bool paced = false;
+  std::size_t pace_window = 0;  // the requests each pace value is the median of
   double pace_min = 1, pace_max = 1;
   std::string interval;              // which interval the speedups show, in words
   std::string interrupted_by;        // "SIGINT"/"SIGTERM": stopped early; rows hold what completed

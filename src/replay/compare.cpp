@@ -367,6 +367,7 @@ CompareResult run_compare(const CompareConfig& config) {
   if (mode == CompareMode::lockstep && base.tiers.empty() && !paired[0].empty()) {
     pace = machine_pace(paired[0]);
     result.paced = true;
+    result.pace_window = std::min(kPaceWindow, paired[0].size());
     const auto [least, most] = std::minmax_element(pace.begin(), pace.end());
     result.pace_min = *least;
     result.pace_max = *most;
@@ -420,7 +421,7 @@ CompareResult run_compare(const CompareConfig& config) {
       result.interval += fmt::format(
           ", in units of the machine's pace (the baseline's median over the {} requests around each: "
           "{:.2f}–{:.2f}×)",
-          std::min<std::size_t>(kPaceWindow, result.paired), result.pace_min, result.pace_max);
+          result.pace_window, result.pace_min, result.pace_max);
     result.interval += "; percentile, widened to the ratio's t-interval where that is wider";
   } else {
     result.interval =

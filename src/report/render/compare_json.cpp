@@ -1,6 +1,4 @@
 // A comparison as JSON (--format json, and compare.json).
-#include <algorithm>
-
 #include "report/json.hpp"
 #include "report/render/cache_section.hpp"
 #include "report/render/compare_parts.hpp"
@@ -33,7 +31,7 @@ std::string render_compare_json(const CompareResult& r) {
   if (r.mode == CompareMode::lockstep) w.field("paired_requests", r.paired);
   if (r.paced) {
     w.key("pace").begin_object();
-    w.field("window", static_cast<std::uint64_t>(std::min<std::uint64_t>(kPaceWindow, r.paired)));
+    w.field("window", static_cast<std::uint64_t>(r.pace_window));
     w.field_number("min", r.pace_min, 4);
     w.field_number("max", r.pace_max, 4);
     w.end_object();
