@@ -313,9 +313,10 @@ RunOutcome run_replay(const RunConfig& config) {
                                channel->publish(ModelRef{source->name(), version});
                            }};
 
-  // The collector and the machine-speed probe come before the warm-up: the
-  // first forward after the collector's allocations, or after the probe's
-  // 4 MiB walk through the caches, ran slower, and the warm-up absorbs that.
+  // The collector and the machine-speed probe come before the warm-up, so
+  // that the warm-up, not the first request, follows the collector's
+  // allocations and the probe's 4 MiB walk through the caches (in lockstep
+  // that had cost the first request ~0.7 ms: lockstep.cpp).
   CollectorOptions copts;
   copts.out_dir = config.output.out_dir;
   copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
