@@ -113,8 +113,9 @@ Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<dou
 // each resample draws request indices once and uses them for both, so drift
 // that slows request i under both cancels instead of widening the interval.
 // The interval is the percentile one, widened to the ratio's linearised
-// t-interval (n - 1 degrees of freedom) where that is wider. With `pace` (one value per request, as machine_pace
-// gives), both sides' latencies of request i are divided by pace[i] first. base, other and a non-empty pace must have
+// t-interval (n - 1 degrees of freedom) where that is wider. With `pace` (one
+// value per request, as machine_pace gives), both sides' latencies of request
+// i are divided by pace[i] first. base, other and a non-empty pace must have
 // the same size (throws std::invalid_argument).
 Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other,
                                  int resamples = 2000, const std::vector<double>& pace = {});

@@ -58,9 +58,10 @@ struct CpuSampling {
 // fastest of `repetitions`): a dependent multiply-add chain (the core: within
 // 1% from one probe to the next beside a busy process, 8% over 30 processes)
 // and a dependent walk over 4 MiB (shared cache and memory: it moves with what
-// other processes do to the cache, 1-7x on the development VM under ctest). A run probes before its first request
-// and after its last; `diff` compares the compute probes of its two sides to
-// tell a machine that slowed down from code that did.
+// other processes do to the cache, 1-7x on the development VM under ctest). A
+// run probes before its warm-up and after its last request; `diff` compares
+// the compute probes of its two sides to tell a machine that slowed down from
+// code that did.
 struct SpeedProbe {
   double compute_us = 0, memory_us = 0;
   bool measured() const noexcept { return compute_us > 0; }
