@@ -263,12 +263,13 @@ CompareResult run_compare(const CompareConfig& config) {
   std::vector<std::vector<std::string>> paired_outcome(config.configurations.size());
   if (mode == CompareMode::lockstep) {
     for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
-      const bool last = rep == config.repeat - 1;
+      // Every pass writes its reports (each replaces the last): the passes are
+      // measured alike, and an interrupted pass leaves the reports of what it served.
       std::vector<detail::LockstepTarget> targets;
       for (std::size_t c = 0; c < result.rows.size(); ++c)
-        targets.push_back(detail::LockstepTarget{
-            result.rows[c].tiers, run_namespace(c, rep),
-            last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folders[c]).string() : ""});
+        targets.push_back(
+            detail::LockstepTarget{result.rows[c].tiers, run_namespace(c, rep),
+                                   config.out_dir.empty() ? "" : (fs::path(config.out_dir) / folders[c]).string()});
       if (observer)
         observer->context(fmt::format("lockstep over {} configurations{}", result.rows.size(),
                                       config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
@@ -329,6 +330,10 @@ CompareResult run_compare(const CompareConfig& config) {
     for (std::size_t c = 0; c < result.rows.size(); ++c) {
       if (result.rows[c].means_us.empty()) {
         result.not_run.push_back(result.rows[c].name);
+        // A lockstep pass creates every configuration's folder before its
+        // first request: one cut short before then leaves them empty.
+        std::error_code ec;
+        if (!config.out_dir.empty()) fs::remove_all(fs::path(config.out_dir) / folders[c], ec);
         continue;
       }
       if (kept != c) {

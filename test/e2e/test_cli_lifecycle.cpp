@@ -373,6 +373,38 @@ TEST_SUITE("e2e lifecycle") {
     CHECK(slurp(bg->out).find("\"interrupted\": true") != std::string::npos);
   }
 
+  // An interrupt before the first request is served under every configuration
+  // (model load, warm-up): nothing was measured, so no report at all, one line,
+  // exit 130, and no folder left in --out. Where the signal lands is fixed by
+  // what the test waits for, not by a delay: the configurations' folders are made
+  // after the model load and before a warm-up that is far too long to finish.
+  TEST_CASE("lockstep compare interrupted before its first request: one line, exit 130, no reports") {
+    auto& f = fixture();
+    for (const char* when : {"loading", "warming up"}) {
+      CAPTURE(when);
+      TempDir io;
+      const fs::path out = io.path() / "c";
+      auto bg = start({"compare", f.model, "--trace", f.long_trace, "--caches", "none", "--caches", "l1", "--warmup",
+                       "100000000", "--out", out.string(), "--no-progress", "--format", "json"},
+                      io);
+      if (std::string_view(when) == "loading")
+        REQUIRE(wait_for([&] { return fs::exists(out); }, 60s));
+      else
+        REQUIRE(wait_for([&] { return !names_with(out / "l1", ".requests.csv.tmp.").empty(); }, 60s));
+      ::kill(bg->pid, SIGINT);
+      REQUIRE(bg->wait(30s) == 130);
+      const std::string err = slurp(bg->err);
+      CHECK_MESSAGE(count_lines(err) == 1, err);
+      CHECK(err.find("interrupted by SIGINT before any configuration completed: nothing to report") !=
+            std::string::npos);
+      CHECK(slurp(bg->out).empty());
+      std::error_code ec;
+      CHECK_MESSAGE(fs::is_empty(out, ec), "left in --out: " << names_with(out, "").size() << " entries");
+    }
+  }
+
+  // Mid-run: requests.csv's temporary file grows only once its 1 MiB buffer has
+  // filled, so it holds thousands of requests served under both configurations.
   TEST_CASE("lockstep compare interrupted keeps every configuration, each with the requests served under all") {
     auto& f = fixture();
     TempDir io;
@@ -383,8 +415,14 @@ TEST_SUITE("e2e lifecycle") {
     auto bg = start({"compare", f.model, "--trace", trace, "--caches", "none", "--caches", "l1", "--warmup", "1",
                      "--out", out.string(), "--no-progress", "--format", "json"},
                     io);
-    REQUIRE(wait_for([&] { return !names_with(out / "l1", ".requests.csv.tmp.").empty(); }, 60s));
-    std::this_thread::sleep_for(200ms);
+    auto served = [&] {
+      for (const std::string& name : names_with(out / "l1", ".requests.csv.tmp.")) {
+        std::error_code ec;
+        if (fs::file_size(out / "l1" / name, ec) > 0 && !ec) return true;
+      }
+      return false;
+    };
+    REQUIRE_MESSAGE(wait_for(served, 120s), slurp(bg->err));
     ::kill(bg->pid, SIGINT);
     REQUIRE(bg->wait(30s) == 130);
     simdjson::dom::parser parser;
@@ -402,12 +440,45 @@ TEST_SUITE("e2e lifecycle") {
     CHECK(configs.at(0)["requests"].get(none) == simdjson::SUCCESS);
     CHECK(configs.at(1)["requests"].get(l1) == simdjson::SUCCESS);
     CHECK(result["paired_requests"].get(paired) == simdjson::SUCCESS);
-    CHECK(none > 0);
+    CHECK(none > 1000);  // past the first flush of the 1 MiB buffer
     CHECK(none < 400000);
     CHECK(none == l1);  // an interrupt ends the pass between requests, never inside one
     CHECK(paired == none);
-    for (const char* folder : {"none", "l1"})
+    for (const char* folder : {"none", "l1"}) {
       CHECK_MESSAGE(fs::is_regular_file(out / folder / "summary.json"), folder);
+      CHECK_MESSAGE(names_with(out / folder, ".tmp.").empty(), folder);
+    }
+  }
+
+  // With --repeat, a pass cut short keeps the passes before it, and every
+  // configuration's folder holds the reports of the pass the interrupt ended.
+  TEST_CASE("lockstep compare interrupted in its second pass keeps the first and the reports of the second") {
+    auto& f = fixture();
+    TempDir io;
+    const fs::path out = io.path() / "c";
+    TempDir traces;
+    const std::string trace = traces.file("mid.jsonl");
+    REQUIRE(run_cli({"gen-trace", "--requests", "20000", "--keys", "50", "-o", trace}).code == 0);
+    auto bg = start({"compare", f.model, "--trace", trace, "--caches", "none", "--caches", "l1", "--warmup", "1",
+                     "--repeat", "3", "--out", out.string(), "--no-progress", "--format", "json"},
+                    io);
+    // The first pass's reports are in place once it has committed them.
+    REQUIRE_MESSAGE(wait_for([&] { return fs::exists(out / "l1" / "summary.json"); }, 180s), slurp(bg->err));
+    ::kill(bg->pid, SIGINT);
+    REQUIRE(bg->wait(30s) == 130);
+    simdjson::dom::parser parser;
+    auto result = load_json(parser, out / "compare.json");
+    simdjson::dom::array configs, means;
+    REQUIRE(result["configurations"].get(configs) == simdjson::SUCCESS);
+    REQUIRE(configs.size() == 2);
+    REQUIRE(configs.at(1)["means_us"].get(means) == simdjson::SUCCESS);
+    CHECK(means.size() >= 1);  // the first pass, and the second if it served a request
+    CHECK(means.size() <= 2);
+    std::uint64_t paired = 0;
+    CHECK(result["paired_requests"].get(paired) == simdjson::SUCCESS);
+    CHECK(paired >= 20000);
+    CHECK(paired < 60000);
+    CHECK(slurp(bg->err).find("interrupted by SIGINT") != std::string::npos);
   }
 
   // ASan reserves terabytes of address space for its shadow memory: under
