@@ -34,6 +34,14 @@ inline std::string_view compare_mode_name(CompareMode m) {
   return enum_name(m);
 }
 
+// Which speedup intervals the table shows: the this-trace one (the verdict's),
+// or both it and the traffic-like one (compare.json and compare.csv have both).
+enum class CompareIntervals : std::uint8_t { this_trace, both };
+template <>
+struct EnumNames<CompareIntervals> {
+  static constexpr std::array<std::string_view, 2> names{"this-trace", "both"};
+};
+
 struct CompareConfig {
   RunConfig base;                           // model, trace, profile and replay settings; base.out_dir unused
   std::vector<std::string> configurations;  // "none", "l1", "l1,l2", ...; the first is the baseline
@@ -45,12 +53,26 @@ struct CompareConfig {
   // nullopt: lockstep for a closed loop with one worker, else sequential.
   // Lockstep with --open-loop or --concurrency > 1 is bad input.
   std::optional<CompareMode> mode;
+  CompareIntervals intervals = CompareIntervals::this_trace;
 };
 
 // A speedup (baseline / this) with its bootstrap 95% confidence interval.
 struct Speedup {
   double value = 1, low = 1, high = 1;
   bool noise = false;  // the interval includes 1.0
+};
+
+// What served a request, as this_trace_speedup reads it: "none" (no cache
+// tier), "miss", "l1_hit", "l2_hit", "l3_hit".
+inline constexpr std::uint8_t kOutcomeNone = 0, kOutcomeMiss = 1, kOutcomeCodes = 5;
+std::uint8_t outcome_code(std::string_view outcome);
+
+// How this_trace_speedup grouped the requests.
+struct TraceIntervalInfo {
+  std::size_t classes = 0;      // input x outcome under both configurations
+  std::size_t singletons = 0;   // requests alone in their class: noise from the pooled spread
+  bool inputs_ignored = false;  // no input repeated with the same outcomes: classes by outcome alone
+  bool borrowed = false;        // some singletons' outcome had too few repeats of its own: noise pooled over all
 };
 
 struct CompareRow {
@@ -61,9 +83,17 @@ struct CompareRow {
   std::vector<double> walls_s;   // replay time of each repeat
   double mean_us = 0, p50_us = 0, p99_us = 0, rps = 0, wall_s = 0;  // over repeats (p50/p99: of the last)
   Speedup mean_speedup;                                             // baseline mean latency / this one's
-  double unpaced_speedup = 0;      // CompareResult::paced: the same ratio without dividing by the pace
-  Speedup wall_speedup;            // baseline replay time / this one's
-  bool outliers_dominate = false;  // the slowest 1% of requests hold over half the time
+  double unpaced_speedup = 0;  // CompareResult::paced: the same ratio without dividing by the pace
+  Speedup wall_speedup;        // baseline replay time / this one's
+  // Lockstep: mean_speedup is the this-trace interval (this_trace_speedup), the
+  // one its verdict reads; traffic_speedup resamples whole requests (traffic
+  // like this trace); cpu_speedup is the same as mean_speedup on thread CPU
+  // time (requests whose CPU time was read). Sequential: all three are the
+  // request bootstrap (cpu_speedup a point value).
+  Speedup traffic_speedup;
+  Speedup cpu_speedup;
+  TraceIntervalInfo interval_facts;  // lockstep: how mean_speedup grouped the requests
+  bool outliers_dominate = false;    // the slowest 1% of requests hold over half the time
   // What a request costs by what served it: l1_hit, l2_hit, l3_hit, miss
   // (count and mean µs; p50/p99 unset). Lockstep: over every repeat;
   // sequential: the last repeat's. Empty without caches.
@@ -81,6 +111,8 @@ struct CompareResult {
   std::size_t pace_window = 0;  // the requests each pace value is the median of
   double pace_min = 1, pace_max = 1;
   std::string interval;              // which interval the speedups show, in words
+  std::string traffic_interval;      // the second interval (traffic like this), in words; empty: none
+  bool show_traffic = false;         // --intervals both: the table shows the traffic interval too
   std::string interrupted_by;        // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
   std::vector<std::string> not_run;  // configurations an interrupt left without a completed replay
   std::vector<std::string> warnings;
@@ -119,6 +151,26 @@ Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<dou
 // the same size (throws std::invalid_argument).
 Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other,
                                  int resamples = 2000, const std::vector<double>& pace = {});
+
+// The speedup's 95% interval for *this trace* (lockstep): measurement noise
+// with the trace held fixed, the question a verdict ("faster", "no measurable
+// difference") answers. Request i belongs to a class: its input (`input`, a
+// key hash) and what served it under each configuration (outcome_code). Only
+// the timing within a class varies: a stratified paired bootstrap redraws each
+// class's requests from themselves; a request alone in its class is scaled by
+// relative residuals drawn from the classes of the same outcome (a miss pools
+// with an uncached request: the same work), or from all when that outcome
+// has fewer than five. The interval is the union of that bootstrap's
+// percentile interval and the ratio's linearised t-interval on the log scale
+// (within-class variances, n - classes degrees of freedom), so no bound is
+// ever <= 0. With `pace` both sides are divided by it first (machine_pace).
+Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<double>& other,
+                           const std::vector<std::uint64_t>& input, const std::vector<std::uint8_t>& base_outcome,
+                           const std::vector<std::uint8_t>& other_outcome, int resamples = 2000,
+                           const std::vector<double>& pace = {}, TraceIntervalInfo* info = nullptr);
+
+// The 97.5% quantile of Student's t with `df` degrees of freedom (infinite for 0).
+double student_t_975(std::size_t df);
 
 // How slow the machine ran around each request of a lockstep pass, relative to
 // the whole pass (1 = its usual speed, 1.2 = 20% slower), read off the

@@ -153,6 +153,7 @@ Runner add_compare_command(CLI::App& app) {
   auto repeat = std::make_shared<int>(1);
   auto diff = std::make_shared<bool>(false);
   auto mode = std::make_shared<std::optional<CompareMode>>();
+  auto intervals = std::make_shared<CompareIntervals>(CompareIntervals::this_trace);
   CLI::App* cmd = app.add_subcommand(
       "compare", "Replay a trace under several cache configurations and report the measured speedup of each");
   add_replay_options(cmd, *args);
@@ -168,10 +169,14 @@ Runner add_compare_command(CLI::App& app) {
                   "lockstep: one process, each request served under every configuration in turn, paired interval "
                   "(default for a closed loop with --concurrency 1); sequential: whole replays one after another "
                   "(default otherwise)");
+  add_enum_option(cmd, "--intervals", *intervals,
+                  "this-trace: the table shows each speedup's interval for this trace (noise only, the trace held "
+                  "fixed; the verdicts read it); both: also the interval for traffic like this trace (requests "
+                  "resampled). compare.json and compare.csv always have both");
   cmd->add_flag("--flamegraph-diff", *diff,
                 "With --out: a differential flame graph of each configuration vs the first");
 
-  return [args, out, configs, repeat, diff, mode] {
+  return [args, out, configs, repeat, diff, mode, intervals] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the configurations completed
     CompareConfig config;
     config.base = make_run_config(*args);
@@ -184,6 +189,7 @@ Runner add_compare_command(CLI::App& app) {
     config.out_dir = *out;
     config.flamegraph_diff = *diff;
     config.mode = *mode;
+    config.intervals = *intervals;
     if (*diff && out->empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
     CompareResult result = run_compare(config);
     std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);

@@ -141,6 +141,42 @@ std::optional<double> probe_of(const std::vector<RunData>& runs, double SpeedPro
   return sum / static_cast<double>(runs.size());
 }
 
+// What would settle a change past its gate whose interval straddles it: the
+// runs per side that bring the interval's half-width (t x the standard error
+// of the difference of the sides' means, from the runs' own spread) inside
+// the change's distance from the gate.
+std::string runs_needed_note(const DiffRow& row, bool higher_is_better) {
+  if (row.base_runs.size() < 2 || row.new_runs.size() < 2)
+    return "the interval straddles the gate: give 3 or more runs per side (--base DIR... --new DIR...) so the "
+           "spread between runs shows how many would settle it";
+  auto variance = [](const std::vector<double>& v) {
+    const double m = mean_of(v);
+    double ss = 0;
+    for (double x : v)
+      ss += (x - m) * (x - m);
+    return ss / static_cast<double>(v.size() - 1);
+  };
+  const double spread = std::sqrt((variance(row.base_runs) + variance(row.new_runs)) / 2);  // one run's SD
+  const double worse = (higher_is_better ? -1.0 : 1.0) * row.change.delta();
+  const double gap = std::abs(std::abs(worse) - row.limit);
+  const std::size_t have = std::min(row.base_runs.size(), row.new_runs.size());
+  if (!(spread > 0))
+    return "the interval straddles the gate while the runs agree: more requests per run would settle it";
+  constexpr std::size_t kMost = 200;
+  for (std::size_t k = 2; k <= kMost; ++k) {
+    const double half = student_t_975(2 * k - 2) * spread * std::sqrt(2.0 / static_cast<double>(k));
+    if (half < gap)
+      return fmt::format(
+          "the interval straddles the gate: at the measured spread between runs ({:.1f}% of the mean per run) about "
+          "{} runs per side would settle it ({} now), alternated base/new on one machine",
+          100 * spread / std::max(std::abs(row.change.base), 1e-12), k, have);
+  }
+  return fmt::format(
+      "the interval straddles the gate: the change lies within {:.2f}% of it, closer than {} runs per side at the "
+      "measured spread between runs could tell",
+      100 * gap / std::max(std::abs(row.change.base), 1e-12), kMost);
+}
+
 void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_better = false) {
   if (!gate) return;
   auto allowed = [&](double base) {
@@ -149,12 +185,19 @@ void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_bet
   row.gate = gate->text;
   row.limit = allowed(row.change.base);
   row.verdict = judge(row.change, row.limit, higher_is_better);
-  // Past the threshold while a side cannot agree with itself by that much:
-  // the change may be the machine's, so it is not judged, unless the sides
-  // are apart anyway: every run of one beyond every run of the other by
+  // Past the threshold while a side cannot agree with itself by that much.
+  // With an interval, the runs' disagreement is inside it (hierarchical
+  // bootstrap) and the interval decides: wholly past the gate is a regression
+  // however much the runs disagree (a +37% preprocess change read "unstable"
+  // at [+16.3%, +68.8%] against 10%), and one that straddles the gate reads
+  // unstable rather than noise, since more runs would settle it. Without an
+  // interval the change may be the machine's, so it is not judged, unless the
+  // sides are apart anyway: every run of one beyond every run of the other by
   // more than the threshold.
   const bool unsure = disagree(row.base_runs, allowed) || disagree(row.new_runs, allowed);
-  if (unsure && row.verdict != Verdict::ok) {
+  if (unsure && row.change.interval) {
+    if (row.verdict == Verdict::noise) row.verdict = Verdict::unstable;
+  } else if (unsure && row.verdict != Verdict::ok) {
     // Each side's lowest and highest run, oriented so that larger is worse.
     auto range = [&](const std::vector<double>& v) {
       const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
@@ -175,6 +218,8 @@ void apply(DiffRow& row, const GateSpec* gate, DiffResult& r, bool higher_is_bet
     row.note = fmt::format("the machine ran {:.0f}% {} on the new side (speed probe): within the gate after that",
                            std::abs(*r.machine_slowdown - 1) * 100, *r.machine_slowdown > 1 ? "slower" : "faster");
   }
+  if ((row.verdict == Verdict::noise || row.verdict == Verdict::unstable) && row.note.empty())
+    row.note = runs_needed_note(row, higher_is_better);
   ++r.gated;
   if (row.verdict == Verdict::regression) ++r.regressions;
   if (row.verdict == Verdict::noise) ++r.noise;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <iterator>
 #include <limits>
@@ -79,18 +80,6 @@ std::vector<OutcomeStats> outcome_costs(const std::vector<OutcomeStats>& summary
   return out;
 }
 
-// The 97.5% quantile of Student's t with `df` degrees of freedom: a table up
-// to 29, then the Cornish-Fisher expansion around the normal's (error < 1e-3).
-double student_t_975(std::size_t df) {
-  static constexpr double kTable[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045};
-  if (df == 0) return std::numeric_limits<double>::infinity();
-  if (df <= std::size(kTable)) return kTable[df - 1];
-  const double z = 1.959964, v = static_cast<double>(df), z3 = z * z * z, z5 = z3 * z * z;
-  return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
-}
-
 }  // namespace
 
 Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
@@ -159,9 +148,11 @@ Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vec
     const double mean_e = sum / static_cast<double>(n);
     const double var_e =
         std::max(0.0, (sum_sq - static_cast<double>(n) * mean_e * mean_e) / static_cast<double>(n - 1));
-    const double half = student_t_975(n - 1) * std::sqrt(var_e / static_cast<double>(n)) / mo;
-    s.low = std::min(s.low, s.value - half);
-    s.high = std::max(s.high, s.value + half);
+    // On the log scale: a ratio's bounds stay above 0 (on the ratio's own
+    // scale a heavy-tailed cache gave [-6.24, 139.84]).
+    const double half = student_t_975(n - 1) * std::sqrt(var_e / static_cast<double>(n)) / mo / s.value;
+    s.low = std::min(s.low, s.value * std::exp(-half));
+    s.high = std::max(s.high, s.value * std::exp(half));
   }
   s.noise = s.low <= 1.0 && 1.0 <= s.high;
   return s;
@@ -261,6 +252,8 @@ CompareResult run_compare(const CompareConfig& config) {
   // Lockstep: per configuration, the latency and outcome of every (repeat, request).
   std::vector<std::vector<double>> paired(config.configurations.size());
   std::vector<std::vector<std::string>> paired_outcome(config.configurations.size());
+  std::vector<std::vector<double>> paired_cpu(config.configurations.size());
+  std::vector<std::uint64_t> paired_input;  // per (repeat, request): its input, the same in every configuration
   if (mode == CompareMode::lockstep) {
     for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
       // Every pass writes its reports (each replaces the last): the passes are
@@ -280,9 +273,11 @@ CompareResult run_compare(const CompareConfig& config) {
         if (!lifecycle::interrupted()) throw;
         break;  // interrupted before a request completed: the earlier repeats stand
       }
+      paired_input.insert(paired_input.end(), pass.input.begin(), pass.input.end());
       for (std::size_t c = 0; c < result.rows.size(); ++c) {
         paired[c].insert(paired[c].end(), pass.latency_us[c].begin(), pass.latency_us[c].end());
         paired_outcome[c].insert(paired_outcome[c].end(), pass.outcome[c].begin(), pass.outcome[c].end());
+        paired_cpu[c].insert(paired_cpu[c].end(), pass.cpu_us[c].begin(), pass.cpu_us[c].end());
         // An interrupted pass covers the requests served under every configuration.
         keep(c, std::move(pass.outcomes[c]));
       }
@@ -342,6 +337,7 @@ CompareResult run_compare(const CompareConfig& config) {
         folded[kept] = std::move(folded[c]);
         paired[kept] = std::move(paired[c]);
         paired_outcome[kept] = std::move(paired_outcome[c]);
+        paired_cpu[kept] = std::move(paired_cpu[c]);
         folders[kept] = std::move(folders[c]);
       }
       ++kept;
@@ -377,6 +373,30 @@ CompareResult run_compare(const CompareConfig& config) {
     result.pace_min = *least;
     result.pace_max = *most;
   }
+  // Lockstep: what served each request, coded for the this-trace interval.
+  std::vector<std::vector<std::uint8_t>> codes(result.rows.size());
+  if (mode == CompareMode::lockstep)
+    for (std::size_t c = 0; c < result.rows.size(); ++c) {
+      codes[c].reserve(paired_outcome[c].size());
+      for (const std::string& o : paired_outcome[c])
+        codes[c].push_back(outcome_code(o));
+    }
+  // CPU time per request, paired the same way, over the requests whose CPU
+  // time was read in both (CPU sampling reads the same requests in every lane).
+  auto cpu_this_trace = [&](std::size_t c) {
+    std::vector<double> b, o;
+    std::vector<std::uint64_t> in;
+    std::vector<std::uint8_t> cb, co;
+    for (std::size_t i = 0; i < paired_cpu[0].size() && i < paired_cpu[c].size(); ++i) {
+      if (!std::isfinite(paired_cpu[0][i]) || !std::isfinite(paired_cpu[c][i])) continue;
+      b.push_back(paired_cpu[0][i]);
+      o.push_back(paired_cpu[c][i]);
+      in.push_back(paired_input[i]);
+      cb.push_back(codes[0][i]);
+      co.push_back(codes[c][i]);
+    }
+    return this_trace_speedup(b, o, in, cb, co, 2000);
+  };
   for (std::size_t c = 0; c < result.rows.size(); ++c) {
     CompareRow& row = result.rows[c];
     row.mean_us = mean_of(row.means_us);
@@ -389,13 +409,24 @@ CompareResult run_compare(const CompareConfig& config) {
         mode == CompareMode::lockstep ? outcome_costs(paired[c], paired_outcome[c]) : outcome_costs(row.last.outcomes);
     result.verify_mismatches += row.last.verify.mismatches;
     if (c == 0) {
-      row.mean_speedup = row.wall_speedup = Speedup{};
+      row.mean_speedup = row.wall_speedup = row.traffic_speedup = row.cpu_speedup = Speedup{};
       continue;
     }
     // Mean latency. Lockstep: paired over (repeat, request), the same indices
-    // for both; sequential: bootstrap over the pooled requests of all repeats.
-    row.mean_speedup = mode == CompareMode::lockstep ? paired_bootstrap_speedup(paired[0], paired[c], 2000, pace)
-                                                     : bootstrap_speedup(samples[0], samples[c]);
+    // for both; the verdict reads the this-trace interval. Sequential:
+    // bootstrap over the pooled requests of all repeats.
+    if (mode == CompareMode::lockstep) {
+      row.mean_speedup =
+          this_trace_speedup(paired[0], paired[c], paired_input, codes[0], codes[c], 2000, pace, &row.interval_facts);
+      row.traffic_speedup = paired_bootstrap_speedup(paired[0], paired[c], 2000, pace);
+      row.cpu_speedup = cpu_this_trace(c);
+    } else {
+      row.mean_speedup = row.traffic_speedup = bootstrap_speedup(samples[0], samples[c]);
+      if (row.last.total.cpu && base.last.total.cpu && row.last.total.cpu_mean_us > 0) {
+        row.cpu_speedup.value = base.last.total.cpu_mean_us / row.last.total.cpu_mean_us;
+        row.cpu_speedup.low = row.cpu_speedup.high = row.cpu_speedup.value;
+      }
+    }
     if (result.paced) row.unpaced_speedup = mean_of(paired[0]) / std::max(mean_of(paired[c]), 1e-9);
     // Replay time: over repeats when there are enough of them, else a point value.
     if (config.repeat >= 3) {
@@ -406,9 +437,10 @@ CompareResult run_compare(const CompareConfig& config) {
     }
     if (row.mean_speedup.noise)
       result.warnings.push_back(
-          fmt::format("{} vs {}: the 95% interval of the speedup [{:.2f}, {:.2f}] includes 1.0 "
+          fmt::format("{} vs {}: the 95% interval of the speedup{} [{:.2f}, {:.2f}] includes 1.0 "
                       "— no measurable difference",
-                      row.name, base.name, row.mean_speedup.low, row.mean_speedup.high));
+                      row.name, base.name, mode == CompareMode::lockstep ? " on this trace" : "", row.mean_speedup.low,
+                      row.mean_speedup.high));
     if (row.outliers_dominate)
       result.warnings.push_back(
           fmt::format("{}: the slowest 1% of requests hold over half of the time; compare p50 "
@@ -418,19 +450,45 @@ CompareResult run_compare(const CompareConfig& config) {
   if (result.rows.front().outliers_dominate)
     result.warnings.push_back(
         fmt::format("{}: the slowest 1% of requests hold over half of the time", result.rows.front().name));
+  result.show_traffic = config.intervals == CompareIntervals::both;
   if (mode == CompareMode::lockstep) {
     result.paired = paired.empty() ? 0 : paired[0].size();
-    result.interval = fmt::format("paired bootstrap over {} requests{}", result.paired,
-                                  config.repeat > 1 ? fmt::format(" ({} lockstep repeats)", config.repeat) : "");
+    // The classes and singletons of every configuration against the baseline, as a range.
+    std::size_t classes_lo = SIZE_MAX, classes_hi = 0, single_lo = SIZE_MAX, single_hi = 0;
+    bool ignored = false, borrowed = false;
+    for (std::size_t c = 1; c < result.rows.size(); ++c) {
+      const TraceIntervalInfo& f = result.rows[c].interval_facts;
+      classes_lo = std::min(classes_lo, f.classes);
+      classes_hi = std::max(classes_hi, f.classes);
+      single_lo = std::min(single_lo, f.singletons);
+      single_hi = std::max(single_hi, f.singletons);
+      ignored = ignored || f.inputs_ignored;
+      borrowed = borrowed || f.borrowed;
+    }
+    auto range = [](std::size_t lo, std::size_t hi) {
+      return lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
+    };
+    std::string repeats = config.repeat > 1 ? fmt::format(" ({} lockstep repeats)", config.repeat) : "";
+    result.interval = fmt::format(
+        "this trace: noise with the trace held fixed, {} paired requests{} resampled within {} classes ({}) — "
+        "{} alone in their class take the pooled within-class noise{}",
+        result.paired, repeats, result.rows.size() > 1 ? range(classes_lo, classes_hi) : "0",
+        ignored ? "what served them under both configurations; no input repeated with the same outcome"
+                : "input x what served it under both configurations",
+        result.rows.size() > 1 ? range(single_lo, single_hi) : "0",
+        borrowed ? " (over all outcomes where theirs has too few repeats)" : "");
     if (result.paced)
       result.interval += fmt::format(
-          ", in units of the machine's pace (the baseline's median over the {} requests around each: "
+          "; in units of the machine's pace (the baseline's median over the {} requests around each: "
           "{:.2f}–{:.2f}×)",
           result.pace_window, result.pace_min, result.pace_max);
-    result.interval += "; percentile, widened to the ratio's t-interval where that is wider";
+    result.interval += "; the verdicts read it";
+    result.traffic_interval = fmt::format(
+        "traffic like this trace: paired bootstrap over {} requests{} (which requests, hits and inputs vary too)",
+        result.paired, repeats);
   } else {
-    result.interval =
-        fmt::format("bootstrap over pooled requests of {} repeat{}", config.repeat, config.repeat == 1 ? "" : "s");
+    result.interval = fmt::format("bootstrap over pooled requests of {} repeat{} (traffic like this trace: no pairing)",
+                                  config.repeat, config.repeat == 1 ? "" : "s");
   }
   if (mode == CompareMode::sequential && config.repeat < 3)
     result.warnings.push_back(

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 
 #include "replay/model_updates.hpp"
 
@@ -265,6 +267,9 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
       const RequestRecord& record = records[l];
       lane.latency_us.push_back(static_cast<double>(record.total()) / 1e3);
       lane.outcome.push_back(record.cache_outcome);
+      lane.cpu_us.push_back(record.cpu_measured() ? static_cast<double>(record.cpu_total()) / 1e3
+                                                  : std::numeric_limits<double>::quiet_NaN());
+      lane.input.push_back(std::hash<std::string>{}(request.key));
       lane.busy_ns += record.total();
       if (lane.collector) lane.collector->add(record);
     }

@@ -169,7 +169,9 @@ struct LockstepLane {
   Verifier* verifier = nullptr;    // --verify's sample of its hits; null: none
   std::vector<double> latency_us;  // per request, in the order served
   std::vector<std::string> outcome;
-  Nanos busy_ns = 0;  // summed request time: this lane's replay time
+  std::vector<double> cpu_us;        // per request: thread CPU time; NaN where not read (CPU sampling)
+  std::vector<std::uint64_t> input;  // per request: a hash of its input key (the same in every lane)
+  Nanos busy_ns = 0;                 // summed request time: this lane's replay time
 };
 // Serves requests from `next` (false: no more) until it ends, `stop` says so
 // between requests, or `limit` (0: none) are served. Returns the requests
@@ -229,6 +231,8 @@ struct LockstepPass {
   std::vector<RunOutcome> outcomes;               // per target (files written when out_dir was set)
   std::vector<std::vector<double>> latency_us;    // per target, per request (same order for all)
   std::vector<std::vector<std::string>> outcome;  // per target, per request: what served it
+  std::vector<std::vector<double>> cpu_us;        // per target, per request: thread CPU time (NaN: not read)
+  std::vector<std::uint64_t> input;               // per request: a hash of its input key
 };
 // Set-up, shared warm-up, drive, collect, commit. Throws Error; a failure
 // leaves no report of any target. An interrupt ends the pass between

@@ -146,9 +146,11 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   // Commit last: a failure before here leaves no configuration's reports.
   for (std::size_t c = 0; c < n; ++c)
     commit_run(*collectors[c], pass.outcomes[c], targets[c].out_dir);
+  pass.input = std::move(lanes.front().input);
   for (auto& lane : lanes) {
     pass.latency_us.push_back(std::move(lane.latency_us));
     pass.outcome.push_back(std::move(lane.outcome));
+    pass.cpu_us.push_back(std::move(lane.cpu_us));
   }
   return pass;
 }

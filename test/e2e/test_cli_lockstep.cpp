@@ -64,7 +64,11 @@ TEST_SUITE("e2e lockstep") {
                       "--out", out.file("c"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find(" · lockstep") != std::string::npos);
-    CHECK(r.out.find("speedup intervals: lockstep mode, paired bootstrap over 60 requests") != std::string::npos);
+    CHECK(r.out.find("speedup intervals: lockstep mode, this trace: noise with the trace held fixed, 60 paired "
+                     "requests resampled within ") != std::string::npos);
+    CHECK(r.out.find("also in compare.json (--intervals both): traffic like this trace: paired bootstrap over 60 "
+                     "requests") != std::string::npos);
+    CHECK(r.out.find("cpu speedup") != std::string::npos);
     CHECK(r.out.find("l1 hit cost") != std::string::npos);
     CHECK(r.out.find("miss cost") != std::string::npos);
     for (const char* folder : {"none", "l1", "l3"})
@@ -78,14 +82,17 @@ TEST_SUITE("e2e lockstep") {
     CHECK(std::string_view(doc["mode"].get_string()) == "lockstep");
     // An uncached baseline: the speedups are in units of the machine's pace, and the interval says so.
     const std::string_view interval = doc["interval"].get_string();
-    CHECK(interval.rfind("paired bootstrap over 60 requests, in units of the machine's pace (the baseline's median "
-                         "over the 31 requests around each: ",
-                         0) == 0);
+    CHECK(interval.rfind("this trace: noise with the trace held fixed, 60 paired requests resampled within ", 0) == 0);
+    CHECK(interval.find("input x what served it under both configurations") != std::string::npos);
+    CHECK(interval.find("; in units of the machine's pace (the baseline's median over the 31 requests around each: ") !=
+          std::string::npos);
+    CHECK(std::string_view(doc["traffic_interval"].get_string())
+              .rfind("traffic like this trace: paired bootstrap over 60 requests", 0) == 0);
     CHECK(json_number(doc["paired_requests"]) == CnnFixture::kRequests);
     CHECK(json_number(doc["pace"]["window"]) == 31);
     CHECK(json_number(doc["pace"]["min"]) <= 1.0);
     CHECK(json_number(doc["pace"]["max"]) >= 1.0);
-    CHECK(r.out.find(", in units of the machine's pace (") != std::string::npos);
+    CHECK(r.out.find("; in units of the machine's pace (") != std::string::npos);
     simdjson::dom::array rows = doc["configurations"].get_array();
     REQUIRE(rows.size() == 3);
     // Every configuration served every request.
@@ -101,6 +108,24 @@ TEST_SUITE("e2e lockstep") {
     CHECK(l1.value > 1.5);
     CHECK(l1.low <= l1.value);
     CHECK(l1.value <= l1.high);
+    // Each configuration has a verdict its this-trace interval supports, the
+    // traffic-like interval beside it and the speedup in thread CPU time; no
+    // bound of any ratio at or below 0.
+    for (std::size_t c = 1; c < 3; ++c) {
+      simdjson::dom::element row = rows.at(c);
+      const std::string_view verdict = row["verdict"].get_string();
+      const Interval s = speedup_of(row);
+      CHECK(verdict == (s.low > 1 ? "faster" : s.high < 1 ? "slower" : "no measurable difference"));
+      for (const char* key : {"speedup", "traffic_speedup", "cpu_speedup"}) {
+        CAPTURE(key);
+        CHECK(json_number(row[key]["low"]) > 0);
+        CHECK(json_number(row[key]["low"]) <= json_number(row[key]["value"]));
+        CHECK(json_number(row[key]["value"]) <= json_number(row[key]["high"]));
+      }
+      CHECK(json_number(row["interval_classes"]["classes"]) >= 10);
+    }
+    CHECK(std::string_view(rows.at(1)["verdict"].get_string()) != "slower");
+    CHECK(json_number(rows.at(1)["cpu_speedup"]["value"]) > 1.5);  // hits skip the forward pass
     simdjson::dom::element costs = rows.at(1)["outcome_costs"];
     const double misses = json_number(costs["miss"]["count"]);
     CHECK(misses <= 10);
@@ -116,7 +141,7 @@ TEST_SUITE("e2e lockstep") {
 
     // compare.csv says the mode on every row.
     const std::string csv = slurp(out.path() / "c" / "compare.csv");
-    CHECK(csv.find(",mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us\n") != std::string::npos);
+    CHECK(csv.find(",mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us,verdict,traffic_speedup,") != std::string::npos);
     CHECK(csv.find(",lockstep,") != std::string::npos);
   }
 
@@ -129,8 +154,9 @@ TEST_SUITE("e2e lockstep") {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     REQUIRE(parser.parse(r.out).get(doc) == simdjson::SUCCESS);
-    CHECK(std::string_view(doc["interval"].get_string()) ==
-          "paired bootstrap over 40 requests; percentile, widened to the ratio's t-interval where that is wider");
+    const std::string_view interval = doc["interval"].get_string();
+    CHECK(interval.rfind("this trace: noise with the trace held fixed, 40 paired requests resampled within ", 0) == 0);
+    CHECK(interval.find("machine's pace") == std::string::npos);
     simdjson::dom::element pace;
     CHECK(doc["pace"].get(pace) == simdjson::NO_SUCH_FIELD);
   }
@@ -144,7 +170,8 @@ TEST_SUITE("e2e lockstep") {
     simdjson::dom::element doc;
     REQUIRE(parser.parse(r.out).get(doc) == simdjson::SUCCESS);
     CHECK(std::string_view(doc["mode"].get_string()) == "sequential");
-    CHECK(std::string_view(doc["interval"].get_string()) == "bootstrap over pooled requests of 1 repeat");
+    CHECK(std::string_view(doc["interval"].get_string()) ==
+          "bootstrap over pooled requests of 1 repeat (traffic like this trace: no pairing)");
     CHECK(r.out.find("drift between replays") != std::string::npos);
   }
 
@@ -178,8 +205,9 @@ TEST_SUITE("e2e lockstep") {
       paired = json_number(doc["paired_requests"]);
       if (repeat == "2")
         CHECK(std::string_view(doc["interval"].get_string())
-                  .rfind("paired bootstrap over 80 requests (2 lockstep repeats), in units of the machine's pace", 0) ==
-              0);
+                  .rfind("this trace: noise with the trace held fixed, 80 paired requests (2 lockstep repeats) "
+                         "resampled within ",
+                         0) == 0);
       return json_number(doc["configurations"].at(1)["outcome_costs"]["miss"]["count"]);
     };
     double once_paired = 0, twice_paired = 0;

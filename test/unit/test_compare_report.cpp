@@ -157,20 +157,22 @@ TEST_SUITE("compare report") {
     CHECK(lines[0] ==
           "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
           "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
-          "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us");
+          "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us,verdict,traffic_speedup,traffic_speedup_low,"
+          "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high");
     CHECK(lines[1] ==
           "none,2,45100.000,40590.000,90200.000,22.173,45.100000,1.0000,1.0000,1.0000,1.0000,1.0000,1.0000,false,,,,,,,"
-          "0,sequential,,,,");
+          "0,sequential,,,,,baseline,1.0000,1.0000,1.0000,,,");
     CHECK(lines[2] ==
           "l1,2,8530.000,1.200,47000.000,117.200,9.000000,5.2900,5.0100,5.6000,5.1000,4.9000,5.3000,false,0.812000,,,"
-          "3355443,,,0,sequential,,,,");
+          "3355443,,,0,sequential,,,,,faster,1.0000,1.0000,1.0000,,,");
     // A name with a comma is quoted; the degraded L2's errors are counted.
     CHECK(lines[3].rfind("\"l1,l2\",2,", 0) == 0);
     CHECK(lines[3].find(",false,0.812000,0.000000,,3355443,0,,12") != std::string::npos);
     CHECK(lines[4].find(",true,,,,,,,0") != std::string::npos);
-    // Every line has the header's 26 columns (the quoted comma excepted).
+    CHECK(lines[4].find(",no measurable difference,") != std::string::npos);  // its interval includes 1.0
+    // Every line has the header's 33 columns (the quoted comma excepted).
     for (std::size_t i = 0; i < lines.size(); ++i)
-      CHECK(count_of(lines[i], ",") == (i == 3 ? 26u : 25u));
+      CHECK(count_of(lines[i], ",") == (i == 3 ? 33u : 32u));
   }
 
   TEST_CASE("compare.json: valid JSON with the documented fields and no password") {
@@ -254,7 +256,7 @@ TEST_SUITE("compare report") {
     CHECK(l1.substr(l1.find("81.2%")).find('-') != std::string::npos);  // no L2 in "l1"
     const std::string again = line_starting(table, "again ");
     CHECK(again.find("~1.01× [0.97, 1.05]") != std::string::npos);
-    CHECK(table.find("\n~ within noise: the 95% interval includes 1.0\n") != std::string::npos);
+    CHECK(table.find("\n~ no measurable difference: the 95% interval includes 1.0\n") != std::string::npos);
     // All rows line up under the header.
     CHECK(header.size() <= none.size() + 2);
 
@@ -277,7 +279,7 @@ TEST_SUITE("compare report") {
     r.rows[1].wall_speedup = Speedup{5.1, 5.1, 5.1, false};
     const std::string table = render_compare_table(r);
     CAPTURE(table);
-    CHECK(table.find("within noise") == std::string::npos);
+    CHECK(table.find("no measurable difference") == std::string::npos);
     CHECK(table.find("~") == std::string::npos);
     CHECK(table.find(" · 1 run each\n") != std::string::npos);
     CHECK(line_starting(table, "l1 ").find("5.10×  ") != std::string::npos);
@@ -307,7 +309,7 @@ TEST_SUITE("compare report") {
     CHECK(md.find("| none | ") != std::string::npos);
     CHECK(md.find("1.00× (baseline)") != std::string::npos);
     CHECK(md.find("\\~1.01× [0.97, 1.05]") != std::string::npos);
-    CHECK(md.find("\\~ within noise: the 95% interval includes 1.0") != std::string::npos);
+    CHECK(md.find("\\~ no measurable difference: the 95% interval includes 1.0") != std::string::npos);
     CHECK(md.find("- **l1** (l1=lru:10,000): 81.2% of requests served by L1") != std::string::npos);
     CHECK(md.find("> **warning:** l2 on redis://cache:6379/0 degraded") != std::string::npos);
   }
@@ -427,13 +429,14 @@ TEST_SUITE("paired bootstrap") {
     // Percentile bootstrap: [0.870, 1.000] (the outlier drawn 3 times, or
     // never: 36% of resamples). The ratio R = 2000 / 2100; its residuals
     // 100 - 100 R (19 times) and 100 - 200 R give a standard error of
-    // 0.04535 and, with t(19) = 2.093, R +- 0.0949.
+    // 0.04535 and, with t(19) = 2.093, on the log scale R x exp(+-0.09966)
+    // (a ratio's interval never reaches 0).
     std::vector<double> base(20, 100.0), other(20, 100.0);
     other[7] = 200.0;
     const Speedup s = paired_bootstrap_speedup(base, other);
     CHECK(s.value == doctest::Approx(2000.0 / 2100.0));
-    CHECK(s.low == doctest::Approx(0.8575).epsilon(0.001));
-    CHECK(s.high == doctest::Approx(1.0473).epsilon(0.001));
+    CHECK(s.low == doctest::Approx(0.8620).epsilon(0.001));
+    CHECK(s.high == doctest::Approx(1.0522).epsilon(0.001));
     CHECK(s.noise);
   }
 
@@ -487,5 +490,116 @@ TEST_SUITE("paired bootstrap") {
     CHECK(a.low < a.value);
     CHECK(a.value < a.high);
     CHECK(a.low > 1.0);
+  }
+}
+
+TEST_SUITE("the this-trace interval") {
+  // 20 requests over 4 inputs (5 each); an L1 misses each input once (100 µs)
+  // and hits it after (1 µs); the uncached baseline takes 100 µs every time.
+  struct CacheTrace {
+    std::vector<double> base, other;
+    std::vector<std::uint64_t> input;
+    std::vector<std::uint8_t> base_outcome, other_outcome;
+  };
+  CacheTrace cache_trace() {
+    CacheTrace t;
+    for (int i = 0; i < 20; ++i) {
+      t.base.push_back(100);
+      t.other.push_back(i < 4 ? 100 : 1);
+      t.input.push_back(static_cast<std::uint64_t>(i % 4));
+      t.base_outcome.push_back(outcome_code("none"));
+      t.other_outcome.push_back(outcome_code(i < 4 ? "miss" : "l1_hit"));
+    }
+    return t;
+  }
+
+  TEST_CASE("without timing noise the trace held fixed has no spread, while resampling requests has a wide one") {
+    const CacheTrace t = cache_trace();
+    TraceIntervalInfo facts;
+    const Speedup s = this_trace_speedup(t.base, t.other, t.input, t.base_outcome, t.other_outcome, 2000, {}, &facts);
+    CHECK(s.value == doctest::Approx(2000.0 / 416.0));
+    CHECK(s.low == doctest::Approx(s.value));
+    CHECK(s.high == doctest::Approx(s.value));
+    CHECK_FALSE(s.noise);
+    CHECK(facts.classes == 8);     // 4 inputs x (miss, hit)
+    CHECK(facts.singletons == 4);  // each miss is alone in its class
+    // The request bootstrap redraws how many misses there are.
+    const Speedup traffic = paired_bootstrap_speedup(t.base, t.other);
+    CHECK(traffic.high - traffic.low > 2.0);
+    CHECK(traffic.low > 0);
+  }
+
+  TEST_CASE("one class: the ratio's t-interval on the log scale, with a known answer") {
+    // A/A on one input: b = 100 +- 5 and o = 100 -+ 5 alternating. R = 1;
+    // e = b - o = +-10, sample variance 1000 / 9; Var(sum e) = 10 x 111.1;
+    // SE(R) = sqrt(1111.1) / 1000 = 0.03333; t(9) = 2.262:
+    // [exp(-0.0754), exp(0.0754)] = [0.9274, 1.0783].
+    std::vector<double> b, o;
+    for (int i = 0; i < 10; ++i) {
+      b.push_back(i % 2 ? 105 : 95);
+      o.push_back(i % 2 ? 95 : 105);
+    }
+    const std::vector<std::uint64_t> input(10, 7);
+    const std::vector<std::uint8_t> none(10, outcome_code("none"));
+    const Speedup s = this_trace_speedup(b, o, input, none, none);
+    CHECK(s.value == doctest::Approx(1.0));
+    CHECK(s.low == doctest::Approx(0.9274).epsilon(0.001));
+    CHECK(s.high == doctest::Approx(1.0783).epsilon(0.001));
+    CHECK(s.noise);
+  }
+
+  TEST_CASE("singletons dominate: their noise comes from the pooled within-class spread, with a known answer") {
+    // Input 0, ten times, uncached on both sides: b = 100 +- 10 alternating,
+    // o = 100. Ten more inputs once each (the other side misses them): b = o = 100.
+    // Pool "none" (a miss pools with it): residuals (b / 100 - 1) x sqrt(10 / 9)
+    // and ten zeros, relative variance 0.01 x 10/9 / 2 = 0.005556. Each single
+    // request: 100^2 x 0.005556 x (1 + R^2) = 111.1, ten of them 1111.1; the
+    // class of input 0: e = +-10, 10 x 1000 / 9 = 1111.1. SE(R) =
+    // sqrt(2222.2) / 2000 = 0.02357, t(9) = 2.262: R x exp(+-0.05332) =
+    // [0.9481, 1.0548] at least (the bootstrap may widen it).
+    std::vector<double> b, o;
+    std::vector<std::uint64_t> input;
+    std::vector<std::uint8_t> bo, oo;
+    for (int i = 0; i < 20; ++i) {
+      const bool repeat = i < 10;
+      b.push_back(repeat ? (i % 2 ? 110 : 90) : 100);
+      o.push_back(100);
+      input.push_back(repeat ? 0u : static_cast<std::uint64_t>(i));
+      bo.push_back(outcome_code("none"));
+      oo.push_back(outcome_code(repeat ? "none" : "miss"));
+    }
+    TraceIntervalInfo facts;
+    const Speedup s = this_trace_speedup(b, o, input, bo, oo, 2000, {}, &facts);
+    CHECK(facts.singletons == 10);
+    CHECK(facts.classes == 11);
+    CHECK_FALSE(facts.borrowed);
+    CHECK(s.value == doctest::Approx(1.0));
+    CHECK(s.low <= 0.9481 + 1e-4);
+    CHECK(s.low > 0.9);
+    CHECK(s.high >= 1.0548 - 1e-4);
+    CHECK(s.high < 1.1);
+  }
+
+  TEST_CASE("no input repeats: classes by outcome alone, said so; never a bound at or below 0") {
+    std::vector<double> b, o;
+    std::vector<std::uint64_t> input;
+    for (int i = 0; i < 30; ++i) {
+      b.push_back(100 + (i * 37 % 11));
+      o.push_back(i == 3 ? 5000 : 100 + (i * 53 % 13));  // one request 50x slower: heavy tail
+      input.push_back(static_cast<std::uint64_t>(i));
+    }
+    const std::vector<std::uint8_t> none(30, outcome_code("none"));
+    TraceIntervalInfo facts;
+    const Speedup s = this_trace_speedup(b, o, input, none, none, 2000, {}, &facts);
+    CHECK(facts.inputs_ignored);
+    CHECK(s.low > 0);
+    CHECK(s.low <= s.value);
+    CHECK(s.value <= s.high);
+    const Speedup traffic = paired_bootstrap_speedup(b, o);
+    CHECK(traffic.low > 0);  // the t-widening on the ratio's own scale went below 0 here
+  }
+
+  TEST_CASE("this-trace inputs must be one per request") {
+    CHECK_THROWS_AS(this_trace_speedup({1, 2}, {1, 2}, {1}, {0, 0}, {0, 0}), std::invalid_argument);
   }
 }

@@ -366,3 +366,40 @@ TEST_SUITE("diff over several runs") {
                       (dir.file("requests.csv") + ":2: 'x' is not a number of µs in column 'cpu_us'").c_str());
   }
 }
+
+TEST_SUITE("diff verdicts a CI gate can act on") {
+  TEST_CASE("an interval wholly past the gate is a REGRESSION however much the runs of a side disagree") {
+    // Five new runs from +8% to +50% against a steady base: the runs disagree
+    // by far more than the 10% gate, and the lowest new run is within 10% of
+    // the highest base run (so the sides' ranges are not apart: this read
+    // "unstable" before), yet the interval over runs lies wholly past the gate.
+    DiffConfig config;
+    config.gates = "total.mean=10%";
+    DiffResult r = diff_runs(side({0.0, 0.01, -0.01, 0.005, -0.005}, 1000, 70),
+                             side({0.08, 0.35, 0.40, 0.45, 0.50}, 1000, 80), config);
+    const DiffRow& row = row_of(r, "total", "wall", "mean");
+    REQUIRE(row.change.interval);
+    CHECK(row.change.interval->first > row.limit);  // the interval lies past the gate
+    REQUIRE(row.new_spread);
+    CHECK(*row.new_spread > 0.2);  // the new side disagrees with itself by more than the gate
+    CHECK(row.verdict == Verdict::regression);
+    CHECK(r.exit_code() == 1);
+  }
+
+  TEST_CASE("a change whose interval straddles the gate says how many runs per side would settle it") {
+    // Runs 0%, +4% and +8% against 0%, +1%, -1%: the change (+3.3%) is past a
+    // 2% gate, its interval is not wholly past it, and the runs disagree.
+    DiffConfig config;
+    config.gates = "total.mean=2%";
+    DiffResult r = diff_runs(side({0.0, 0.01, -0.01}, 1000, 90), side({0.0, 0.04, 0.08}, 1000, 95), config);
+    const DiffRow& row = row_of(r, "total", "wall", "mean");
+    CHECK(row.verdict == Verdict::unstable);
+    CAPTURE(row.note);
+    CHECK(row.note.find("runs per side would settle it (3 now)") != std::string::npos);
+    // One run per side: no spread between runs to size them from.
+    DiffResult one = diff_runs(side({0.0}, 1000, 90), side({0.03}, 1000, 95), config);
+    const DiffRow& single = row_of(one, "total", "wall", "mean");
+    if (single.verdict == Verdict::noise || single.verdict == Verdict::unstable)
+      CHECK(single.note.find("give 3 or more runs per side") != std::string::npos);
+  }
+}

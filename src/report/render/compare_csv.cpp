@@ -25,9 +25,11 @@ std::string render_compare_csv(const CompareResult& r) {
   out.append(std::string_view(
       "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
       "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
-      "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us\n"));
+      "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us,verdict,traffic_speedup,traffic_speedup_low,"
+      "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high\n"));
   auto it = std::back_inserter(out);
-  for (const CompareRow& row : r.rows) {
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const CompareRow& row = r.rows[i];
     append_csv_field(out, row.name);
     const std::size_t repeats =
         row.means_us.empty() ? static_cast<std::size_t>(std::max(r.repeat, 0)) : row.means_us.size();
@@ -66,6 +68,17 @@ std::string render_compare_csv(const CompareResult& r) {
         csv_number(out, o->mean_us, 3);
       else
         out.push_back(',');
+    }
+    fmt::format_to(it, ",{}", verdict_of(r, i));
+    csv_number(out, row.traffic_speedup.value, 4);
+    csv_number(out, row.traffic_speedup.low, 4);
+    csv_number(out, row.traffic_speedup.high, 4);
+    if (row.last.total.cpu) {
+      csv_number(out, row.cpu_speedup.value, 4);
+      csv_number(out, row.cpu_speedup.low, 4);
+      csv_number(out, row.cpu_speedup.high, 4);
+    } else {
+      out.append(std::string_view(",,,"));  // no thread CPU time was read
     }
     out.push_back('\n');
   }

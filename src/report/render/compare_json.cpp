@@ -28,6 +28,7 @@ std::string render_compare_json(const CompareResult& r) {
   w.field("repeat", r.repeat);
   w.field("mode", std::string(compare_mode_name(r.mode)));
   w.field("interval", r.interval);
+  if (!r.traffic_interval.empty()) w.field("traffic_interval", r.traffic_interval);
   if (r.mode == CompareMode::lockstep) w.field("paired_requests", r.paired);
   if (r.paced) {
     w.key("pace").begin_object();
@@ -38,7 +39,8 @@ std::string render_compare_json(const CompareResult& r) {
   }
   w.field("baseline", r.rows.empty() ? std::string() : r.rows[0].name);
   w.key("configurations").begin_array();
-  for (const CompareRow& row : r.rows) {
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const CompareRow& row = r.rows[i];
     w.begin_object();
     w.field("name", row.name);
     w.key("tiers").begin_array();
@@ -72,7 +74,17 @@ std::string render_compare_json(const CompareResult& r) {
       w.number(v, 6);
     w.end_array();
     json_speedup(w, "speedup", row.mean_speedup);
+    w.field("verdict", std::string(verdict_of(r, i)));
     if (r.paced && row.unpaced_speedup > 0) w.field_number("unpaced_speedup", row.unpaced_speedup, 4);
+    json_speedup(w, "traffic_speedup", row.traffic_speedup);
+    if (row.last.total.cpu) json_speedup(w, "cpu_speedup", row.cpu_speedup);
+    if (r.mode == CompareMode::lockstep && i > 0) {
+      w.key("interval_classes").begin_object();
+      w.field("classes", static_cast<std::uint64_t>(row.interval_facts.classes));
+      w.field("singletons", static_cast<std::uint64_t>(row.interval_facts.singletons));
+      w.field("inputs_ignored", row.interval_facts.inputs_ignored);
+      w.end_object();
+    }
     json_speedup(w, "wall_speedup", row.wall_speedup);
     w.field("outliers_dominate", row.outliers_dominate);
     // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.

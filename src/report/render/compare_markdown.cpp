@@ -11,7 +11,7 @@ std::string render_compare_markdown(const CompareResult& r) {
   if (r.rows.empty()) return out;
   out += '\n';
   // A lone '~' can start strikethrough on GitHub: escape it.
-  out += markdown_table(table_cells(r, "\\~"), kLeftColumns);
+  out += markdown_table(table_cells(r, "\\~"), left_columns(r));
   if (r.rows.size() > 1) out += '\n' + markdown_cell(interval_line(r)) + '\n';
   const bool noise = any_noise(r);
   const bool single_wall = r.rows.size() > 1 && degenerate_wall_interval(r);

@@ -101,8 +101,20 @@ const OutcomeStats* outcome_cost(const CompareRow& row, std::string_view outcome
 }
 
 std::string interval_line(const CompareResult& r) {
-  return fmt::format("speedup intervals: {} mode, {}", compare_mode_name(r.mode),
-                     r.interval.empty() ? std::string("bootstrap over requests") : r.interval);
+  std::string out = fmt::format("speedup intervals: {} mode, {}", compare_mode_name(r.mode),
+                                r.interval.empty() ? std::string("bootstrap over requests") : r.interval);
+  if (!r.traffic_interval.empty())
+    out += fmt::format("\n{}: {}", r.show_traffic ? "traffic column" : "also in compare.json (--intervals both)",
+                       r.traffic_interval);
+  return out;
+}
+
+std::string_view verdict_of(const CompareResult& r, std::size_t i) {
+  if (i == 0) return "baseline";
+  const Speedup& s = r.rows[i].mean_speedup;
+  if (s.low > 1.0) return "faster";
+  if (s.high < 1.0) return "slower";
+  return "no measurable difference";
 }
 
 std::string single_wall_note(const CompareResult& r) {
@@ -113,7 +125,9 @@ std::string single_wall_note(const CompareResult& r) {
 
 bool any_noise(const CompareResult& r) {
   for (std::size_t i = 1; i < r.rows.size(); ++i)
-    if (r.rows[i].mean_speedup.noise || r.rows[i].wall_speedup.noise) return true;
+    if (r.rows[i].mean_speedup.noise || r.rows[i].wall_speedup.noise || r.rows[i].cpu_speedup.noise ||
+        (r.show_traffic && r.rows[i].traffic_speedup.noise))
+      return true;
   return false;
 }
 
@@ -143,8 +157,10 @@ std::string headline(const CompareResult& r) {
 Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
   const std::vector<std::string_view> tiers = used_tiers(r);
   Cells cells;
-  std::vector<std::string> header = {"caches",           "mean",         "p50",     "p99", "req/s",
-                                     "speedup (95% CI)", "wall speedup", "cpu mean"};
+  std::vector<std::string> header = {"caches", "mean", "p50", "p99", "req/s", "speedup (95% CI)"};
+  if (r.show_traffic) header.push_back("traffic (95% CI)");
+  for (const char* h : {"cpu speedup", "wall speedup", "cpu mean"})
+    header.push_back(h);
   for (std::string_view t : tiers)
     header.push_back(fmt::format("{} hit", t));
   for (std::string_view t : tiers)
@@ -163,9 +179,14 @@ Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
                                      human_duration_us(row.p99_us), grouped_fixed(row.rps, 1)};
     if (i == 0) {
       line.push_back(times(1) + " (baseline)");
+      if (r.show_traffic) line.push_back(times(1));
+      line.push_back(times(1));
       line.push_back(times(1));
     } else {
       line.push_back(speedup_text(row.mean_speedup, noise_mark));
+      if (r.show_traffic) line.push_back(speedup_text(row.traffic_speedup, noise_mark));
+      line.push_back(row.cpu_speedup.value > 0 && row.last.total.cpu ? speedup_text(row.cpu_speedup, noise_mark)
+                                                                     : std::string("n/a"));
       line.push_back(speedup_text(row.wall_speedup, noise_mark));
     }
     // Thread CPU time per request (last repeat): what the work cost, whatever the load.

@@ -10,7 +10,11 @@
 namespace inferprof::report::compare_parts {
 
 inline constexpr std::array<std::string_view, 3> kTiers = {"l1", "l2", "l3"};
-inline constexpr std::string_view kNoiseNote = "within noise: the 95% interval includes 1.0";
+inline constexpr std::string_view kNoiseNote = "no measurable difference: the 95% interval includes 1.0";
+
+// What configuration `i` is against the baseline, as its interval supports:
+// "faster", "slower", "no measurable difference" ("baseline" for the first).
+std::string_view verdict_of(const CompareResult& r, std::size_t i);
 
 // The configuration's tier `tier` ("l1"), or nullptr when it has none.
 const CacheTierReport* find_tier(const CompareRow& row, std::string_view tier);
@@ -30,7 +34,9 @@ bool degenerate_wall_interval(const CompareResult& r);  // a wall speedup withou
 // (left-aligned), the others are numbers (right-aligned) except the two
 // speedups, which read better left-aligned ("1.00× (baseline)", "~1.02× [...]").
 using Cells = std::vector<std::vector<std::string>>;
-inline const std::vector<std::size_t> kLeftColumns = {0, 5, 6};
+inline std::vector<std::size_t> left_columns(const CompareResult& r) {
+  return r.show_traffic ? std::vector<std::size_t>{0, 5, 6, 7, 8} : std::vector<std::size_t>{0, 5, 6, 7};
+}
 // The table of the terminal and of the markdown; `noise_mark` starts a
 // speedup whose interval includes 1.0.
 Cells table_cells(const CompareResult& r, std::string_view noise_mark);

@@ -16,7 +16,7 @@ std::string render_compare_table(const CompareResult& r) {
   std::string out = headline(r) + "\n";
   if (r.rows.empty()) return out;
   out += '\n';
-  out += render_grid(table_cells(r, "~"), kLeftColumns);
+  out += render_grid(table_cells(r, "~"), left_columns(r));
 
   if (r.rows.size() > 1) out += interval_line(r) + '\n';
   const bool noise = any_noise(r);

@@ -1,0 +1,207 @@
+// The "this trace" interval of a lockstep speedup: measurement noise with the
+// trace held fixed. Resampling whole requests (paired_bootstrap_speedup) asks
+// how the speedup would vary over traffic like this one: it redraws how many
+// misses and which inputs, so a cache that serves 87% of requests can get an
+// interval from 1 to 13. Here each request keeps its class (its input and
+// what served it under both configurations) and only the timing of the
+// requests within a class is redrawn.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "inferprof/compare.hpp"
+
+namespace inferprof {
+namespace {
+
+// Outcomes that do the same work pool their noise: a miss runs the model as
+// an uncached request does.
+std::uint8_t noise_group(std::uint8_t outcome) {
+  return outcome == kOutcomeMiss ? kOutcomeNone : outcome;
+}
+
+// Relative residuals (value / class mean) of one noise group, their spread as
+// a relative standard deviation.
+struct Pool {
+  std::vector<double> residuals;
+  double rel_var() const {
+    if (residuals.empty()) return 0;
+    double s = 0;
+    for (double r : residuals)
+      s += (r - 1) * (r - 1);
+    return s / static_cast<double>(residuals.size());
+  }
+};
+
+}  // namespace
+
+std::uint8_t outcome_code(std::string_view outcome) {
+  if (outcome == "miss") return kOutcomeMiss;
+  if (outcome == "l1_hit") return 2;
+  if (outcome == "l2_hit") return 3;
+  if (outcome == "l3_hit") return 4;
+  return kOutcomeNone;  // "none": no cache tier
+}
+
+Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<double>& other,
+                           const std::vector<std::uint64_t>& input, const std::vector<std::uint8_t>& base_outcome,
+                           const std::vector<std::uint8_t>& other_outcome, int resamples,
+                           const std::vector<double>& pace, TraceIntervalInfo* info) {
+  const std::size_t n = base.size();
+  if (other.size() != n || input.size() != n || base_outcome.size() != n || other_outcome.size() != n ||
+      (!pace.empty() && pace.size() != n))
+    throw std::invalid_argument(fmt::format(
+        "this-trace interval: {} baseline latencies against {} others, {} inputs, {}/{} outcomes and {} pace values "
+        "(expected one of each per request)",
+        n, other.size(), input.size(), base_outcome.size(), other_outcome.size(), pace.size()));
+  Speedup s;
+  TraceIntervalInfo local;
+  TraceIntervalInfo& facts = info ? *info : local;
+  facts = TraceIntervalInfo{};
+  if (n == 0) return s;
+  std::vector<double> b = base, o = other;
+  for (std::size_t i = 0; i < pace.size(); ++i)
+    if (pace[i] > 0) {
+      b[i] /= pace[i];
+      o[i] /= pace[i];
+    }
+  const double sum_b = std::accumulate(b.begin(), b.end(), 0.0), sum_o = std::accumulate(o.begin(), o.end(), 0.0);
+  if (!(sum_o > 0) || !(sum_b > 0)) return s;
+  const double ratio = sum_b / sum_o;
+  s.value = s.low = s.high = ratio;
+
+  // Classes: the input and both outcomes. When no input repeats with the same
+  // outcomes, no class has two members to show the noise: classes are then the
+  // outcomes alone (wider: which inputs were served varies too), and said so.
+  auto classes_by = [&](bool with_input) {
+    std::unordered_map<std::uint64_t, std::size_t> id;
+    std::vector<std::vector<std::size_t>> members;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t k = (static_cast<std::uint64_t>(base_outcome[i]) << 8) | other_outcome[i];
+      if (with_input) k ^= input[i] * 0x9E3779B97F4A7C15ull + (k << 6);
+      auto [it, fresh] = id.emplace(k, members.size());
+      if (fresh) members.emplace_back();
+      members[it->second].push_back(i);
+    }
+    return members;
+  };
+  std::vector<std::vector<std::size_t>> classes = classes_by(true);
+  auto has_repeats = [](const std::vector<std::vector<std::size_t>>& c) {
+    return std::any_of(c.begin(), c.end(), [](const auto& m) { return m.size() >= 2; });
+  };
+  if (!has_repeats(classes)) {
+    classes = classes_by(false);
+    facts.inputs_ignored = true;
+    if (!has_repeats(classes)) return s;  // one request per outcome: nothing shows the noise
+  }
+
+  // The noise of requests alone in their class, from the classes that show it:
+  // relative residuals per noise group (scaled by sqrt(m / (m - 1)), as a
+  // residual from its own class mean understates the spread).
+  std::array<Pool, kOutcomeCodes> pools;
+  Pool all;
+  double within = 0;  // sum over classes of m * (sample variance of e = b - ratio * o)
+  std::size_t df = 0;
+  for (const auto& m : classes) {
+    if (m.size() < 2) continue;
+    const double k = static_cast<double>(m.size());
+    double mb = 0, mo = 0, me = 0;
+    for (std::size_t i : m) {
+      mb += b[i];
+      mo += o[i];
+      me += b[i] - ratio * o[i];
+    }
+    mb /= k;
+    mo /= k;
+    me /= k;
+    double ss = 0;
+    for (std::size_t i : m) {
+      const double e = b[i] - ratio * o[i] - me;
+      ss += e * e;
+    }
+    within += k * ss / (k - 1);
+    df += m.size() - 1;
+    const double scale = std::sqrt(k / (k - 1));
+    for (std::size_t i : m) {
+      if (mb > 0) pools[noise_group(base_outcome[m[0]])].residuals.push_back(1 + (b[i] / mb - 1) * scale);
+      if (mo > 0) pools[noise_group(other_outcome[m[0]])].residuals.push_back(1 + (o[i] / mo - 1) * scale);
+    }
+  }
+  for (const Pool& p : pools)
+    all.residuals.insert(all.residuals.end(), p.residuals.begin(), p.residuals.end());
+  // A group with too few residuals of its own borrows everyone's.
+  constexpr std::size_t kMinPool = 5;
+  auto pool_of = [&](std::uint8_t outcome) -> const Pool& {
+    const Pool& p = pools[noise_group(outcome)];
+    return p.residuals.size() >= kMinPool ? p : all;
+  };
+
+  double alone = 0;  // the singletons' variance of e, from the pooled relative noise
+  std::vector<std::size_t> singles;
+  for (const auto& m : classes)
+    if (m.size() == 1) singles.push_back(m[0]);
+  for (std::size_t i : singles) {
+    alone += b[i] * b[i] * pool_of(base_outcome[i]).rel_var() +
+             ratio * ratio * o[i] * o[i] * pool_of(other_outcome[i]).rel_var();
+    if (!pool_of(base_outcome[i]).residuals.empty() && &pool_of(base_outcome[i]) == &all) facts.borrowed = true;
+    if (&pool_of(other_outcome[i]) == &all) facts.borrowed = true;
+  }
+  facts.classes = classes.size();
+  facts.singletons = singles.size();
+
+  // The ratio's linearised interval on the log scale: never a bound <= 0.
+  const double se = std::sqrt(within + alone) / sum_o;
+  const double half = student_t_975(df) * se / ratio;
+  s.low = ratio * std::exp(-half);
+  s.high = ratio * std::exp(half);
+
+  // The stratified bootstrap: each class redrawn within itself, each single
+  // request scaled by residuals drawn from its noise group. Its percentile
+  // interval widens the linearised one where the noise is skewed.
+  if (resamples > 0) {
+    std::mt19937_64 rng(42);  // the same data always gives the same interval
+    std::vector<double> ratios;
+    ratios.reserve(static_cast<std::size_t>(resamples));
+    for (int r = 0; r < resamples; ++r) {
+      double sb = 0, so = 0;
+      for (const auto& m : classes) {
+        if (m.size() < 2) continue;
+        std::uniform_int_distribution<std::size_t> pick(0, m.size() - 1);
+        for (std::size_t k = 0; k < m.size(); ++k) {
+          const std::size_t i = m[pick(rng)];
+          sb += b[i];
+          so += o[i];
+        }
+      }
+      for (std::size_t i : singles) {
+        const Pool& pb = pool_of(base_outcome[i]);
+        const Pool& po = pool_of(other_outcome[i]);
+        const double rb =
+            pb.residuals.empty()
+                ? 1
+                : pb.residuals[std::uniform_int_distribution<std::size_t>(0, pb.residuals.size() - 1)(rng)];
+        const double ro =
+            po.residuals.empty()
+                ? 1
+                : po.residuals[std::uniform_int_distribution<std::size_t>(0, po.residuals.size() - 1)(rng)];
+        sb += b[i] * std::max(rb, 0.0);
+        so += o[i] * std::max(ro, 0.0);
+      }
+      if (so > 0 && sb > 0) ratios.push_back(sb / so);
+    }
+    if (!ratios.empty()) {
+      const auto [lo, hi] = percentile_interval(ratios, 0.95);
+      s.low = std::min(s.low, lo);
+      s.high = std::max(s.high, hi);
+    }
+  }
+  s.noise = s.low <= 1.0 && 1.0 <= s.high;
+  return s;
+}
+
+}  // namespace inferprof
