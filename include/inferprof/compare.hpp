@@ -54,6 +54,11 @@ struct CompareConfig {
   // Lockstep with --open-loop or --concurrency > 1 is bad input.
   std::optional<CompareMode> mode;
   CompareIntervals intervals = CompareIntervals::this_trace;
+  // --precision PCT (lockstep): passes repeat, each from cold caches, until every
+  // configuration's this-trace interval is within +-PCT% of its speedup, or
+  // max_time_s has passed; `repeat` is then the least number of passes.
+  std::optional<double> precision_pct;
+  double max_time_s = 600;
 };
 
 // A speedup (baseline / this) with its bootstrap 95% confidence interval.
@@ -110,9 +115,16 @@ struct CompareResult {
   bool paced = false;
   std::size_t pace_window = 0;  // the requests each pace value is the median of
   double pace_min = 1, pace_max = 1;
-  std::string interval;              // which interval the speedups show, in words
-  std::string traffic_interval;      // the second interval (traffic like this), in words; empty: none
-  bool show_traffic = false;         // --intervals both: the table shows the traffic interval too
+  std::string interval;          // which interval the speedups show, in words
+  std::string traffic_interval;  // the second interval (traffic like this), in words; empty: none
+  bool show_traffic = false;     // --intervals both: the table shows the traffic interval too
+  // --precision: the target, whether every configuration reached it, and the
+  // widest interval's relative half-width (max of high/value - 1 and
+  // 1 - low/value) with its configuration, after `repeat` passes.
+  std::optional<double> precision_pct;
+  bool precision_reached = false;
+  double widest_half_width = 0;
+  std::string widest_config;
   std::string interrupted_by;        // "SIGINT"/"SIGTERM": stopped early; rows hold what completed
   std::vector<std::string> not_run;  // configurations an interrupt left without a completed replay
   std::vector<std::string> warnings;

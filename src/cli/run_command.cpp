@@ -154,6 +154,8 @@ Runner add_compare_command(CLI::App& app) {
   auto diff = std::make_shared<bool>(false);
   auto mode = std::make_shared<std::optional<CompareMode>>();
   auto intervals = std::make_shared<CompareIntervals>(CompareIntervals::this_trace);
+  auto precision = std::make_shared<std::optional<double>>();
+  auto max_time = std::make_shared<double>(600);
   CLI::App* cmd = app.add_subcommand(
       "compare", "Replay a trace under several cache configurations and report the measured speedup of each");
   add_replay_options(cmd, *args);
@@ -173,10 +175,16 @@ Runner add_compare_command(CLI::App& app) {
                   "this-trace: the table shows each speedup's interval for this trace (noise only, the trace held "
                   "fixed; the verdicts read it); both: also the interval for traffic like this trace (requests "
                   "resampled). compare.json and compare.csv always have both");
+  cmd->add_option("--precision", *precision,
+                  "Lockstep: repeat passes (each from cold caches; --repeat is then the least) until every "
+                  "configuration's this-trace 95% interval is within +-PCT% of its speedup, e.g. 3");
+  cmd->add_option("--max-time", *max_time, "With --precision: stop starting passes after this many seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--flamegraph-diff", *diff,
                 "With --out: a differential flame graph of each configuration vs the first");
 
-  return [args, out, configs, repeat, diff, mode, intervals] {
+  return [args, out, configs, repeat, diff, mode, intervals, precision, max_time] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the configurations completed
     CompareConfig config;
     config.base = make_run_config(*args);
@@ -190,6 +198,8 @@ Runner add_compare_command(CLI::App& app) {
     config.flamegraph_diff = *diff;
     config.mode = *mode;
     config.intervals = *intervals;
+    config.precision_pct = *precision;
+    config.max_time_s = *max_time;
     if (*diff && out->empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
     CompareResult result = run_compare(config);
     std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);

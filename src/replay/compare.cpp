@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -254,8 +255,46 @@ CompareResult run_compare(const CompareConfig& config) {
   std::vector<std::vector<std::string>> paired_outcome(config.configurations.size());
   std::vector<std::vector<double>> paired_cpu(config.configurations.size());
   std::vector<std::uint64_t> paired_input;  // per (repeat, request): its input, the same in every configuration
+  // The pace and the this-trace speedup of configuration c over the pairs so far.
+  auto pace_of = [&] {
+    return mode == CompareMode::lockstep && result.rows.front().tiers.empty() && !paired[0].empty()
+               ? machine_pace(paired[0])
+               : std::vector<double>{};
+  };
+  auto codes_of = [&](std::size_t c) {
+    std::vector<std::uint8_t> codes;
+    codes.reserve(paired_outcome[c].size());
+    for (const std::string& o : paired_outcome[c])
+      codes.push_back(outcome_code(o));
+    return codes;
+  };
+  // The widest relative half-width over the configurations, and whose.
+  auto widest = [&]() -> std::pair<double, std::size_t> {
+    const std::vector<double> pace = pace_of();
+    const std::vector<std::uint8_t> base_codes = codes_of(0);
+    std::pair<double, std::size_t> out{0, 0};
+    for (std::size_t c = 1; c < result.rows.size(); ++c) {
+      const Speedup s = this_trace_speedup(paired[0], paired[c], paired_input, base_codes, codes_of(c), 2000, pace);
+      const double half = s.value > 0 ? std::max(s.high / s.value - 1, 1 - s.low / s.value) : HUGE_VAL;
+      if (half >= out.first) out = {half, c};
+    }
+    return out;
+  };
+  if (config.precision_pct && !(*config.precision_pct > 0 && *config.precision_pct < 100))
+    throw bad_input(fmt::format("--precision {} is out of range (expected a percentage above 0 and below 100, e.g. 3)",
+                                *config.precision_pct));
+  if (config.precision_pct && mode != CompareMode::lockstep)
+    throw bad_input("--precision repeats lockstep passes: it needs --mode lockstep (a closed loop with one worker)");
+  result.precision_pct = config.precision_pct;
+  // With --precision, passes go on until every interval is narrow enough (at
+  // least --repeat of them, at most kMaxPasses, within --max-time).
+  constexpr int kMaxPasses = 100;
+  const int passes_max = config.precision_pct ? kMaxPasses : config.repeat;
+  const auto started = std::chrono::steady_clock::now();
+  int passes = 0;
+  std::string progress;  // the widths so far, for the progress line
   if (mode == CompareMode::lockstep) {
-    for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
+    for (int rep = 0; rep < passes_max && !lifecycle::interrupted(); ++rep) {
       // Every pass writes its reports (each replaces the last): the passes are
       // measured alike, and an interrupted pass leaves the reports of what it served.
       std::vector<detail::LockstepTarget> targets;
@@ -264,8 +303,11 @@ CompareResult run_compare(const CompareConfig& config) {
             detail::LockstepTarget{result.rows[c].tiers, run_namespace(c, rep),
                                    config.out_dir.empty() ? "" : (fs::path(config.out_dir) / folders[c]).string()});
       if (observer)
-        observer->context(fmt::format("lockstep over {} configurations{}", result.rows.size(),
-                                      config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
+        observer->context(fmt::format("lockstep over {} configurations{}{}", result.rows.size(),
+                                      config.precision_pct ? fmt::format(" · pass {}", rep + 1)
+                                      : config.repeat > 1  ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat)
+                                                           : "",
+                                      progress));
       detail::LockstepPass pass;
       try {
         pass = detail::run_lockstep_pass(config.base, targets);
@@ -281,7 +323,19 @@ CompareResult run_compare(const CompareConfig& config) {
         // An interrupted pass covers the requests served under every configuration.
         keep(c, std::move(pass.outcomes[c]));
       }
+      ++passes;
+      if (config.precision_pct && !lifecycle::interrupted() && result.rows.size() > 1) {
+        const auto [half, c] = widest();
+        result.widest_half_width = half;
+        result.widest_config = result.rows[c].name;
+        progress = fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config,
+                               *config.precision_pct);
+        result.precision_reached = half * 100 <= *config.precision_pct;
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (passes >= config.repeat && (result.precision_reached || elapsed >= config.max_time_s)) break;
+      }
     }
+    result.repeat = std::max(passes, 1);
   } else {
     // Interleaved: A B C A B C ..., so drift (thermal, other load) hits every
     // configuration alike instead of biasing whichever ran last. An interrupt
@@ -429,7 +483,7 @@ CompareResult run_compare(const CompareConfig& config) {
     }
     if (result.paced) row.unpaced_speedup = mean_of(paired[0]) / std::max(mean_of(paired[c]), 1e-9);
     // Replay time: over repeats when there are enough of them, else a point value.
-    if (config.repeat >= 3) {
+    if (result.repeat >= 3) {
       row.wall_speedup = bootstrap_speedup(base.walls_s, row.walls_s);
     } else {
       row.wall_speedup.value = row.wall_s > 0 ? base.wall_s / row.wall_s : 1;
@@ -468,7 +522,7 @@ CompareResult run_compare(const CompareConfig& config) {
     auto range = [](std::size_t lo, std::size_t hi) {
       return lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
     };
-    std::string repeats = config.repeat > 1 ? fmt::format(" ({} lockstep repeats)", config.repeat) : "";
+    std::string repeats = result.repeat > 1 ? fmt::format(" ({} lockstep repeats)", result.repeat) : "";
     result.interval = fmt::format(
         "this trace: noise with the trace held fixed, {} paired requests{} resampled within {} classes ({}) — "
         "{} alone in their class take the pooled within-class noise{}",

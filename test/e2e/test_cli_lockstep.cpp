@@ -193,6 +193,47 @@ TEST_SUITE("e2e lockstep") {
     CHECK(bad.err.find("lockstep") != std::string::npos);
   }
 
+  TEST_CASE("compare --precision repeats lockstep passes until every interval is that narrow, or --max-time") {
+    auto& f = fixture();
+    auto precise = [&](const std::vector<std::string>& extra) {
+      std::vector<std::string> args{"compare", f.model,   "--trace", f.trace,    "--caches", "none",         "--caches",
+                                    "l1",      "--limit", "30",      "--format", "json",     "--no-progress"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      return run_cli(args);
+    };
+    // A loose target, at least two passes: reached, and said so.
+    auto loose = precise({"--precision", "50", "--repeat", "2"});
+    REQUIRE_MESSAGE(loose.code == 0, loose.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(loose.out).get(doc) == simdjson::SUCCESS);
+    CHECK(bool(doc["precision"]["reached"]));
+    CHECK(json_number(doc["precision"]["passes"]) >= 2);
+    CHECK(json_number(doc["precision"]["target_pct"]) == 50);
+    CHECK(json_number(doc["precision"]["widest_half_width_pct"]) <= 50);
+    CHECK(std::string_view(doc["precision"]["widest"].get_string()) == "l1");
+    CHECK(json_number(doc["paired_requests"]) == 30 * json_number(doc["precision"]["passes"]));
+    // A target no machine reaches, stopped by --max-time after the pass under way: not reached, said so.
+    auto tight = precise({"--precision", "0.001", "--max-time", "0.5"});
+    REQUIRE_MESSAGE(tight.code == 0, tight.err);
+    REQUIRE(parser.parse(tight.out).get(doc) == simdjson::SUCCESS);
+    CHECK_FALSE(bool(doc["precision"]["reached"]));
+    CHECK(json_number(doc["precision"]["passes"]) >= 1);
+    CHECK(json_number(doc["precision"]["widest_half_width_pct"]) > 0.001);
+    // The table says it too.
+    auto table = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--limit", "30",
+                          "--precision", "0.001", "--max-time", "0.5", "--no-progress"});
+    REQUIRE_MESSAGE(table.code == 0, table.err);
+    CHECK(table.out.find("precision ±0.001%: NOT reached") != std::string::npos);
+    // Out of range, or without lockstep: one line, exit 2.
+    auto zero = precise({"--precision", "0"});
+    CHECK(zero.code == 2);
+    CHECK(count_lines(zero.err) == 1);
+    auto open = precise({"--precision", "3", "--mode", "sequential"});
+    CHECK(open.code == 2);
+    CHECK(open.err.find("--precision repeats lockstep passes") != std::string::npos);
+  }
+
   TEST_CASE("compare --repeat in lockstep pairs every (repeat, request)") {
     auto& f = fixture();
     auto misses = [&](const std::string& repeat, double& paired) {

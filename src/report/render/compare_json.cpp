@@ -29,6 +29,15 @@ std::string render_compare_json(const CompareResult& r) {
   w.field("mode", std::string(compare_mode_name(r.mode)));
   w.field("interval", r.interval);
   if (!r.traffic_interval.empty()) w.field("traffic_interval", r.traffic_interval);
+  if (r.precision_pct) {
+    w.key("precision").begin_object();
+    w.field_number("target_pct", *r.precision_pct, 3);
+    w.field("reached", r.precision_reached);
+    w.field("passes", r.repeat);
+    w.field_number("widest_half_width_pct", 100 * r.widest_half_width, 3);
+    w.field("widest", r.widest_config);
+    w.end_object();
+  }
   if (r.mode == CompareMode::lockstep) w.field("paired_requests", r.paired);
   if (r.paced) {
     w.key("pace").begin_object();

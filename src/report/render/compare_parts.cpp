@@ -103,6 +103,10 @@ const OutcomeStats* outcome_cost(const CompareRow& row, std::string_view outcome
 std::string interval_line(const CompareResult& r) {
   std::string out = fmt::format("speedup intervals: {} mode, {}", compare_mode_name(r.mode),
                                 r.interval.empty() ? std::string("bootstrap over requests") : r.interval);
+  if (r.precision_pct)
+    out += fmt::format("\nprecision ±{:g}%: {} after {} pass{} (widest ±{:.1f}%: {})", *r.precision_pct,
+                       r.precision_reached ? "reached" : "NOT reached (--max-time or 100 passes)", r.repeat,
+                       r.repeat == 1 ? "" : "es", 100 * r.widest_half_width, r.widest_config);
   if (!r.traffic_interval.empty())
     out += fmt::format("\n{}: {}", r.show_traffic ? "traffic column" : "also in compare.json (--intervals both)",
                        r.traffic_interval);
