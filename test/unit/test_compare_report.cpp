@@ -580,7 +580,7 @@ TEST_SUITE("the this-trace interval") {
     CHECK(s.high < 1.1);
   }
 
-  TEST_CASE("no input repeats: classes by outcome alone, said so; never a bound at or below 0") {
+  TEST_CASE("no input repeats: classes by outcome alone, said so, and never a bound at or below 0") {
     std::vector<double> b, o;
     std::vector<std::uint64_t> input;
     for (int i = 0; i < 30; ++i) {
