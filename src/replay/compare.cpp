@@ -429,12 +429,8 @@ CompareResult run_compare(const CompareConfig& config) {
   }
   // Lockstep: what served each request, coded for the this-trace interval.
   std::vector<std::vector<std::uint8_t>> codes(result.rows.size());
-  if (mode == CompareMode::lockstep)
-    for (std::size_t c = 0; c < result.rows.size(); ++c) {
-      codes[c].reserve(paired_outcome[c].size());
-      for (const std::string& o : paired_outcome[c])
-        codes[c].push_back(outcome_code(o));
-    }
+  for (std::size_t c = 0; c < result.rows.size(); ++c)
+    codes[c] = codes_of(c);
   // CPU time per request, paired the same way, over the requests whose CPU
   // time was read in both (CPU sampling reads the same requests in every lane).
   auto cpu_this_trace = [&](std::size_t c) {

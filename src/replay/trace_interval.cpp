@@ -29,12 +29,12 @@ std::uint8_t noise_group(std::uint8_t outcome) {
 // a relative standard deviation.
 struct Pool {
   std::vector<double> residuals;
-  double rel_var() const {
-    if (residuals.empty()) return 0;
+  double rel_var = 0;  // set by finish()
+  void finish() {
     double s = 0;
     for (double r : residuals)
       s += (r - 1) * (r - 1);
-    return s / static_cast<double>(residuals.size());
+    rel_var = residuals.empty() ? 0 : s / static_cast<double>(residuals.size());
   }
 };
 
@@ -132,8 +132,11 @@ Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<do
       if (mo > 0) pools[noise_group(other_outcome[m[0]])].residuals.push_back(1 + (o[i] / mo - 1) * scale);
     }
   }
-  for (const Pool& p : pools)
+  for (Pool& p : pools) {
     all.residuals.insert(all.residuals.end(), p.residuals.begin(), p.residuals.end());
+    p.finish();
+  }
+  all.finish();
   // A group with too few residuals of its own borrows everyone's.
   constexpr std::size_t kMinPool = 5;
   auto pool_of = [&](std::uint8_t outcome) -> const Pool& {
@@ -146,10 +149,10 @@ Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<do
   for (const auto& m : classes)
     if (m.size() == 1) singles.push_back(m[0]);
   for (std::size_t i : singles) {
-    alone += b[i] * b[i] * pool_of(base_outcome[i]).rel_var() +
-             ratio * ratio * o[i] * o[i] * pool_of(other_outcome[i]).rel_var();
-    if (!pool_of(base_outcome[i]).residuals.empty() && &pool_of(base_outcome[i]) == &all) facts.borrowed = true;
-    if (&pool_of(other_outcome[i]) == &all) facts.borrowed = true;
+    const Pool& pb = pool_of(base_outcome[i]);
+    const Pool& po = pool_of(other_outcome[i]);
+    alone += b[i] * b[i] * pb.rel_var + ratio * ratio * o[i] * o[i] * po.rel_var;
+    if (&pb == &all || &po == &all) facts.borrowed = true;
   }
   facts.classes = classes.size();
   facts.singletons = singles.size();
