@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "image/image.hpp"
 #include "image/jpeg_errors.hpp"
@@ -79,30 +80,85 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, std::uint64_t max_p
   jpeg_destroy_decompress(&cinfo);
 }
 
-// libpng's simplified API: no setjmp of ours, errors in image.message.
+// PNG through libpng's progressive-free low-level API, with the conversions
+// PIL's Image.open(f).convert('RGB') makes: alpha dropped, not composited
+// (the simplified API composited onto whatever the buffer held: the same
+// RGBA file gave different tensors), 16-bit samples reduced to their high
+// byte (the simplified API took them as linear light and converted to sRGB:
+// 10 became 58), palette and grey expanded, no gamma correction. One
+// difference, stated in docs/profiles.md: Pillow opens 16-bit grey as mode
+// "I", whose convert('RGB') saturates every value above 255; here it keeps
+// its high byte as 16-bit colour does.
+struct PngSource {
+  const std::uint8_t* data;
+  std::size_t size, pos;
+  char message[200];
+};
+
+void png_read_memory(png_structp png, png_bytep out, png_size_t n) {
+  auto* src = static_cast<PngSource*>(png_get_io_ptr(png));
+  if (n > src->size - src->pos) png_error(png, "truncated file");
+  std::memcpy(out, src->data + src->pos, n);
+  src->pos += n;
+}
+
+[[noreturn]] void png_failed(png_structp png, png_const_charp message) {
+  auto* src = static_cast<PngSource*>(png_get_error_ptr(png));
+  std::snprintf(src->message, sizeof src->message, "%s", message);
+  png_longjmp(png, 1);
+}
+
+void png_warned(png_structp, png_const_charp) {}
+
+// The two steps that may longjmp, each with nothing to destroy in its frame.
+bool png_read_header(png_structp png, png_infop info) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_read_info(png, info);
+  png_set_strip_16(png);
+  png_set_strip_alpha(png);
+  png_set_palette_to_rgb(png);
+  png_set_expand_gray_1_2_4_to_8(png);
+  png_set_gray_to_rgb(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  return true;
+}
+
+bool png_read_pixels(png_structp png, png_bytepp rows) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_read_image(png, rows);
+  return true;
+}
+
 void decode_png(const std::uint8_t* data, std::size_t size, std::uint64_t max_pixels,
                 const std::function<std::uint8_t*(const Header&)>& alloc) {
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&image, data, size))
-    throw DecodeError{fmt::format("corrupt PNG (libpng: {})", image.message)};
-  const Header header{Format::png, image.width, image.height};
-  if (static_cast<std::uint64_t>(header.width) * header.height > max_pixels) {
-    png_image_free(&image);
-    too_large(header, max_pixels);
-  }
-  image.format = PNG_FORMAT_RGB;
-  std::uint8_t* out = nullptr;
-  try {
-    out = alloc(header);
-  } catch (...) {
-    png_image_free(&image);
-    throw;
-  }
-  // finish_read frees the image's state whether it succeeds or not.
-  if (!png_image_finish_read(&image, nullptr, out, 0, nullptr))
-    throw DecodeError{fmt::format("corrupt or truncated PNG (libpng: {})", image.message)};
+  PngSource src{data, size, 0, {}};
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_failed, png_warned);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  struct Release {
+    png_structp* png;
+    png_infop* info;
+    ~Release() {
+      if (*png) png_destroy_read_struct(png, info, nullptr);
+    }
+  } release{&png, &info};
+  if (!png || !info) throw DecodeError{"cannot start libpng (out of memory)"};
+  png_set_read_fn(png, &src, png_read_memory);
+  // Dimensions are checked against max_pixels below; libpng's own limit would only add a second message.
+  png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+  if (!png_read_header(png, info)) throw DecodeError{fmt::format("corrupt PNG (libpng: {})", src.message)};
+  const Header header{Format::png, png_get_image_width(png, info), png_get_image_height(png, info)};
+  if (static_cast<std::uint64_t>(header.width) * header.height > max_pixels) too_large(header, max_pixels);
+  const std::size_t stride = static_cast<std::size_t>(header.width) * 3;
+  if (png_get_rowbytes(png, info) != stride || png_get_channels(png, info) != 3 || png_get_bit_depth(png, info) != 8)
+    throw DecodeError{fmt::format("PNG converts to {} channels of {} bits, not RGB 8-bit", png_get_channels(png, info),
+                                  png_get_bit_depth(png, info))};
+  std::uint8_t* out = alloc(header);
+  std::vector<png_bytep> rows(header.height);
+  for (std::uint32_t y = 0; y < header.height; ++y)
+    rows[y] = out + static_cast<std::size_t>(y) * stride;
+  if (!png_read_pixels(png, rows.data()))
+    throw DecodeError{fmt::format("corrupt or truncated PNG (libpng: {})", src.message)};
 }
 
 }  // namespace

@@ -69,6 +69,52 @@ std::string jpeg_claiming(std::uint16_t width, std::uint16_t height) {
   return jpg;
 }
 
+// A PNG written by hand (zlib for the data, crc32 for the chunks): IHDR with
+// this bit depth and colour type, one IDAT of `rows` (filter 0 prepended), an
+// optional PLTE and tRNS, IEND. libpng's writer would not make some of these.
+std::string png_of(std::uint32_t width, std::uint32_t height, int bit_depth, int color_type,
+                   const std::vector<std::string>& rows, const std::string& plte = "", const std::string& trns = "") {
+  auto be32 = [](std::uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+  };
+  auto chunk = [&](const std::string& type, const std::string& body) {
+    const std::string typed = type + body;
+    const auto crc = crc32(0, reinterpret_cast<const Bytef*>(typed.data()), static_cast<uInt>(typed.size()));
+    return be32(static_cast<std::uint32_t>(body.size())) + typed + be32(static_cast<std::uint32_t>(crc));
+  };
+  std::string raw;
+  for (const std::string& r : rows)
+    raw += '\0' + r;
+  std::string packed(compressBound(static_cast<uLong>(raw.size())), '\0');
+  uLongf packed_size = static_cast<uLongf>(packed.size());
+  REQUIRE(compress(reinterpret_cast<Bytef*>(packed.data()), &packed_size, reinterpret_cast<const Bytef*>(raw.data()),
+                   static_cast<uLong>(raw.size())) == Z_OK);
+  packed.resize(packed_size);
+  std::string ihdr = be32(width) + be32(height);
+  ihdr += {static_cast<char>(bit_depth), static_cast<char>(color_type), 0, 0, 0};
+  std::string png = "\x89PNG\r\n\x1a\n" + chunk("IHDR", ihdr);
+  if (!plte.empty()) png += chunk("PLTE", plte);
+  if (!trns.empty()) png += chunk("tRNS", trns);
+  return png + chunk("IDAT", packed) + chunk("IEND", "");
+}
+
+std::string be16(std::initializer_list<int> values) {
+  std::string out;
+  for (int v : values) {
+    out += static_cast<char>((v >> 8) & 0xFF);
+    out += static_cast<char>(v & 0xFF);
+  }
+  return out;
+}
+
+std::string bytes(std::initializer_list<int> values) {
+  std::string out;
+  for (int v : values)
+    out += static_cast<char>(v);
+  return out;
+}
+
 at::Tensor bytes_tensor(const std::string& bytes) {
   at::Tensor t = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
   std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
@@ -274,5 +320,62 @@ size = [2, 2]
       CHECK(max_diff <= 1.5 / 255 / 0.224);
       CHECK(mean_diff <= 0.25 / 255 / 0.224);
     }
+  }
+}
+
+TEST_SUITE("png conversions as PIL's convert('RGB')") {
+  // Each expected row is what Pillow 9.4's Image.open(f).convert('RGB') gives
+  // for the same bytes (checked by hand with Debian's python3-pil).
+  TEST_CASE("alpha is dropped, not composited; 16-bit keeps the high byte; palette and grey expand") {
+    struct Case {
+      std::string name;
+      std::string png;
+      std::string rgb;
+    };
+    const std::vector<Case> cases = {
+        {"RGBA 8-bit", png_of(3, 1, 8, 6, {bytes({200, 100, 50, 0, 10, 20, 30, 128, 255, 0, 255, 255})}),
+         bytes({200, 100, 50, 10, 20, 30, 255, 0, 255})},
+        {"LA 8-bit", png_of(3, 1, 8, 4, {bytes({200, 0, 10, 128, 77, 255})}),
+         bytes({200, 200, 200, 10, 10, 10, 77, 77, 77})},
+        {"RGB 16-bit",
+         png_of(4, 1, 16, 2, {be16({2570, 25700, 300, 65535, 0, 32896, 1, 256, 511, 40000, 50000, 60000})}),
+         bytes({10, 100, 1, 255, 0, 128, 0, 1, 1, 156, 195, 234})},
+        {"RGBA 16-bit",
+         png_of(4, 1, 16, 6,
+                {be16({2570, 25700, 300, 0, 65535, 0, 32896, 30000, 1, 256, 511, 65535, 40000, 50000, 60000, 100})}),
+         bytes({10, 100, 1, 255, 0, 128, 0, 1, 1, 156, 195, 234})},
+        // Pillow's convert('RGB') of 16-bit grey (mode "I") saturates above 255; the high byte is kept here.
+        {"grey 16-bit", png_of(4, 1, 16, 0, {be16({2570, 25700, 300, 65535})}),
+         bytes({10, 10, 10, 100, 100, 100, 1, 1, 1, 255, 255, 255})},
+        {"palette with a transparent entry",
+         png_of(3, 1, 8, 3, {bytes({0, 1, 2})}, bytes({255, 0, 0, 0, 255, 0, 0, 0, 255}), bytes({255, 0, 255})),
+         bytes({255, 0, 0, 0, 255, 0, 0, 0, 255})},
+        {"grey 2-bit", png_of(4, 1, 2, 0, {bytes({0x1B})}), bytes({0, 0, 0, 85, 85, 85, 170, 170, 170, 255, 255, 255})},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.name);
+      const Pixels p = decode(c.png);
+      CHECK(p.rgb == c.rgb);
+    }
+  }
+
+  TEST_CASE("the same RGBA file gives the same pixels whatever the buffer held") {
+    const std::string png = png_of(2, 1, 8, 6, {bytes({200, 100, 50, 0, 10, 20, 30, 7})});
+    for (int fill : {0, 0x55, 0xFF}) {
+      CAPTURE(fill);
+      std::string out;
+      image::decode_rgb(reinterpret_cast<const std::uint8_t*>(png.data()), png.size(), image::kDefaultMaxPixels,
+                        [&](const image::Header& h) {
+                          out.assign(static_cast<std::size_t>(h.width) * h.height * 3, static_cast<char>(fill));
+                          return reinterpret_cast<std::uint8_t*>(out.data());
+                        });
+      CHECK(out == bytes({200, 100, 50, 10, 20, 30}));
+    }
+  }
+
+  TEST_CASE("a truncated PNG is an error naming libpng's reason") {
+    const std::string png = png_of(64, 64, 8, 2, std::vector<std::string>(64, std::string(64 * 3, '\x40')));
+    const std::string cut = png.substr(0, png.size() / 2);
+    CHECK(decode_error(cut).find("PNG") != std::string::npos);
   }
 }
