@@ -326,7 +326,7 @@ size = [2, 2]
 TEST_SUITE("png conversions as PIL's convert('RGB')") {
   // Each expected row is what Pillow 9.4's Image.open(f).convert('RGB') gives
   // for the same bytes (checked by hand with Debian's python3-pil).
-  TEST_CASE("alpha is dropped, not composited; 16-bit keeps the high byte; palette and grey expand") {
+  TEST_CASE("alpha is dropped, not composited, 16-bit keeps the high byte, palette and grey expand") {
     struct Case {
       std::string name;
       std::string png;
