@@ -6,7 +6,8 @@
 //   lockstep    one process, one loaded model; request i is served under every
 //               configuration in turn (order rotated per request), each with
 //               its own caches: drift hits every configuration alike, and the
-//               interval is a paired bootstrap over requests.
+//               intervals are paired: one for this trace (noise with the trace
+//               held fixed; the verdict reads it), one for traffic like it.
 //   sequential  whole replays one after another, interleaved when repeated
 //               (A B C A B C ...); the interval is a bootstrap over the pooled
 //               requests, which cannot see drift between replays.
