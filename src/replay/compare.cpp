@@ -81,6 +81,44 @@ std::vector<OutcomeStats> outcome_costs(const std::vector<OutcomeStats>& summary
   return out;
 }
 
+// Lockstep: the two intervals in words, with the classes and single requests
+// of every configuration against the baseline as a range.
+void describe_lockstep_intervals(CompareResult& result) {
+  // The classes and singletons of every configuration against the baseline, as a range.
+  std::size_t classes_lo = SIZE_MAX, classes_hi = 0, single_lo = SIZE_MAX, single_hi = 0;
+  bool ignored = false, borrowed = false;
+  for (std::size_t c = 1; c < result.rows.size(); ++c) {
+    const TraceIntervalInfo& f = result.rows[c].interval_facts;
+    classes_lo = std::min(classes_lo, f.classes);
+    classes_hi = std::max(classes_hi, f.classes);
+    single_lo = std::min(single_lo, f.singletons);
+    single_hi = std::max(single_hi, f.singletons);
+    ignored = ignored || f.inputs_ignored;
+    borrowed = borrowed || f.borrowed;
+  }
+  auto range = [](std::size_t lo, std::size_t hi) {
+    return lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
+  };
+  std::string repeats = result.repeat > 1 ? fmt::format(" ({} lockstep repeats)", result.repeat) : "";
+  result.interval = fmt::format(
+      "this trace: noise with the trace held fixed, {} paired requests{} resampled within {} classes ({}) — "
+      "{} alone in their class take the pooled within-class noise{}",
+      result.paired, repeats, result.rows.size() > 1 ? range(classes_lo, classes_hi) : "0",
+      ignored ? "what served them under both configurations; no input repeated with the same outcome"
+              : "input x what served it under both configurations",
+      result.rows.size() > 1 ? range(single_lo, single_hi) : "0",
+      borrowed ? " (over all outcomes where theirs has too few repeats)" : "");
+  if (result.paced)
+    result.interval += fmt::format(
+        "; in units of the machine's pace (the baseline's median over the {} requests around each: "
+        "{:.2f}–{:.2f}×)",
+        result.pace_window, result.pace_min, result.pace_max);
+  result.interval += "; the verdicts read it";
+  result.traffic_interval = fmt::format(
+      "traffic like this trace: paired bootstrap over {} requests{} (which requests, hits and inputs vary too)",
+      result.paired, repeats);
+}
+
 }  // namespace
 
 Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
@@ -503,39 +541,7 @@ CompareResult run_compare(const CompareConfig& config) {
   result.show_traffic = config.intervals == CompareIntervals::both;
   if (mode == CompareMode::lockstep) {
     result.paired = paired.empty() ? 0 : paired[0].size();
-    // The classes and singletons of every configuration against the baseline, as a range.
-    std::size_t classes_lo = SIZE_MAX, classes_hi = 0, single_lo = SIZE_MAX, single_hi = 0;
-    bool ignored = false, borrowed = false;
-    for (std::size_t c = 1; c < result.rows.size(); ++c) {
-      const TraceIntervalInfo& f = result.rows[c].interval_facts;
-      classes_lo = std::min(classes_lo, f.classes);
-      classes_hi = std::max(classes_hi, f.classes);
-      single_lo = std::min(single_lo, f.singletons);
-      single_hi = std::max(single_hi, f.singletons);
-      ignored = ignored || f.inputs_ignored;
-      borrowed = borrowed || f.borrowed;
-    }
-    auto range = [](std::size_t lo, std::size_t hi) {
-      return lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
-    };
-    std::string repeats = result.repeat > 1 ? fmt::format(" ({} lockstep repeats)", result.repeat) : "";
-    result.interval = fmt::format(
-        "this trace: noise with the trace held fixed, {} paired requests{} resampled within {} classes ({}) — "
-        "{} alone in their class take the pooled within-class noise{}",
-        result.paired, repeats, result.rows.size() > 1 ? range(classes_lo, classes_hi) : "0",
-        ignored ? "what served them under both configurations; no input repeated with the same outcome"
-                : "input x what served it under both configurations",
-        result.rows.size() > 1 ? range(single_lo, single_hi) : "0",
-        borrowed ? " (over all outcomes where theirs has too few repeats)" : "");
-    if (result.paced)
-      result.interval += fmt::format(
-          "; in units of the machine's pace (the baseline's median over the {} requests around each: "
-          "{:.2f}–{:.2f}×)",
-          result.pace_window, result.pace_min, result.pace_max);
-    result.interval += "; the verdicts read it";
-    result.traffic_interval = fmt::format(
-        "traffic like this trace: paired bootstrap over {} requests{} (which requests, hits and inputs vary too)",
-        result.paired, repeats);
+    describe_lockstep_intervals(result);
   } else {
     result.interval = fmt::format("bootstrap over pooled requests of {} repeat{} (traffic like this trace: no pairing)",
                                   config.repeat, config.repeat == 1 ? "" : "s");

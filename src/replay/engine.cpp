@@ -262,6 +262,7 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
       if (skipped && skipped->absorb(e)) continue;
       throw;
     }
+    const std::uint64_t input = std::hash<std::string>{}(request.key);  // once: the same in every lane
     for (std::size_t l = 0; l < n; ++l) {
       LockstepLane& lane = lanes[l];
       const RequestRecord& record = records[l];
@@ -269,7 +270,7 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
       lane.outcome.push_back(record.cache_outcome);
       lane.cpu_us.push_back(record.cpu_measured() ? static_cast<double>(record.cpu_total()) / 1e3
                                                   : std::numeric_limits<double>::quiet_NaN());
-      lane.input.push_back(std::hash<std::string>{}(request.key));
+      lane.input.push_back(input);
       lane.busy_ns += record.total();
       if (lane.collector) lane.collector->add(record);
     }

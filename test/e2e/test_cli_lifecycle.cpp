@@ -228,6 +228,18 @@ void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   check_nothing_left(redis, bg->pid, out);
 }
 
+// A lockstep compare of none against l1 over a trace of `requests` over 50 keys, in the background.
+auto start_lockstep_compare(TempDir& traces, const std::string& requests, TempDir& io, const fs::path& out,
+                            std::vector<std::string> extra = {}) {
+  const std::string trace = traces.file("lockstep.jsonl");
+  REQUIRE(run_cli({"gen-trace", "--requests", requests, "--keys", "50", "-o", trace}).code == 0);
+  std::vector<std::string> args{
+      "compare", fixture().model, "--trace",    trace,           "--caches", "none", "--caches", "l1", "--warmup",
+      "1",       "--out",         out.string(), "--no-progress", "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return start(args, io);
+}
+
 }  // namespace
 
 TEST_SUITE("e2e lifecycle") {
@@ -406,15 +418,10 @@ TEST_SUITE("e2e lifecycle") {
   // Mid-run: requests.csv's temporary file grows only once its 1 MiB buffer has
   // filled, so it holds thousands of requests served under both configurations.
   TEST_CASE("lockstep compare interrupted keeps every configuration, each with the requests served under all") {
-    auto& f = fixture();
     TempDir io;
     const fs::path out = io.path() / "c";
     TempDir traces;
-    const std::string trace = traces.file("long.jsonl");
-    REQUIRE(run_cli({"gen-trace", "--requests", "400000", "--keys", "50", "-o", trace}).code == 0);
-    auto bg = start({"compare", f.model, "--trace", trace, "--caches", "none", "--caches", "l1", "--warmup", "1",
-                     "--out", out.string(), "--no-progress", "--format", "json"},
-                    io);
+    auto bg = start_lockstep_compare(traces, "400000", io, out);
     auto served = [&] {
       for (const std::string& name : names_with(out / "l1", ".requests.csv.tmp.")) {
         std::error_code ec;
@@ -453,15 +460,10 @@ TEST_SUITE("e2e lifecycle") {
   // With --repeat, a pass cut short keeps the passes before it, and every
   // configuration's folder holds the reports of the pass the interrupt ended.
   TEST_CASE("lockstep compare interrupted in its second pass keeps the first and the reports of the second") {
-    auto& f = fixture();
     TempDir io;
     const fs::path out = io.path() / "c";
     TempDir traces;
-    const std::string trace = traces.file("mid.jsonl");
-    REQUIRE(run_cli({"gen-trace", "--requests", "20000", "--keys", "50", "-o", trace}).code == 0);
-    auto bg = start({"compare", f.model, "--trace", trace, "--caches", "none", "--caches", "l1", "--warmup", "1",
-                     "--repeat", "3", "--out", out.string(), "--no-progress", "--format", "json"},
-                    io);
+    auto bg = start_lockstep_compare(traces, "20000", io, out, {"--repeat", "3"});
     // The first pass's reports are in place once it has committed them.
     REQUIRE_MESSAGE(wait_for([&] { return fs::exists(out / "l1" / "summary.json"); }, 180s), slurp(bg->err));
     ::kill(bg->pid, SIGINT);

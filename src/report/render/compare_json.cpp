@@ -16,6 +16,25 @@ void json_speedup(JsonWriter& w, std::string_view key, const Speedup& s) {
   w.end_object();
 }
 
+// Configuration i's speedups: this trace (with its verdict and classes), the
+// traffic-like and CPU ones, and the wall one.
+void json_speedups(JsonWriter& w, const CompareResult& r, std::size_t i) {
+  const CompareRow& row = r.rows[i];
+  json_speedup(w, "speedup", row.mean_speedup);
+  w.field("verdict", std::string(compare_parts::verdict_of(r, i)));
+  if (r.paced && row.unpaced_speedup > 0) w.field_number("unpaced_speedup", row.unpaced_speedup, 4);
+  json_speedup(w, "traffic_speedup", row.traffic_speedup);
+  if (row.last.total.cpu) json_speedup(w, "cpu_speedup", row.cpu_speedup);
+  if (r.mode == CompareMode::lockstep && i > 0) {
+    w.key("interval_classes").begin_object();
+    w.field("classes", static_cast<std::uint64_t>(row.interval_facts.classes));
+    w.field("singletons", static_cast<std::uint64_t>(row.interval_facts.singletons));
+    w.field("inputs_ignored", row.interval_facts.inputs_ignored);
+    w.end_object();
+  }
+  json_speedup(w, "wall_speedup", row.wall_speedup);
+}
+
 }  // namespace
 }  // namespace report
 
@@ -82,19 +101,7 @@ std::string render_compare_json(const CompareResult& r) {
     for (double v : row.walls_s)
       w.number(v, 6);
     w.end_array();
-    json_speedup(w, "speedup", row.mean_speedup);
-    w.field("verdict", std::string(verdict_of(r, i)));
-    if (r.paced && row.unpaced_speedup > 0) w.field_number("unpaced_speedup", row.unpaced_speedup, 4);
-    json_speedup(w, "traffic_speedup", row.traffic_speedup);
-    if (row.last.total.cpu) json_speedup(w, "cpu_speedup", row.cpu_speedup);
-    if (r.mode == CompareMode::lockstep && i > 0) {
-      w.key("interval_classes").begin_object();
-      w.field("classes", static_cast<std::uint64_t>(row.interval_facts.classes));
-      w.field("singletons", static_cast<std::uint64_t>(row.interval_facts.singletons));
-      w.field("inputs_ignored", row.interval_facts.inputs_ignored);
-      w.end_object();
-    }
-    json_speedup(w, "wall_speedup", row.wall_speedup);
+    json_speedups(w, r, i);
     w.field("outliers_dominate", row.outliers_dominate);
     // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.
     w.key("outcome_costs").begin_object();
