@@ -8,7 +8,7 @@ PACKAGES=(
   libtorch-dev
   libcli11-dev libfmt-dev libsimdjson-dev libtomlplusplus-dev
   libhiredis-dev liblmdb-dev libxxhash-dev libcurl4-openssl-dev libssl-dev libzstd-dev
-  libjpeg62-turbo-dev libpng-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev
   libsentencepiece-dev sentencepiece
   clang-format
   doctest-dev libbenchmark-dev

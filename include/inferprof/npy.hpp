@@ -4,6 +4,7 @@
 // that follows it into a tensor.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +33,11 @@ inline constexpr std::uint64_t kNpyMaxPrefixBytes = 12 + kNpyMaxHeaderBytes;
 // that many bytes after the header. Throws Error(bad_input) saying what is
 // wrong (without the file's name).
 NpyHeader parse_npy_header(std::string_view head, std::uint64_t file_size);
+
+// The header of a version 1.0 .npy file for a C-order little-endian array of
+// this dtype and shape (the data follows it), as numpy.save writes it:
+// padded with spaces to a multiple of 64 bytes, ending in a newline.
+std::string npy_header(DType dtype, const std::vector<std::int64_t>& shape);
 
 // Elements in a tensor of this shape; nullopt when a dimension is negative or
 // the count (or any partial product of the non-zero dimensions) exceeds INT64_MAX.

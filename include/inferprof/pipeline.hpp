@@ -115,6 +115,16 @@ class Pipeline {
   // infinity when shapes or dtypes differ or `served` does not decode.
   double verify(const TraceRequest& request, const Blob& served, const ModelHandle& model = nullptr);
 
+  // What the model is given and gives back for `request`, computed without any
+  // cache (--dump-inputs, --dump-outputs): the inputs as a tensor set of kind
+  // dict named by the forward's arguments ("input0", ... when it has no
+  // schema), the output as the cache stores it (null when its type or a dtype
+  // has no such encoding). Throws as serve() does.
+  struct ModelIo {
+    Blob inputs, outputs;
+  };
+  ModelIo model_io(const TraceRequest& request, bool with_outputs, const ModelHandle& model = nullptr);
+
   // cuda: device name, copy peak and CUPTI's counts so far (flushes CUPTI
   // first). On CPU: enabled = false.
   GpuInfo finish_gpu();

@@ -42,23 +42,33 @@ struct EnumNames<PreprocessKind> {
                                                           "scale",  "normalize", "resize",   "center_crop",
                                                           "layout", "tokenize"};
 };
-// How resize interpolates.
-enum class ResizeMode : std::uint8_t { bilinear, bicubic, nearest };
+// How resize interpolates: Pillow's filters (libtorch has the first three).
+enum class ResizeMode : std::uint8_t { bilinear, bicubic, nearest, lanczos, box, hamming };
 template <>
 struct EnumNames<ResizeMode> {
-  static constexpr std::array<std::string_view, 3> names{"bilinear", "bicubic", "nearest"};
+  static constexpr std::array<std::string_view, 6> names{"bilinear", "bicubic", "nearest", "lanczos", "box", "hamming"};
+};
+// Whose resize: Pillow's on 8-bit pixels (what a PIL/torchvision service does
+// to a decoded image) or libtorch's interpolate on a tensor (what a service
+// resizing tensors does). automatic: as torchvision's Resize dispatches, PIL's
+// for 8-bit pixels and libtorch's for anything else.
+enum class ResizeImpl : std::uint8_t { automatic, pil, torch };
+template <>
+struct EnumNames<ResizeImpl> {
+  static constexpr std::array<std::string_view, 3> names{"auto", "pil", "torch"};
 };
 
 // One preprocessing op with its parameters (only those its kind uses are set).
 struct PreprocessOp {
   PreprocessKind op = PreprocessKind::to_float;
-  double factor = 1.0;                     // scale
-  std::vector<double> mean, std;           // normalize (per channel, dim 1)
-  std::vector<std::int64_t> size;          // resize: [height, width] or [shorter side]; center_crop: [height, width]
-  ResizeMode mode = ResizeMode::bilinear;  // resize
-  bool antialias = false;                  // resize: low-pass filter when shrinking, as PIL and torchvision do
-  std::uint64_t max_pixels = 0;            // decode: refuse larger images (0: the built-in limit)
-  std::string from, to;                    // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
+  double factor = 1.0;                      // scale
+  std::vector<double> mean, std;            // normalize (per channel, dim 1)
+  std::vector<std::int64_t> size;           // resize: [height, width] or [shorter side]; center_crop: [height, width]
+  ResizeMode mode = ResizeMode::bilinear;   // resize
+  bool antialias = false;                   // resize (torch): low-pass filter when shrinking (PIL always does)
+  ResizeImpl impl = ResizeImpl::automatic;  // resize
+  std::uint64_t max_pixels = 0;             // decode: refuse larger images (0: the built-in limit)
+  std::string from, to;                     // layout: "NHWC" -> "NCHW" (any permutation of the same letters)
   std::string model;                // tokenize: the SentencePiece .model file (resolved against the profile's folder)
   std::int64_t max_length = 128;    // tokenize: ids are truncated or padded to this many
   bool mask = true;                 // tokenize: also give the attention mask (1 = token, 0 = padding)

@@ -70,6 +70,7 @@ struct OutputOptions {
   bool ops = false;                                  // attribute compute to aten operators
   std::uint64_t trace_json_max_bytes = 100'000'000;  // trace.json's cap (--trace-json-max-mb); 0: none
   std::shared_ptr<ReplayObserver> observer;          // told the phase and counts (a progress line); null: nobody
+  std::string dump_inputs, dump_outputs;             // --dump-inputs/--dump-outputs folders (replay/dump.hpp)
 };
 
 // Result caches. Each replay starts its tiers empty; remote ones are cleared

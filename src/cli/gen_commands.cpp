@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/inspect.hpp"
 #include "inferprof/pipeline.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/trace.hpp"
 
 namespace inferprof::cli {
@@ -143,29 +145,56 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_image_file(const fs::path& p) {
+// Whether a file is an image decode reads, by its first bytes (as decode
+// recognises it), not its name; otherwise why it is skipped.
+std::string why_not_image(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "cannot be read";
+  std::uint8_t head[12] = {};
+  in.read(reinterpret_cast<char*>(head), sizeof head);
+  if (image::sniff(head, static_cast<std::size_t>(in.gcount())) != image::Format::unknown) return {};
   std::string ext = p.extension().string();
   for (char& c : ext)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+  return ext.empty() ? "not a JPEG, PNG or WebP" : fmt::format("{}: not a JPEG, PNG or WebP", ext);
 }
 
-// The JPEG and PNG files under `dir` (sorted: the same folder, the same
+// The JPEG, PNG and WebP files under `dir` (sorted: the same folder, the same
 // trace), as paths relative to the trace's folder, which is how the trace
-// reader resolves them.
+// reader resolves them. What it skips is told on stderr, counted by reason.
 std::vector<std::string> image_paths(const std::string& dir, const std::string& trace) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw bad_input(fmt::format("--images '{}': not a folder", dir));
   std::vector<fs::path> found;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_regular_file(ec) && is_image_file(it->path())) found.push_back(it->path());
+  std::map<std::string, std::uint64_t> skipped;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;  // folders are walked; FIFOs and devices are never opened
+    const std::string why = why_not_image(it->path());
+    if (why.empty())
+      found.push_back(it->path());
+    else
+      ++skipped[why];
+  }
   if (ec) throw bad_input(fmt::format("--images '{}': cannot list it ({})", dir, ec.message()));
-  if (found.empty()) throw bad_input(fmt::format("--images '{}': no .jpg, .jpeg or .png files in it", dir));
+  std::uint64_t n = 0;
+  std::string reasons;
+  for (const auto& [why, count] : skipped) {
+    n += count;
+    reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", count, why);
+  }
+  const std::string skips = n ? fmt::format("skipped {} file{} ({})", n, n == 1 ? "" : "s", reasons) : "";
+  if (found.empty())
+    throw bad_input(fmt::format("--images '{}': no JPEG, PNG or WebP files in it{}", dir, n ? "; " + skips : ""));
+  if (n) fmt::print(stderr, "inferprof: gen-trace: --images '{}': {}\n", printable(dir), skips);
   std::sort(found.begin(), found.end());
-  const fs::path base = fs::absolute(fs::path(trace)).parent_path();
+  // Normalised first: "./a.jpg" against "../t.jsonl" has no lexical relative path (it came out empty).
+  const fs::path base = fs::absolute(fs::path(trace)).lexically_normal().parent_path();
   std::vector<std::string> out;
-  for (const auto& p : found)
-    out.push_back(fs::absolute(p).lexically_relative(base).generic_string());
+  for (const auto& p : found) {
+    const fs::path abs = fs::absolute(p).lexically_normal();
+    const fs::path rel = abs.lexically_relative(base);
+    out.push_back((rel.empty() ? abs : rel).generic_string());
+  }
   return out;
 }
 

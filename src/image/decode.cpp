@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <png.h>
+#ifdef INFERPROF_HAS_WEBP
+#include <webp/decode.h>
+#endif
 
 #include <algorithm>
 #include <csetjmp>
@@ -32,6 +35,21 @@ void jpeg_message(j_common_ptr cinfo, int level) {
   if (level < 0) jpeg_fail(cinfo);
 }
 
+// PIL's Image.open(f).convert('RGB') of a CMYK JPEG: PIL reads every CMYK
+// JPEG as Adobe writes them, inverted (it unpacks "CMYK;I"), then converts
+// each channel as (255 - k) * (255 - c) / 255 with its integer rounding
+// (t = a * b + 128; (t + (t >> 8)) >> 8). Here `in` holds the stored
+// (inverted) bytes, so 255 - c is the stored c and 255 - k the stored k.
+void cmyk_to_rgb(const std::uint8_t* in, std::uint8_t* out, std::size_t width) {
+  for (std::size_t x = 0; x < width; ++x, in += 4, out += 3) {
+    const int nk = in[3];
+    for (int c = 0; c < 3; ++c) {
+      const int t = (255 - in[c]) * nk + 128;
+      out[c] = static_cast<std::uint8_t>(nk - (((t >> 8) + t) >> 8));
+    }
+  }
+}
+
 // Only trivially destructible locals live across setjmp/longjmp here.
 void decode_jpeg(const std::uint8_t* data, std::size_t size, std::uint64_t max_pixels,
                  const std::function<std::uint8_t*(const Header&)>& alloc) {
@@ -49,16 +67,14 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, std::uint64_t max_p
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
   const Header header{Format::jpeg, cinfo.image_width, cinfo.image_height};
-  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-    jpeg_destroy_decompress(&cinfo);
-    throw DecodeError{"CMYK JPEG: only greyscale and RGB/YCbCr JPEGs are supported"};
-  }
+  const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   if (static_cast<std::uint64_t>(header.width) * header.height > max_pixels) {
     jpeg_destroy_decompress(&cinfo);
     too_large(header, max_pixels);
   }
   // libjpeg's defaults (islow DCT, fancy upsampling) are PIL's too.
-  cinfo.out_color_space = JCS_RGB;
+  // CMYK (and YCCK, which libjpeg turns into CMYK) is converted per row below, as PIL does.
+  cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   std::uint8_t* out = nullptr;
   try {
     out = alloc(header);
@@ -68,6 +84,19 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, std::uint64_t max_p
   }
   jpeg_start_decompress(&cinfo);
   const std::size_t stride = static_cast<std::size_t>(cinfo.output_width) * 3;
+  if (cmyk) {
+    // From libjpeg's pool: freed by jpeg_destroy_decompress, on a longjmp too.
+    JSAMPARRAY row =
+        (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE, cinfo.output_width * 4, 1);
+    while (cinfo.output_scanline < cinfo.output_height) {
+      std::uint8_t* dst = out + static_cast<std::size_t>(cinfo.output_scanline) * stride;
+      jpeg_read_scanlines(&cinfo, row, 1);
+      cmyk_to_rgb(row[0], dst, cinfo.output_width);
+    }
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    return;
+  }
   JSAMPROW rows[16];
   while (cinfo.output_scanline < cinfo.output_height) {
     const JDIMENSION first = cinfo.output_scanline;
@@ -78,6 +107,29 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, std::uint64_t max_p
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
+}
+
+// WebP through libwebp, as PIL decodes it (the same library, its default
+// fancy upsampling of lossy chroma); alpha is dropped, as convert('RGB') drops it.
+void decode_webp(const std::uint8_t* data, std::size_t size, std::uint64_t max_pixels,
+                 const std::function<std::uint8_t*(const Header&)>& alloc) {
+#ifdef INFERPROF_HAS_WEBP
+  WebPBitstreamFeatures features;
+  if (WebPGetFeatures(data, size, &features) != VP8_STATUS_OK)
+    throw DecodeError{"corrupt or truncated WebP (libwebp cannot read its header)"};
+  // PIL would give the first frame; a trace of animations is more likely a mistake.
+  if (features.has_animation) throw DecodeError{"animated WebP: only still images are supported"};
+  const Header header{Format::webp, static_cast<std::uint32_t>(features.width),
+                      static_cast<std::uint32_t>(features.height)};
+  if (static_cast<std::uint64_t>(header.width) * header.height > max_pixels) too_large(header, max_pixels);
+  const std::size_t stride = static_cast<std::size_t>(header.width) * 3;
+  std::uint8_t* out = alloc(header);
+  if (!WebPDecodeRGBInto(data, size, out, stride * header.height, static_cast<int>(stride)))
+    throw DecodeError{"corrupt or truncated WebP (libwebp could not decode it)"};
+#else
+  (void)data, (void)size, (void)max_pixels, (void)alloc;
+  throw DecodeError{"WebP: this inferprof was built without libwebp (install libwebp-dev and rebuild)"};
+#endif
 }
 
 // PNG through libpng's progressive-free low-level API, with the conversions
@@ -166,6 +218,8 @@ void decode_png(const std::uint8_t* data, std::size_t size, std::uint64_t max_pi
 Format sniff(const std::uint8_t* data, std::size_t size) {
   if (size >= sizeof kJpegMagic && std::memcmp(data, kJpegMagic, sizeof kJpegMagic) == 0) return Format::jpeg;
   if (size >= sizeof kPngMagic && std::memcmp(data, kPngMagic, sizeof kPngMagic) == 0) return Format::png;
+  // A RIFF container ("RIFF", length, "WEBP").
+  if (size >= 12 && std::memcmp(data, "RIFF", 4) == 0 && std::memcmp(data + 8, "WEBP", 4) == 0) return Format::webp;
   return Format::unknown;
 }
 
@@ -175,6 +229,8 @@ std::string_view format_name(Format f) {
       return "JPEG";
     case Format::png:
       return "PNG";
+    case Format::webp:
+      return "WebP";
     case Format::unknown:
       break;
   }
@@ -188,14 +244,16 @@ void decode_rgb(const std::uint8_t* data, std::size_t size, std::uint64_t max_pi
       return decode_jpeg(data, size, max_pixels, alloc);
     case Format::png:
       return decode_png(data, size, max_pixels, alloc);
+    case Format::webp:
+      return decode_webp(data, size, max_pixels, alloc);
     case Format::unknown:
       break;
   }
-  if (size == 0) throw DecodeError{"empty (0 bytes): not a JPEG or PNG"};
+  if (size == 0) throw DecodeError{"empty (0 bytes): not a JPEG, PNG or WebP"};
   std::string start;
   for (std::size_t i = 0; i < std::min<std::size_t>(size, 4); ++i)
     start += fmt::format("{:02x}", data[i]);
-  throw DecodeError{fmt::format("not a JPEG or PNG (starts with bytes {})", start)};
+  throw DecodeError{fmt::format("not a JPEG, PNG or WebP (starts with bytes {})", start)};
 }
 
 std::string decode_base64(std::string_view text) {

@@ -1,5 +1,5 @@
 #pragma once
-// Encoded images (JPEG via libjpeg-turbo, PNG via libpng) to RGB pixels, and
+// Encoded images (JPEG via libjpeg-turbo, PNG via libpng, WebP via libwebp) to RGB pixels, and
 // base64 payloads to bytes. No libtorch here: the pipeline allocates the
 // pixel buffer (a tensor) once the header has been read and checked.
 #include <cstddef>
@@ -10,10 +10,10 @@
 
 namespace inferprof::image {
 
-enum class Format : std::uint8_t { unknown, jpeg, png };
+enum class Format : std::uint8_t { unknown, jpeg, png, webp };
 // By magic bytes, not by file name.
 Format sniff(const std::uint8_t* data, std::size_t size);
-std::string_view format_name(Format f);  // "JPEG", "PNG", "unknown"
+std::string_view format_name(Format f);  // "JPEG", "PNG", "WebP", "unknown"
 
 struct Header {
   Format format = Format::unknown;
@@ -31,7 +31,7 @@ struct DecodeError {
 
 // Decodes `data` to 8-bit interleaved RGB (H x W x 3, row-major): grey is
 // expanded, palettes are expanded, 16-bit samples are reduced to 8, alpha is
-// dropped (as PIL's convert("RGB")). After reading the header and checking
+// dropped, CMYK converted (as PIL's convert("RGB")). After reading the header and checking
 // width * height <= max_pixels, calls alloc(header), which returns a buffer of
 // width * height * 3 bytes, and decodes into it. Libjpeg warnings (premature
 // end of data, corrupt data) are errors: a truncated file is refused, not

@@ -118,6 +118,9 @@ void Pipeline::serve(const TraceRequest& request, RequestRecord& record, const C
 double Pipeline::verify(const TraceRequest& request, const Blob& served, const ModelHandle& model) {
   return impl_->backend->verify(request, served, model);
 }
+Pipeline::ModelIo Pipeline::model_io(const TraceRequest& request, bool with_outputs, const ModelHandle& model) {
+  return impl_->backend->model_io(request, with_outputs, model);
+}
 GpuInfo Pipeline::finish_gpu() {
   return impl_->backend->finish_gpu();
 }

@@ -105,7 +105,8 @@ at::Tensor read_payload_file(const TraceRequest& request, const InputSpec& spec,
     throw bad_input(fmt::format("{}: {} '{}': {}", request_where(trace_path, request),
                                 spec.kind == InputSpec::Kind::image ? "image" : "text file", printable(path), why));
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer (forever); fstat then refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(fmt::format("cannot open ({})", std::strerror(errno)));
   struct Closer {
     int fd;
@@ -146,7 +147,7 @@ std::string request_where(const std::string& trace_path, const TraceRequest& req
 }
 
 at::Tensor read_npy(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // as read_payload_file: no FIFO wait
   if (fd < 0) npy_error(path, fmt::format("cannot open ({})", std::strerror(errno)));
   struct Closer {
     int fd;

@@ -646,6 +646,25 @@ double Pipeline::verify(const TraceRequest& request, const Blob& served, const M
   return worst;
 }
 
+Pipeline::ModelIo Pipeline::model_io(const TraceRequest& request, bool with_outputs, const ModelHandle& use) {
+  c10::InferenceMode inference;
+  RequestRecord scratch;
+  const ModelHandle model = impl_->pick(use);
+  const detail::Inputs x = impl_->prepare(request, scratch);
+  detail::Inputs named = x;
+  if (named.names.empty()) {
+    // Positional inputs take the names of the arguments they fill.
+    const c10::FunctionSchema* schema = model->forward;
+    for (std::size_t i = 0; i < x.tensors.size(); ++i)
+      named.names.push_back(schema && i + 1 < schema->arguments().size() ? schema->arguments()[i + 1].name()
+                                                                         : fmt::format("input{}", i));
+  }
+  ModelIo io;
+  io.inputs = encode_inputs(named);
+  if (with_outputs) io.outputs = encode_output(impl_->forward(*model, request, x, scratch, false, nullptr));
+  return io;
+}
+
 int configure_threads(int requested) {
   int n = requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(n);

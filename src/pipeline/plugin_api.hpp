@@ -15,7 +15,7 @@ namespace inferprof::plugin {
 
 // Bumped whenever this table or a type passed through it changes shape; the
 // loader refuses a plugin of another build.
-inline constexpr std::uint32_t kAbi = 3;
+inline constexpr std::uint32_t kAbi = 4;
 inline constexpr const char* kFileName = "libinferprof_pipeline.so";
 // The sizes of what crosses the boundary, as each side was compiled: a plugin
 // built from other headers (a stale build) is refused rather than trusted.
@@ -37,6 +37,7 @@ class Backend {
   virtual void serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches, Blob* served,
                      const ModelHandle& model) = 0;
   virtual double verify(const TraceRequest& request, const Blob& served, const ModelHandle& model) = 0;
+  virtual Pipeline::ModelIo model_io(const TraceRequest& request, bool with_outputs, const ModelHandle& model) = 0;
   virtual GpuInfo finish_gpu() = 0;
   virtual void set_gpu_trace(bool on) = 0;
   virtual std::vector<std::int64_t> default_shape() const = 0;

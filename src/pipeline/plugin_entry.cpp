@@ -22,6 +22,9 @@ class TorchBackend final : public plugin::Backend {
   double verify(const TraceRequest& request, const Blob& served, const ModelHandle& model) override {
     return pipeline_.verify(request, served, model);
   }
+  Pipeline::ModelIo model_io(const TraceRequest& request, bool with_outputs, const ModelHandle& model) override {
+    return pipeline_.model_io(request, with_outputs, model);
+  }
   GpuInfo finish_gpu() override { return pipeline_.finish_gpu(); }
   void set_gpu_trace(bool on) override { pipeline_.set_gpu_trace(on); }
   std::vector<std::int64_t> default_shape() const override { return pipeline_.default_shape(); }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "image/image.hpp"
+#include "image/resample.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
 #include "pipeline/torch_detail.hpp"
@@ -82,6 +83,37 @@ std::int64_t crop_offset(std::int64_t extent, std::int64_t crop) {
   return diff % 2 == 0 ? half : half + (half % 2);
 }
 
+image::Filter filter_of(ResizeMode mode) {
+  switch (mode) {
+    case ResizeMode::nearest:
+      return image::Filter::nearest;
+    case ResizeMode::bicubic:
+      return image::Filter::bicubic;
+    case ResizeMode::lanczos:
+      return image::Filter::lanczos;
+    case ResizeMode::box:
+      return image::Filter::box;
+    case ResizeMode::hamming:
+      return image::Filter::hamming;
+    case ResizeMode::bilinear:
+      break;
+  }
+  return image::Filter::bilinear;
+}
+
+// [N, C, H, W] uint8 -> [N, C, size] uint8 as Pillow resizes, on interleaved
+// rows: decode's output is already channels-last in memory, so no copy in.
+at::Tensor resize_pil(const at::Tensor& x, const std::vector<std::int64_t>& size, image::Filter filter) {
+  const at::Tensor in = x.permute({0, 2, 3, 1}).contiguous();
+  const auto n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  at::Tensor out = at::empty({n, size[0], size[1], c}, at::kByte);
+  for (std::int64_t i = 0; i < n; ++i)
+    image::resample(in[i].data_ptr<std::uint8_t>(), static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(h),
+                    static_cast<std::uint32_t>(c), out[i].data_ptr<std::uint8_t>(), static_cast<std::uint32_t>(size[1]),
+                    static_cast<std::uint32_t>(size[0]), filter);
+  return out.permute({0, 3, 1, 2});
+}
+
 at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& mean, const at::Tensor& std,
                  const std::vector<std::int64_t>& permutation, const InputSpec* spec, const TraceRequest& request,
                  const std::string& trace_path) {
@@ -118,6 +150,23 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
     if (x.dim() != 4) return fail("expected [N, C, H, W]");
     const std::vector<std::int64_t> size =
         op.size.size() == 1 ? shorter_side_size(x.size(2), x.size(3), op.size[0]) : op.size;
+    // A thin strip resized by its shorter side can ask for billions of pixels.
+    if (static_cast<double>(size[0]) * static_cast<double>(size[1]) > static_cast<double>(image::kDefaultMaxPixels))
+      return fail(
+          fmt::format("the resized image would be {}x{}, over {} pixels", size[0], size[1], image::kDefaultMaxPixels));
+    const bool pixels = x.scalar_type() == at::kByte;
+    if (op.impl == ResizeImpl::pil || (op.impl == ResizeImpl::automatic && pixels)) {
+      if (!pixels)
+        return fail(
+            fmt::format("impl \"pil\" resizes 8-bit pixels, not {} (put resize before to_tensor, or set "
+                        "impl = \"torch\")",
+                        c10::toString(x.scalar_type())));
+      if (x.size(1) < 1 || x.size(1) > 4) return fail("Pillow's resize takes 1 to 4 channels");
+      return resize_pil(x, size, filter_of(op.mode));
+    }
+    if (op.mode != ResizeMode::bilinear && op.mode != ResizeMode::bicubic && op.mode != ResizeMode::nearest)
+      return fail(fmt::format("mode \"{}\" is Pillow's and needs 8-bit pixels (put resize before to_tensor)",
+                              enum_name(op.mode)));
     // Channels-first in memory: libtorch 1.13's antialiased kernels take twice as
     // long on a channels-last view (what decode gives); one pass converts both.
     at::Tensor f = x.to(x.is_floating_point() ? x.scalar_type() : at::kFloat, /*non_blocking=*/false, /*copy=*/false,

@@ -129,7 +129,7 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
     for (double s : op.std)
       if (s == 0) ctx.fail(t->get("std"), "'std' of normalize must not contain 0");
   } else if (op.op == PreprocessKind::resize) {
-    reject_unknown_keys(ctx, *t, where, {"op", "size", "mode", "antialias"});
+    reject_unknown_keys(ctx, *t, where, {"op", "size", "mode", "antialias", "impl"});
     const toml::node* size = t->get("size") ? t->get("size") : &node;
     // An integer: the shorter side, aspect ratio kept (torchvision's Resize(256)).
     if (size->is_integer()) {
@@ -144,12 +144,24 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
     const std::optional<ResizeMode> mode = parse_enum<ResizeMode>(get_string(ctx, *t, "mode", where, "bilinear"));
     if (!mode) ctx.fail(t->get("mode"), fmt::format("'mode' of resize must be {}", enum_choices<ResizeMode>("\"")));
     op.mode = *mode;
+    const std::optional<ResizeImpl> impl = parse_enum<ResizeImpl>(get_string(ctx, *t, "impl", where, "auto"));
+    if (!impl) ctx.fail(t->get("impl"), fmt::format("'impl' of resize must be {}", enum_choices<ResizeImpl>("\"")));
+    op.impl = *impl;
     if (const toml::node* aa = t->get("antialias")) {
       if (!aa->is_boolean()) ctx.fail(aa, "'antialias' of resize must be true or false");
       op.antialias = *aa->value<bool>();
       if (op.antialias && op.mode == ResizeMode::nearest)
         ctx.fail(aa, "'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
+      // PIL cannot resize without its filter: switching it off models a service resizing tensors.
+      if (!op.antialias && op.impl == ResizeImpl::pil)
+        ctx.fail(aa, "'antialias = false' of resize needs impl = \"torch\" (PIL always filters when shrinking)");
+      if (!op.antialias && op.impl == ResizeImpl::automatic) op.impl = ResizeImpl::torch;
     }
+    const bool pil_only =
+        op.mode != ResizeMode::bilinear && op.mode != ResizeMode::bicubic && op.mode != ResizeMode::nearest;
+    if (pil_only && op.impl == ResizeImpl::torch)
+      ctx.fail(t->get("mode"), fmt::format("mode \"{}\" of resize is Pillow's: it needs impl = \"pil\" or \"auto\"",
+                                           enum_name(op.mode)));
   } else if (op.op == PreprocessKind::center_crop) {
     reject_unknown_keys(ctx, *t, where, {"op", "size"});
     op.size = get_dims(ctx, t->get("size") ? t->get("size") : &node, "'size' of center_crop");
@@ -268,6 +280,8 @@ std::string Profile::preprocess_fingerprint() const {
                        op.from, op.to);
     // Only where it is set, so that existing profiles keep their L3 keys.
     if (op.antialias) out += "(antialias)";
+    // Whose resize changes the tensors, so it changes the L3 keys.
+    if (op.op == PreprocessKind::resize) out += fmt::format("(impl={})", enum_name(op.impl));
     if (op.op == PreprocessKind::tokenize)
       out += fmt::format("(model={};max_length={};mask={};pad_id={};mask_input={})", op.model, op.max_length, op.mask,
                          op.pad_id, op.mask_input);
@@ -369,6 +383,9 @@ Profile load_profile(const std::string& spec) {
   bool is_path = spec.find('/') != std::string::npos || fs::path(spec).extension() == ".toml";
   if (is_path) {
     if (!fs::exists(spec)) throw bad_input(fmt::format("profile '{}' not found", spec));
+    // Reading a FIFO would wait for a writer; a folder reads as nothing.
+    std::error_code ec;
+    if (!fs::is_regular_file(spec, ec)) throw bad_input(fmt::format("profile '{}': not a regular file", spec));
     return parse_profile(read_file(spec), spec);
   }
   for (const auto& dir : search_dirs()) {

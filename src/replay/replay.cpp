@@ -29,6 +29,7 @@
 #include "inferprof/store.hpp"
 #include "inferprof/trace.hpp"
 #include "replay/driver.hpp"
+#include "replay/dump.hpp"
 #include "replay/engine.hpp"
 #include "replay/machine.hpp"
 #include "replay/model_updates.hpp"
@@ -232,6 +233,7 @@ RunOutcome run_replay(const RunConfig& config) {
   detail::check_replay_config(config);
   const bool inline_driver = use_inline_driver(config);
   if (!config.output.out_dir.empty()) ensure_output_dir(config.output.out_dir);
+  detail::check_dump_dirs(config.output);
   // Killed by a signal, the run's half-written reports go with it.
   lifecycle::Cleanup temp_files;
   if (!config.output.out_dir.empty())
@@ -410,6 +412,9 @@ RunOutcome run_replay(const RunConfig& config) {
       outcome.summary.info.warnings.push_back(
           fmt::format("update to {}@{} failed, {} kept serving: {}", u.model, u.to_version, u.from_version, u.error));
   }
+
+  // Outside the measurement, and before the reports: a failed dump leaves none.
+  detail::dump_model_io(config, pipeline);
 
   // ---- Commit ----
   detail::commit_run(*collector, outcome, config.output.out_dir);

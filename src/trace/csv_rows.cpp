@@ -113,7 +113,7 @@ bool CsvRows::next(Row& out) {
   if (seed_ >= 0) out.seed = whole(seed_, "seed", "");
   if (image_ >= 0) {
     out.image = field(image_);
-    if (out.image.empty()) throw bad_input(at_line(path_, line, "empty image path: expected a JPEG or PNG file"));
+    if (out.image.empty()) throw bad_input(at_line(path_, line, "empty image path: expected a JPEG, PNG or WebP file"));
   }
   return true;
 }

@@ -46,20 +46,22 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, s.find_last_not_of(' ') - first + 1);
 }
 
+// numpy's spelling of each dtype, the first of each being what numpy.save writes.
+constexpr std::array<std::pair<std::string_view, DType>, 11> kTypes = {{
+    {"'|u1'", DType::uint8},
+    {"'<u1'", DType::uint8},
+    {"'|i1'", DType::int8},
+    {"'<i1'", DType::int8},
+    {"'<i2'", DType::int16},
+    {"'<i4'", DType::int32},
+    {"'<i8'", DType::int64},
+    {"'<f2'", DType::float16},
+    {"'<f4'", DType::float32},
+    {"'<f8'", DType::float64},
+    {"'|b1'", DType::boolean},
+}};
+
 DType parse_descr(std::string_view descr) {
-  static constexpr std::array<std::pair<std::string_view, DType>, 11> kTypes = {{
-      {"'|u1'", DType::uint8},
-      {"'<u1'", DType::uint8},
-      {"'|i1'", DType::int8},
-      {"'<i1'", DType::int8},
-      {"'<i2'", DType::int16},
-      {"'<i4'", DType::int32},
-      {"'<i8'", DType::int64},
-      {"'<f2'", DType::float16},
-      {"'<f4'", DType::float32},
-      {"'<f8'", DType::float64},
-      {"'|b1'", DType::boolean},
-  }};
   for (const auto& [name, dtype] : kTypes)
     if (name == descr) return dtype;
   fail(fmt::format("unsupported dtype {} (expected little-endian u1, i1, i2, i4, i8, f2, f4, f8 or b1)",
@@ -137,6 +139,24 @@ NpyHeader parse_npy_header(std::string_view head, std::uint64_t file_size) {
     fail(fmt::format("truncated data (expected {} bytes for shape {}, the file has {})", out.data_bytes,
                      format_shape(out.shape), file_size - out.data_offset));
   return out;
+}
+
+std::string npy_header(DType dtype, const std::vector<std::int64_t>& shape) {
+  std::string_view descr;
+  for (const auto& [name, d] : kTypes)
+    if (d == dtype && descr.empty()) descr = name;
+  // A 1-tuple keeps its comma, as Python spells it: (5,).
+  const std::string dims = shape.size() == 1 ? fmt::format("{},", shape[0]) : fmt::format("{}", fmt::join(shape, ", "));
+  std::string dict = fmt::format("{{'descr': {}, 'fortran_order': False, 'shape': ({}), }}", descr, dims);
+  const std::size_t unpadded = 10 + dict.size() + 1;  // magic, version, length, dict, newline
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(dict.size() & 0xFF);
+  out += static_cast<char>(dict.size() >> 8);
+  return out + dict;
 }
 
 }  // namespace inferprof

@@ -472,7 +472,8 @@ class LineParser {
       in.kind = InputSpec::Kind::image;
       bool ok = false;
       SIMDJSON_TRY(read_string(v, in.file, ok, depth));
-      if (!ok || in.file.empty()) fail(fmt::format("field '{}.image' must be a path to a JPEG or PNG file", label));
+      if (!ok || in.file.empty())
+        fail(fmt::format("field '{}.image' must be a path to a JPEG, PNG or WebP file", label));
     } else if (name == "image_base64") {
       seen.image_base64 = true;
       in.kind = InputSpec::Kind::image_base64;
@@ -480,7 +481,8 @@ class LineParser {
       // Decoded in the request's `input` stage (receiving the payload is part of serving it).
       SIMDJSON_TRY(read_string(v, in.base64, ok, depth));
       if (!ok || in.base64.empty())
-        fail(fmt::format("field '{}.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)", label));
+        fail(fmt::format("field '{}.image_base64' must be a string of base64 (a JPEG, PNG or WebP file's bytes)",
+                         label));
     } else if (name == "data") {
       seen.data = true;
       in.kind = InputSpec::Kind::data;

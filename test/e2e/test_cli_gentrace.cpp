@@ -86,7 +86,28 @@ TEST_SUITE("e2e gen-trace") {
     CHECK(many.err == "inferprof: error: --keys 9: " + dir.file("imgs") + " has only 4 images\n");
     auto empty = run_cli({"gen-trace", "--images", dir.file("traces"), "-o", dir.file("x.jsonl")});
     CHECK(empty.code == 2);
-    CHECK(empty.err == "inferprof: error: --images '" + dir.file("traces") + "': no .jpg, .jpeg or .png files in it\n");
+    CHECK(empty.err == "inferprof: error: --images '" + dir.file("traces") +
+                           "': no JPEG, PNG or WebP files in it; skipped 1 file (.jsonl: not a JPEG, PNG or WebP)\n");
+  }
+
+  TEST_CASE("--images tells what it skipped, takes images by their bytes, and never writes an empty path") {
+    TempDir dir;
+    REQUIRE(run_cli({"gen-images", "--out", dir.file("imgs"), "--sizes", "8x6", "--formats", "jpeg,png"}).code == 0);
+    dir.write("imgs/notes.txt", "hello");
+    dir.write("imgs/fake.jpg", "GIF89a not really");
+    fs::copy_file(dir.file("imgs/8x6-0.png"), dir.file("imgs/PHOTO.PNG_"));  // recognised by its bytes
+    // From inside the folder, writing the trace above it: the paths were empty ("image":"").
+    auto g = run_cli({"gen-trace", "--images", ".", "--requests", "30", "-o", "../t.jsonl"},
+                     "cd " + shell_quote(dir.file("imgs")) + " &&");
+    REQUIRE_MESSAGE(g.code == 0, g.err);
+    CHECK(g.err ==
+          "inferprof: gen-trace: --images '.': skipped 2 files (.jpg: not a JPEG, PNG or WebP, .txt: not a "
+          "JPEG, PNG or WebP)\n");
+    const std::string text = slurp(dir.file("t.jsonl"));
+    CHECK(text.find("\"image\":\"\"") == std::string::npos);
+    CHECK(text.find("\"image\":\"imgs/8x6-0.jpg\"") != std::string::npos);
+    CHECK(text.find("\"image\":\"imgs/PHOTO.PNG_\"") != std::string::npos);
+    CHECK(text.find("fake.jpg") == std::string::npos);
   }
 
   TEST_CASE("--texts FILE: one key per non-blank line, as input.text, JSON-escaped") {

@@ -127,7 +127,7 @@ TEST_SUITE("e2e images") {
                      "decoding)",
                      big)},
         {"{\"input\": {\"image\": \"text.jpg\"}}",
-         fmt::format("image '{}': not a JPEG or PNG (starts with bytes 68656c6c)", text)},
+         fmt::format("image '{}': not a JPEG, PNG or WebP (starts with bytes 68656c6c)", text)},
         {"{\"input\": {\"image_base64\": \"QUJDR\"}}",
          "input.image_base64: not base64: 5 characters, not a multiple of 4 (padded base64 expected)"},
     };
@@ -161,5 +161,111 @@ TEST_SUITE("e2e images") {
     CHECK(r.err.find("an image input needs 'decode' as the profile's first op (e.g. --profile "
                      "image-classification-jpeg)") != std::string::npos);
     CHECK(count_lines(r.err) == 1);
+  }
+
+  TEST_CASE("--dump-inputs and --dump-outputs: each distinct key's tensors as .npy, equal to torchvision's") {
+    auto& f = images();
+    TempDir dir;
+    const std::string trace =
+        dir.write("t.jsonl", fmt::format("{{\"id\": 1, \"input\": {{\"image\": \"{0}/300x200-0.jpg\"}}}}\n"
+                                         "{{\"id\": 2, \"input\": {{\"image\": \"{0}/64x48-0.png\"}}}}\n"
+                                         "{{\"id\": 3, \"input\": {{\"image\": \"{0}/300x200-0.jpg\"}}}}\n"
+                                         "{{\"id\": 4, \"input\": {{\"image\": \"{0}/1x1-0.jpg\"}}}}\n",
+                                         f.imgs));
+    const std::string dump = dir.file("dump");
+    auto r = run_cli({"run", f.model, "--trace", trace, "--profile", "image-classification-jpeg", "--warmup", "1",
+                      "--caches", "l1", "--dump-inputs", dump, "--dump-outputs", dump, "--no-progress"},
+                     std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string keys = slurp(fs::path(dump) / "keys.csv");
+    CHECK(count_lines(keys) == 4);  // the header and three distinct images; request 3 repeats request 1
+    CHECK(keys.rfind("folder,key,request_id,line,input,files\n000001,", 0) == 0);
+    CHECK(keys.find(",1,1," + f.imgs + "/300x200-0.jpg,") != std::string::npos);
+    CHECK(keys.find(",4,4," + f.imgs + "/1x1-0.jpg,") != std::string::npos);
+    for (const char* folder : {"000001", "000002", "000003"}) {
+      CAPTURE(folder);
+      std::vector<std::string> names;
+      for (const auto& e : fs::directory_iterator(fs::path(dump) / folder))
+        names.push_back(e.path().filename());
+      std::sort(names.begin(), names.end());
+      REQUIRE(names.size() == 2);
+      CHECK(names[0].rfind("input.", 0) == 0);  // named by the forward's argument
+      CHECK(names[1] == "output.npy");
+      const std::string in = slurp(fs::path(dump) / folder / names[0]);
+      REQUIRE(in.size() > 128);
+      CHECK(in.rfind(std::string("\x93NUMPY\x01\x00", 8), 0) == 0);
+      const std::size_t header = 10 + static_cast<unsigned char>(in[8]) + 256u * static_cast<unsigned char>(in[9]);
+      CHECK(header % 64 == 0);
+      CHECK(in.substr(10, header - 10).find("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 224, 224), }") ==
+            0);
+      CHECK(in.size() == header + 3u * 224 * 224 * 4);
+      CHECK(slurp(fs::path(dump) / folder / "output.npy").find("'shape': (1, 1000)") != std::string::npos);
+    }
+    for (const auto& e : fs::directory_iterator(dump))  // the staging folder is gone
+      CHECK(e.path().filename().string().rfind(".dump.tmp", 0) == std::string::npos);
+
+    // docs/profiles.md's check, run as printed there, against torchvision.
+    if (std::system("/usr/bin/python3 -c 'import PIL, numpy, torchvision' >/dev/null 2>&1") != 0) {
+      MESSAGE("skipped the torchvision check: /usr/bin/python3 lacks PIL, numpy or torchvision");
+      return;
+    }
+    const std::string doc = slurp(fs::path(INFERPROF_PROFILES_DIR) / ".." / "docs" / "profiles.md");
+    const std::size_t marker = doc.find("<!-- check-dumped-inputs -->\n```python\n");
+    REQUIRE(marker != std::string::npos);
+    const std::size_t begin = doc.find('\n', doc.find("```python", marker)) + 1;
+    const std::string script = dir.write("check.py", doc.substr(begin, doc.find("```", begin) - begin));
+    const std::string out = dir.file("check.out");
+    REQUIRE(std::system(("/usr/bin/python3 " + shell_quote(script) + " " + shell_quote(dump) + " >" + shell_quote(out) +
+                         " 2>&1")
+                            .c_str()) == 0);
+    const std::string printed = slurp(out);
+    CHECK_MESSAGE(count_lines(printed) == 3, printed);
+    std::size_t zeros = 0;
+    for (std::size_t at = printed.find("max |difference| 0.0\n"); at != std::string::npos;
+         at = printed.find("max |difference| 0.0\n", at + 1))
+      ++zeros;
+    CHECK_MESSAGE(zeros == 3, printed);
+  }
+
+  TEST_CASE("a FIFO as an image, a .npy or a profile is refused at once instead of waiting for a writer") {
+    auto& f = images();
+    TempDir dir;
+    REQUIRE(std::system(("mkfifo " + shell_quote(dir.file("f.jpg")) + " " + shell_quote(dir.file("f.npy")) + " " +
+                         shell_quote(dir.file("p.toml")))
+                            .c_str()) == 0);
+    const std::string env = std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR + " timeout 120";
+    const std::string image_trace = dir.write("i.jsonl", "{\"input\": {\"image\": \"f.jpg\"}}\n");
+    auto r = run_cli({"run", f.model, "--trace", image_trace, "--profile", "image-classification-jpeg", "--warmup", "0",
+                      "--out", dir.file("r"), "--no-progress"},
+                     env);
+    CHECK(r.code == 2);  // 124 when it hung until the timeout
+    CHECK_MESSAGE(r.err.find("image '" + dir.file("f.jpg") + "': not a regular file") != std::string::npos, r.err);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(!fs::exists(fs::path(dir.file("r")) / "summary.json"));
+    const std::string npy_trace = dir.write("n.jsonl", "{\"input\": {\"file\": \"f.npy\"}}\n");
+    auto n = run_cli({"run", f.model, "--trace", npy_trace, "--warmup", "0", "--no-progress"}, env);
+    CHECK(n.code == 2);
+    CHECK_MESSAGE(n.err.find("not a regular file") != std::string::npos, n.err);
+    auto p = run_cli({"run", f.model, "--trace", image_trace, "--profile", dir.file("p.toml"), "--no-progress"}, env);
+    CHECK(p.code == 2);
+    CHECK(p.err == "inferprof: error: profile '" + dir.file("p.toml") + "': not a regular file\n");
+  }
+
+  TEST_CASE("dump folders are checked before the replay, and need one replica") {
+    auto& f = images();
+    TempDir dir;
+    const std::string trace =
+        dir.write("t.jsonl", fmt::format("{{\"input\": {{\"image\": \"{}/64x48-0.jpg\"}}}}\n", f.imgs));
+    dir.write("file", "x");
+    auto r = run_cli({"run", f.model, "--trace", trace, "--profile", "image-classification-jpeg", "--warmup", "0",
+                      "--dump-inputs", dir.file("file"), "--out", dir.file("r"), "--no-progress"},
+                     std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+    CHECK(r.code == 3);
+    CHECK_MESSAGE(r.err.find(dir.file("file")) != std::string::npos, r.err);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(!fs::exists(fs::path(dir.file("r")) / "summary.json"));
+    auto many = run_cli({"run", f.model, "--trace", trace, "--replicas", "2", "--dump-outputs", dir.file("d")});
+    CHECK(many.code == 2);
+    CHECK(many.err.find("--dump-inputs and --dump-outputs need one replica (drop --replicas)") != std::string::npos);
   }
 }

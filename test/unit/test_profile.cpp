@@ -100,7 +100,27 @@ op = "to_tensor"
     for (const auto& op : shipped.preprocess)
       ops.emplace_back(enum_name(op.op));
     CHECK((ops == std::vector<std::string>{"decode", "resize", "center_crop", "to_tensor", "normalize"}));
-    CHECK(shipped.preprocess[1].antialias);
+    CHECK(shipped.preprocess[1].impl == ResizeImpl::pil);
+  }
+
+  TEST_CASE("resize impl: Pillow's or libtorch's, auto by default, each refusing what it cannot do") {
+    const auto resize = [](const std::string& extra) {
+      return parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 8\n" + extra, "p.toml");
+    };
+    CHECK(resize("").preprocess[0].impl == ResizeImpl::automatic);
+    CHECK(resize("impl = \"pil\"\nmode = \"lanczos\"\n").preprocess[0].mode == ResizeMode::lanczos);
+    CHECK(resize("impl = \"torch\"\nantialias = true\n").preprocess[0].impl == ResizeImpl::torch);
+    // torchvision resizes tensors without the filter unless asked: a profile that turns it off models that.
+    CHECK(resize("antialias = false\n").preprocess[0].impl == ResizeImpl::torch);
+    // Whose resize changes the tensors, so it changes the L3 key.
+    CHECK(resize("impl = \"pil\"\n").preprocess_fingerprint() != resize("impl = \"torch\"\n").preprocess_fingerprint());
+    CHECK_THROWS_WITH(resize("impl = \"opencv\"\n"),
+                      "p.toml:4: 'impl' of resize must be \"auto\", \"pil\" or \"torch\"");
+    CHECK_THROWS_WITH(resize("impl = \"pil\"\nantialias = false\n"),
+                      "p.toml:5: 'antialias = false' of resize needs impl = \"torch\" (PIL always filters when "
+                      "shrinking)");
+    CHECK_THROWS_WITH(resize("impl = \"torch\"\nmode = \"hamming\"\n"),
+                      "p.toml:5: mode \"hamming\" of resize is Pillow's: it needs impl = \"pil\" or \"auto\"");
   }
 
   TEST_CASE("bad profiles name the file, the line and what was expected") {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "inferprof/error.hpp"
+#include "inferprof/npy.hpp"
 #include "inferprof/trace.hpp"
 #include "temp_dir.hpp"
 
@@ -405,10 +406,10 @@ TEST_SUITE("trace") {
             "'input.data' has 5 numbers but shape [1, 16] needs 16");
     }
     SUBCASE("image inputs") {
-      check(R"({"input":{"image":3}})", "field 'input.image' must be a path to a JPEG or PNG file");
-      check(R"({"input":{"image":""}})", "field 'input.image' must be a path to a JPEG or PNG file");
+      check(R"({"input":{"image":3}})", "field 'input.image' must be a path to a JPEG, PNG or WebP file");
+      check(R"({"input":{"image":""}})", "field 'input.image' must be a path to a JPEG, PNG or WebP file");
       check(R"({"input":{"image_base64":[1]}})",
-            "field 'input.image_base64' must be a string of base64 (a JPEG or PNG file's bytes)");
+            "field 'input.image_base64' must be a string of base64 (a JPEG, PNG or WebP file's bytes)");
       check(R"({"input":{"image":"a.jpg","seed":1}})",
             "'input' needs exactly one of seed, file, data, image, image_base64, text or text_file (found seed and "
             "image)");
@@ -620,5 +621,33 @@ TEST_SUITE("trace") {
     t.kind = InputSpec::Kind::data;
     t.data = {1.0};
     CHECK(input_spec_key(s) != input_spec_key(t));
+  }
+}
+
+TEST_SUITE("npy writer") {
+  TEST_CASE("npy_header writes what numpy.save writes, and the reader reads it back") {
+    // numpy.save(f, numpy.zeros((1, 3, 224, 224), numpy.float32)) writes exactly this header.
+    const std::string h = inferprof::npy_header(inferprof::DType::float32, {1, 3, 224, 224});
+    CHECK(h.size() == 128);
+    CHECK(h == std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
+                   "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 224, 224), }" + std::string(48, ' ') +
+                   "\n");
+    const std::vector<std::vector<std::int64_t>> shapes = {{}, {5}, {2, 0}, {1, 3, 224, 224}};
+    for (auto dtype : {inferprof::DType::uint8, inferprof::DType::int8, inferprof::DType::int16,
+                       inferprof::DType::int32, inferprof::DType::int64, inferprof::DType::float16,
+                       inferprof::DType::float32, inferprof::DType::float64, inferprof::DType::boolean})
+      for (const auto& shape : shapes) {
+        const std::string header = inferprof::npy_header(dtype, shape);
+        CHECK(header.size() % 64 == 0);
+        std::uint64_t n = 1;
+        for (auto d : shape)
+          n *= static_cast<std::uint64_t>(d);
+        const std::string file = header + std::string(n * inferprof::dtype_size(dtype), '\0');
+        const inferprof::NpyHeader back = inferprof::parse_npy_header(file, file.size());
+        CHECK(back.dtype == dtype);
+        CHECK(back.shape == shape);
+        CHECK(back.data_offset == header.size());
+      }
+    CHECK(inferprof::npy_header(inferprof::DType::int64, {5}).find("'shape': (5,), }") != std::string::npos);
   }
 }
