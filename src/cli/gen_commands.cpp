@@ -145,47 +145,50 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether a file is an image decode reads, by its first bytes (as decode
-// recognises it), not its name; otherwise why it is skipped.
-std::string why_not_image(const fs::path& p) {
+// Empty when a file is an image decode reads, by its first bytes (as decode
+// recognises it), not its name; otherwise what to count it under when skipped.
+std::string skip_label(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
-  if (!in) return "cannot be read";
+  if (!in) return "unreadable";
   std::uint8_t head[12] = {};
   in.read(reinterpret_cast<char*>(head), sizeof head);
   if (image::sniff(head, static_cast<std::size_t>(in.gcount())) != image::Format::unknown) return {};
   std::string ext = p.extension().string();
   for (char& c : ext)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext.empty() ? "not a JPEG, PNG or WebP" : fmt::format("{}: not a JPEG, PNG or WebP", ext);
+  return ext.empty() ? "without extension" : ext;
 }
 
 // The JPEG, PNG and WebP files under `dir` (sorted: the same folder, the same
 // trace), as paths relative to the trace's folder, which is how the trace
-// reader resolves them. What it skips is told on stderr, counted by reason.
-std::vector<std::string> image_paths(const std::string& dir, const std::string& trace) {
+// reader resolves them. What it skipped goes to `skipped_note` (said once the
+// trace is written: an error stays one line).
+std::vector<std::string> image_paths(const std::string& dir, const std::string& trace, std::string& skipped_note) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw bad_input(fmt::format("--images '{}': not a folder", dir));
   std::vector<fs::path> found;
   std::map<std::string, std::uint64_t> skipped;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;  // folders are walked; FIFOs and devices are never opened
-    const std::string why = why_not_image(it->path());
-    if (why.empty())
+    const std::string label = skip_label(it->path());
+    if (label.empty())
       found.push_back(it->path());
     else
-      ++skipped[why];
+      ++skipped[label];
   }
   if (ec) throw bad_input(fmt::format("--images '{}': cannot list it ({})", dir, ec.message()));
   std::uint64_t n = 0;
   std::string reasons;
-  for (const auto& [why, count] : skipped) {
+  for (const auto& [label, count] : skipped) {
     n += count;
-    reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", count, why);
+    reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", count, label);
   }
-  const std::string skips = n ? fmt::format("skipped {} file{} ({})", n, n == 1 ? "" : "s", reasons) : "";
+  const std::string skips =
+      n ? fmt::format("skipped {} file{} not JPEG, PNG or WebP by their bytes ({})", n, n == 1 ? "" : "s", reasons)
+        : "";
   if (found.empty())
     throw bad_input(fmt::format("--images '{}': no JPEG, PNG or WebP files in it{}", dir, n ? "; " + skips : ""));
-  if (n) fmt::print(stderr, "inferprof: gen-trace: --images '{}': {}\n", printable(dir), skips);
+  if (n) skipped_note = fmt::format("inferprof: gen-trace: --images '{}': {}\n", printable(dir), skips);
   std::sort(found.begin(), found.end());
   // Normalised first: "./a.jpg" against "../t.jsonl" has no lexical relative path (it came out empty).
   const fs::path base = fs::absolute(fs::path(trace)).lexically_normal().parent_path();
@@ -267,7 +270,8 @@ Runner add_gen_trace_command(CLI::App& app) {
       opts->shape = parse_shape_option(a->shape);
       opts->dtype = parse_dtype_option(a->dtype);
     }
-    if (!a->images.empty()) opts->images = image_paths(a->images, a->out);
+    std::string skipped_note;
+    if (!a->images.empty()) opts->images = image_paths(a->images, a->out, skipped_note);
     if (!a->texts.empty()) opts->texts = text_lines(a->texts);
     const std::size_t files = std::max(opts->images.size(), opts->texts.size());
     if (files > 0) {
@@ -284,6 +288,7 @@ Runner add_gen_trace_command(CLI::App& app) {
                  static_cast<unsigned long long>(opts->requests), static_cast<unsigned long long>(opts->keys),
                  opts->zipf, opts->rate > 0 ? fmt::format(", Poisson arrivals at {} req/s", opts->rate).c_str() : "",
                  what.c_str());
+    std::fputs(skipped_note.c_str(), stderr);
     return 0;
   };
 }
