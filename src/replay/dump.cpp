@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <system_error>
 #include <unordered_set>
+#include <vector>
 
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
@@ -108,9 +109,20 @@ class Dump {
     index_.push_back('\n');
   }
 
-  // keys.csv, then every folder moved over what an earlier dump left there.
+  // keys.csv, then every folder moved in, in place of an earlier dump's
+  // (all of its NNNNNN folders: a dump of fewer keys leaves none of the old ones).
   void commit() {
     write_file(report::join_path(staging_, "keys.csv"), {}, std::string_view(index_.data(), index_.size()));
+    std::vector<fs::path> earlier;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() == 6 && name.find_first_not_of("0123456789") == std::string::npos)
+        earlier.push_back(entry.path());
+    }
+    for (const fs::path& old : earlier) {
+      std::error_code ec;
+      fs::remove_all(old, ec);
+    }
     for (const auto& entry : fs::directory_iterator(staging_)) {
       const fs::path target = fs::path(dir_) / entry.path().filename();
       std::error_code ec;

@@ -227,6 +227,29 @@ TEST_SUITE("e2e images") {
     CHECK_MESSAGE(zeros == 3, printed);
   }
 
+  TEST_CASE("a dump of fewer keys into the same folder leaves no folder of the earlier one") {
+    auto& f = images();
+    TempDir dir;
+    const std::string dump = dir.file("dump");
+    const auto dump_trace = [&](const std::string& name, const std::vector<std::string>& pictures) {
+      std::string lines;
+      for (const auto& p : pictures)
+        lines += fmt::format("{{\"input\": {{\"image\": \"{}/{}\"}}}}\n", f.imgs, p);
+      return run_cli({"run", f.model, "--trace", dir.write(name, lines), "--profile", "image-classification-jpeg",
+                      "--warmup", "0", "--dump-inputs", dump, "--no-progress"},
+                     std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+    };
+    auto first = dump_trace("three.jsonl", {"300x200-0.jpg", "64x48-0.png", "1x1-0.jpg"});
+    REQUIRE_MESSAGE(first.code == 0, first.err);
+    CHECK(fs::exists(fs::path(dump) / "000003"));
+    auto again = dump_trace("one.jsonl", {"1x1-0.png"});
+    REQUIRE_MESSAGE(again.code == 0, again.err);
+    CHECK(count_lines(slurp(fs::path(dump) / "keys.csv")) == 2);
+    CHECK(fs::exists(fs::path(dump) / "000001" / "input.x.npy"));
+    CHECK(!fs::exists(fs::path(dump) / "000002"));
+    CHECK(!fs::exists(fs::path(dump) / "000003"));
+  }
+
   TEST_CASE("a FIFO as an image, a .npy or a profile is refused at once instead of waiting for a writer") {
     auto& f = images();
     TempDir dir;
