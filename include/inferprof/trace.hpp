@@ -147,4 +147,9 @@ struct GenTraceOptions {
 // atomically. Equal keys always carry equal input specs.
 void generate_trace(const GenTraceOptions& options, const std::string& out_path);
 
+// How many of `texts` are not valid UTF-8 (simdjson's validator): the trace's
+// JSON writer puts U+FFFD in place of their bad bytes, so the model would be
+// given other text than the file holds.
+std::size_t count_invalid_utf8(const std::vector<std::string>& texts);
+
 }  // namespace inferprof

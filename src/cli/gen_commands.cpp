@@ -270,9 +270,16 @@ Runner add_gen_trace_command(CLI::App& app) {
       opts->shape = parse_shape_option(a->shape);
       opts->dtype = parse_dtype_option(a->dtype);
     }
-    std::string skipped_note;
-    if (!a->images.empty()) opts->images = image_paths(a->images, a->out, skipped_note);
-    if (!a->texts.empty()) opts->texts = text_lines(a->texts);
+    std::string note;  // what was skipped or replaced: said once the trace is written
+    if (!a->images.empty()) opts->images = image_paths(a->images, a->out, note);
+    if (!a->texts.empty()) {
+      opts->texts = text_lines(a->texts);
+      if (const std::size_t bad = count_invalid_utf8(opts->texts))
+        note = fmt::format(
+            "inferprof: gen-trace: --texts '{}': {} of {} lines are not valid UTF-8: the trace has U+FFFD in place "
+            "of their bad bytes\n",
+            printable(a->texts), bad, opts->texts.size());
+    }
     const std::size_t files = std::max(opts->images.size(), opts->texts.size());
     if (files > 0) {
       // Each file or line is a key; --keys, when given, takes the first N.
@@ -288,7 +295,7 @@ Runner add_gen_trace_command(CLI::App& app) {
                  static_cast<unsigned long long>(opts->requests), static_cast<unsigned long long>(opts->keys),
                  opts->zipf, opts->rate > 0 ? fmt::format(", Poisson arrivals at {} req/s", opts->rate).c_str() : "",
                  what.c_str());
-    std::fputs(skipped_note.c_str(), stderr);
+    std::fputs(note.c_str(), stderr);
     return 0;
   };
 }

@@ -174,6 +174,17 @@ const torch::jit::Module& detail::module_of(const LoadedModel& model) {
 
 namespace {
 
+// torch.save's output, which users mistake for a model file: a zip archive
+// with data.pkl but none of TorchScript's constants.pkl (libtorch says it
+// failed locating it), or the legacy format, a pickle starting with torch's
+// magic number (0x1950a86a20f9469cfc6c as a protocol-2 LONG1).
+bool written_by_torch_save(const std::string& bytes, const std::string& load_error) {
+  static constexpr std::string_view kLegacyMagic = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+  if (std::string_view(bytes).substr(0, kLegacyMagic.size()) == kLegacyMagic) return true;
+  return bytes.rfind("PK", 0) == 0 && load_error.find("constants.pkl") != std::string::npos &&
+         bytes.find("data.pkl") != std::string::npos;
+}
+
 ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestRecord* record) {
   auto model = std::make_shared<LoadedModel>();
   ModelInfo& info = model->info;
@@ -204,6 +215,11 @@ ModelHandle deserialize(const ModelBytes& m, const c10::Device& device, RequestR
     model->module.eval();
   } catch (const std::exception& e) {
     std::string why = torch_error_line(e);
+    if (written_by_torch_save(*m.bytes, why))
+      throw runtime_failure(fmt::format(
+          "cannot load model '{}': written by torch.save (a state_dict or a pickled module), not TorchScript: save "
+          "it with torch.jit.script(model).save(PATH) or torch.jit.trace(model, example).save(PATH)",
+          info.path));
     bool not_archive = why.find("zip archive") != std::string::npos || why.find("constants.pkl") != std::string::npos ||
                        why.find("data.pkl") != std::string::npos;
     throw runtime_failure(fmt::format(

@@ -207,6 +207,9 @@ Preprocessor::~Preprocessor() {
   if (const auto n = truncated_.load())
     fmt::print(stderr, "inferprof: warning: {} of {} texts were longer than max_length and were truncated\n", n,
                texts_.load());
+  if (const auto n = empty_.load())
+    fmt::print(stderr, "inferprof: warning: {} of {} texts gave no tokens: the model was given padding only\n", n,
+               texts_.load());
 }
 
 // Text bytes -> ids [1, max_length] int64 (truncated or padded), and the mask
@@ -230,6 +233,11 @@ void Preprocessor::tokenize(const Step& step, Inputs& x, const TraceRequest& req
     const bool truncated = text::fit(ids, static_cast<std::size_t>(op.max_length), step.pad_id,
                                      out.data_ptr<std::int64_t>(), op.mask ? mask.data_ptr<std::int64_t>() : nullptr);
     ++texts_;
+    // An empty text (or one of only what the tokenizer drops) still reaches the model, as padding.
+    if (ids.empty() && empty_++ == 0)
+      fmt::print(stderr,
+                 "inferprof: warning: {}: text gave no tokens: the model is given padding only (more are counted)\n",
+                 request_where(trace_path_, request));
     if (truncated) {
       // A child span per truncated text: the report counts them.
       record.add(truncate_name_, span, t0, now_ns() - t0);

@@ -78,7 +78,7 @@ class Preprocessor {
   std::vector<Step> steps_;
   std::string trace_path_;  // for decode errors
   std::uint32_t truncate_name_ = 0;
-  mutable std::atomic<std::uint64_t> texts_{0}, truncated_{0};
+  mutable std::atomic<std::uint64_t> texts_{0}, truncated_{0}, empty_{0};
 };
 
 // Attributes the time inside the forward pass to aten operators, through

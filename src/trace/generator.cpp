@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -166,6 +167,11 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
   }
   file.write(std::string_view(out.data(), out.size()));
   file.rename_into_place();
+}
+
+std::size_t count_invalid_utf8(const std::vector<std::string>& texts) {
+  return static_cast<std::size_t>(std::count_if(
+      texts.begin(), texts.end(), [](const std::string& t) { return !simdjson::validate_utf8(t.data(), t.size()); }));
 }
 
 }  // namespace inferprof

@@ -126,5 +126,12 @@ TEST_SUITE("e2e gen-trace") {
     auto none = run_cli({"gen-trace", "--texts", dir.write("blank.txt", "\n \n"), "-o", trace});
     CHECK(none.code == 2);
     CHECK(none.err.find("no non-blank lines") != std::string::npos);
+    CHECK(g.err.empty());
+    // Bytes that are not UTF-8 become U+FFFD in the trace: said, with how many lines.
+    const std::string latin1 = dir.write("latin1.txt", "caf\xe9 au lait\nplain\n\xff\xfe\n");
+    auto bad = run_cli({"gen-trace", "--texts", latin1, "--requests", "5", "-o", trace});
+    REQUIRE_MESSAGE(bad.code == 0, bad.err);
+    CHECK(bad.err == "inferprof: gen-trace: --texts '" + latin1 +
+                         "': 2 of 3 lines are not valid UTF-8: the trace has U+FFFD in place of their bad bytes\n");
   }
 }

@@ -435,6 +435,21 @@ TEST_SUITE("e2e bad input") {
                               "\n");
     std::string bad_profile = write(dir, "bad.toml", "[[preprocess]]\nop = \"blur\"\n");
     std::string a_file = write(dir, "plain-file", "x");
+    // What torch.save writes: a zip archive holding data.pkl (no TorchScript constants.pkl; made with
+    // Python's zipfile, laid out as torch.save lays it out), and the legacy pickle with torch's magic number.
+    const std::string saved = dir.file("state_dict.pt");
+    REQUIRE(std::system(("python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], \"w\"); "
+                         "z.writestr(\"m/data.pkl\", b\"\\x80\\x02}q\\x00.\"); z.writestr(\"m/version\", b\"3\\n\")' " +
+                         shell_quote(saved))
+                            .c_str()) == 0);
+    const std::string legacy =
+        write(dir, "legacy.pt", std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.\x80\x02", 18));
+    const auto torch_save = [](const std::string& path) {
+      return fmt::format(
+          "cannot load model '{}': written by torch.save (a state_dict or a pickled module), not TorchScript: save it "
+          "with torch.jit.script(model).save(PATH) or torch.jit.trace(model, example).save(PATH)",
+          path);
+    };
 
     std::vector<std::pair<std::vector<std::string>, std::pair<int, std::string>>> cases = {
         {{"run", dir.file("missing.pt"), "--trace", f.trace},
@@ -442,6 +457,8 @@ TEST_SUITE("e2e bad input") {
         {{"run", not_model, "--trace", f.trace},
          {3, fmt::format("cannot load model '{}': not a TorchScript archive, or a truncated one (", not_model)}},
         {{"run", truncated, "--trace", f.trace}, {3, fmt::format("cannot load model '{}': ", truncated)}},
+        {{"run", saved, "--trace", f.trace}, {3, torch_save(saved)}},
+        {{"run", legacy, "--trace", f.trace}, {3, torch_save(legacy)}},
         {{"run", f.model, "--trace", wrong_shape},
          {3, fmt::format("{}:1: the model rejected the input [1, 8] float32: the model expects [N, 16] float32 (its "
                          "first layer 'fc1_weight' is [64, 16]): use --shape 1,16",

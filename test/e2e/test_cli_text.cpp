@@ -79,6 +79,10 @@ TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
     CHECK_MESSAGE(folded.find("preprocess;tokenize;truncate ") != std::string::npos, folded);
     CHECK_MESSAGE(r.err.find(trace + ":2: text of ") != std::string::npos, r.err);
     CHECK_MESSAGE(r.err.find("1 of 4 texts were longer than max_length") != std::string::npos, r.err);
+    // The empty text reached the model as padding only: said once with its line, then counted.
+    CHECK_MESSAGE(r.err.find(trace + ":3: text gave no tokens: the model is given padding only") != std::string::npos,
+                  r.err);
+    CHECK_MESSAGE(r.err.find("1 of 4 texts gave no tokens") != std::string::npos, r.err);
     simdjson::dom::parser parser;
     CHECK(json_number(summary_of(parser, dir.file("r"))["requests"]) == 4);
   }
