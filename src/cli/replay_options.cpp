@@ -45,6 +45,11 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
   cmd->add_flag("--ops", args.ops, "Attribute compute to aten operators (RecordFunction observers)");
   cmd->add_flag("--no-progress", args.no_progress, "No live progress line on stderr");
   cmd->add_flag("--skip-invalid", args.skip_invalid, "Skip (and count) invalid trace lines instead of failing");
+  cmd->add_option("--dump-inputs", args.dump_inputs,
+                  "After the replay, write the tensors the model was given for each distinct key as .npy files "
+                  "here (DIR/NNNNNN/input.ARGUMENT.npy, DIR/keys.csv): not timed");
+  cmd->add_option("--dump-outputs", args.dump_outputs,
+                  "Likewise the model's outputs (DIR/NNNNNN/output[.NAME].npy); may be the --dump-inputs folder");
   cmd->add_option("--trace-json-max-mb", args.trace_json_max_mb,
                   "trace.json keeps the first requests whose events fit in MB megabytes (10^6 bytes), so that a "
                   "viewer opens it; the other reports keep all")
@@ -215,6 +220,8 @@ RunConfig make_run_config(const ReplayArgs& args) {
   if (!args.no_progress) output.observer = make_progress_display();
   // Clamped below 2^64 bytes, so that the conversion is defined for any value given.
   output.trace_json_max_bytes = static_cast<std::uint64_t>(std::min(args.trace_json_max_mb * 1e6, 1e19));
+  output.dump_inputs = args.dump_inputs;
+  output.dump_outputs = args.dump_outputs;
 
   if (args.verify >= 0) config.caches.verify_fraction = args.verify;
 

@@ -28,11 +28,12 @@ struct ReplayArgs {
   double preload_lead_ms = 1000;
   std::string device;  // --device; empty: the profile's
   bool pinned = false;
-  bool gpu_trace = true;             // --gpu-trace on|off
-  std::string model_sha256;          // --model-sha256 HEX
-  std::string csv_columns;           // --csv-columns MAP (a .csv trace)
-  std::uint32_t cpu_sample = 0;      // --cpu-sample N; 0: not given (calibrated)
-  Driver driver = Driver::threaded;  // --driver
+  bool gpu_trace = true;                  // --gpu-trace on|off
+  std::string model_sha256;               // --model-sha256 HEX
+  std::string csv_columns;                // --csv-columns MAP (a .csv trace)
+  std::uint32_t cpu_sample = 0;           // --cpu-sample N; 0: not given (calibrated)
+  Driver driver = Driver::threaded;       // --driver
+  std::string dump_inputs, dump_outputs;  // --dump-inputs DIR, --dump-outputs DIR
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);

@@ -95,17 +95,10 @@ Runner add_run_command(CLI::App& app) {
   auto replica = std::make_shared<std::string>();
   auto cache_ns = std::make_shared<std::string>();
   auto replica_timeout = std::make_shared<int>(0);
-  auto dump_inputs = std::make_shared<std::string>();
-  auto dump_outputs = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("run", "Replay a trace once and print where each request's time goes");
   add_replay_options(cmd, *args);
   add_format_option<RunSummary>(cmd, args->format);
   cmd->add_option("--out", *out, "Write the report files to this folder");
-  cmd->add_option("--dump-inputs", *dump_inputs,
-                  "After the replay, write the tensors the model was given for each distinct key as .npy files "
-                  "here (DIR/NNNNNN/input.ARGUMENT.npy, DIR/keys.csv): not timed");
-  cmd->add_option("--dump-outputs", *dump_outputs,
-                  "Likewise the model's outputs (DIR/NNNNNN/output[.NAME].npy); may be the --dump-inputs folder");
   cmd->add_option("--caches", *caches,
                   "The one cache configuration to replay with: none, or tiers joined by commas (l1,l2,l3); "
                   "compare measures several")
@@ -122,11 +115,11 @@ Runner add_run_command(CLI::App& app) {
   cmd->add_option(replica_handshake::kReplicaFlag, *replica)->group("");
   cmd->add_option(replica_handshake::kNamespaceFlag, *cache_ns)->group("");
 
-  return [args, out, caches, replicas, split, replica, cache_ns, replica_timeout, dump_inputs, dump_outputs] {
+  return [args, out, caches, replicas, split, replica, cache_ns, replica_timeout] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
     if (*replicas > 1) {
       if (!replica->empty()) throw bad_input("--replicas and --replica cannot be combined");
-      if (!dump_inputs->empty() || !dump_outputs->empty())
+      if (!args->dump_inputs.empty() || !args->dump_outputs.empty())
         throw bad_input("--dump-inputs and --dump-outputs need one replica (drop --replicas)");
       report::require_format<ReplicaSummary>(args->format, "the replica table");
       // The replicas would each reject bad options; say it once, before starting them.
@@ -135,8 +128,6 @@ Runner add_run_command(CLI::App& app) {
     }
     RunConfig config = make_run_config(*args);
     config.output.out_dir = *out;
-    config.output.dump_inputs = *dump_inputs;
-    config.output.dump_outputs = *dump_outputs;
     config.caches.tiers = resolve_tiers(config.profile, *caches, tier_overrides(*args), redis_url(*args), "");
     config.caches.key_namespace = cache_ns->empty() ? fmt::format("run-{}", ::getpid()) : *cache_ns;
     if (!replica->empty()) {

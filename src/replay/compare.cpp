@@ -18,6 +18,7 @@
 #include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
+#include "replay/dump.hpp"
 #include "replay/engine.hpp"
 
 namespace inferprof {
@@ -227,6 +228,11 @@ CompareResult run_compare(const CompareConfig& config) {
   if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
   if (config.repeat < 1) throw bad_input("--repeat must be at least 1");
   if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  detail::check_dump_dirs(config.base.output);
+  // The tensors do not depend on the caches: the first pass (or replay) dumps them, once.
+  RunConfig later = config.base;
+  later.output.dump_inputs.clear();
+  later.output.dump_outputs.clear();
   lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
   if (!config.out_dir.empty())
     temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
@@ -348,7 +354,7 @@ CompareResult run_compare(const CompareConfig& config) {
                                       progress));
       detail::LockstepPass pass;
       try {
-        pass = detail::run_lockstep_pass(config.base, targets);
+        pass = detail::run_lockstep_pass(rep == 0 ? config.base : later, targets);
       } catch (const Error&) {
         if (!lifecycle::interrupted()) throw;
         break;  // interrupted before a request completed: the earlier repeats stand
@@ -382,7 +388,7 @@ CompareResult run_compare(const CompareConfig& config) {
     for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
       for (std::size_t c = 0; c < result.rows.size() && !lifecycle::interrupted(); ++c) {
         CompareRow& row = result.rows[c];
-        RunConfig run = config.base;
+        RunConfig run = rep == 0 && c == 0 ? config.base : later;
         run.caches.tiers = row.tiers;
         run.caches.key_namespace = run_namespace(c, rep);
         const bool last = rep == config.repeat - 1;

@@ -14,8 +14,10 @@ void check_dump_dirs(const OutputOptions& output);
 // requests) computing each distinct key's first request without caches:
 // DIR/NNNNNN/input.ARG.npy (named by the forward's arguments) and
 // DIR/NNNNNN/output[.NAME].npy, with DIR/keys.csv mapping the folders to keys,
-// request ids, trace lines and input files. Written under a staging folder and moved into
-// place at the end: an error or a signal leaves DIR as it was. Throws Error.
+// request ids, trace lines and input files. Written under a staging folder and
+// moved into place at the end: an error or a signal leaves DIR as it was.
+// Interrupted (before or during), it dumps nothing and returns, so that the
+// caller still writes the reports of what was measured. Throws Error.
 void dump_model_io(const RunConfig& config, Pipeline& pipeline);
 
 }  // namespace inferprof::detail

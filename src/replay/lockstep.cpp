@@ -10,6 +10,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/replay.hpp"
+#include "replay/dump.hpp"
 #include "replay/engine.hpp"
 #include "replay/machine.hpp"
 #include "replay/model_updates.hpp"
@@ -143,6 +144,8 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     lane_info.wall_s = static_cast<double>(lanes[c].busy_ns) / 1e9;
     pass.outcomes.push_back(collect_run(*collectors[c], lane_info, states[c], *verifiers[c]));
   }
+  // Outside the measurement; before the reports, so that a failed dump leaves none.
+  dump_model_io(base, *loaded.pipeline);
   // Commit last: a failure before here leaves no configuration's reports.
   for (std::size_t c = 0; c < n; ++c)
     commit_run(*collectors[c], pass.outcomes[c], targets[c].out_dir);

@@ -227,6 +227,37 @@ TEST_SUITE("e2e images") {
     CHECK_MESSAGE(zeros == 3, printed);
   }
 
+  TEST_CASE("compare --dump-inputs dumps once, whatever the passes and configurations") {
+    auto& f = images();
+    TempDir dir;
+    const std::string trace = dir.write("t.jsonl", fmt::format("{{\"input\": {{\"image\": \"{0}/64x48-0.png\"}}}}\n"
+                                                               "{{\"input\": {{\"image\": \"{0}/1x1-0.jpg\"}}}}\n"
+                                                               "{{\"input\": {{\"image\": \"{0}/64x48-0.png\"}}}}\n",
+                                                               f.imgs));
+    for (const char* mode : {"lockstep", "sequential"}) {
+      CAPTURE(mode);
+      const std::string dump = dir.file(std::string("dump-") + mode);
+      auto r = run_cli({"compare",        f.model,
+                        "--trace",        trace,
+                        "--profile",      "image-classification-jpeg",
+                        "--caches",       "none",
+                        "--caches",       "l1",
+                        "--repeat",       "2",
+                        "--mode",         mode,
+                        "--warmup",       "0",
+                        "--dump-inputs",  dump,
+                        "--dump-outputs", dump,
+                        "--out",          dir.file(std::string("c-") + mode),
+                        "--no-progress"},
+                       std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      CHECK(count_lines(slurp(fs::path(dump) / "keys.csv")) == 3);
+      CHECK(fs::exists(fs::path(dump) / "000002" / "input.x.npy"));
+      CHECK(fs::exists(fs::path(dump) / "000002" / "output.npy"));
+      CHECK(fs::exists(fs::path(dir.file(std::string("c-") + mode)) / "compare.json"));
+    }
+  }
+
   TEST_CASE("a dump of fewer keys into the same folder leaves no folder of the earlier one") {
     auto& f = images();
     TempDir dir;
