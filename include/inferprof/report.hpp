@@ -70,6 +70,7 @@ struct RunInfo {
   double load_ms = 0;                 // model load: read + deserialise + to device
   int warmup = 0;                     // warm-up iterations asked for
   std::vector<double> warmup_us;      // latency of each warm-up iteration, in order
+  std::string warmup_from;            // which request they replayed: "line 17 (the median input size ...)"
   double wall_s = 0;                  // measured replay wall time (warm-up excluded)
   std::uint64_t skipped_invalid = 0;  // trace lines skipped by --skip-invalid
   std::vector<std::string> skipped_examples;

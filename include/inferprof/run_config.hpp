@@ -50,9 +50,10 @@ struct EnumNames<Driver> {
 // What to replay and how.
 struct ReplayOptions {
   std::string trace_path;
-  CsvColumns csv;    // a .csv trace's columns (--csv-columns)
-  int warmup = -1;   // un-measured iterations per worker
-  int threads = -1;  // libtorch intra-op threads; 0: one per core
+  CsvColumns csv;           // a .csv trace's columns (--csv-columns)
+  int warmup = -1;          // un-measured iterations per worker
+  std::string warmup_from;  // --warmup-from KEY; empty: the median-sized input (replay/warmup_request.cpp)
+  int threads = -1;         // libtorch intra-op threads; 0: one per core
   int concurrency = 1;
   Drive drive = Drive::closed_loop;
   double speed = 1.0;       // open loop: ts_ms divided by this

@@ -25,6 +25,9 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
       ->default_str("default");
   cmd->add_option("--warmup", args.warmup, "Un-measured warm-up iterations per worker (default: the profile's)")
       ->check(whole_at_least(0));
+  cmd->add_option("--warmup-from", args.warmup_from,
+                  "Warm up on the first request with this key (default: the median-sized input of the trace's first "
+                  "1,000 requests)");
   cmd->add_option("--threads", args.threads, "libtorch intra-op threads; 0 = one per core (default: the profile's)")
       ->check(whole_at_least(0));
   cmd->add_option("--concurrency", args.concurrency, "Replay workers sharing the loaded model")
@@ -200,6 +203,7 @@ RunConfig make_run_config(const ReplayArgs& args) {
   }
   config.profile = load_profile(args.profile);
   replay.warmup = args.warmup;
+  replay.warmup_from = args.warmup_from;
   replay.threads = args.threads;
   replay.concurrency = args.concurrency;
   replay.drive = args.open_loop ? Drive::open_loop : Drive::closed_loop;

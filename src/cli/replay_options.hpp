@@ -34,6 +34,7 @@ struct ReplayArgs {
   std::uint32_t cpu_sample = 0;           // --cpu-sample N; 0: not given (calibrated)
   Driver driver = Driver::threaded;       // --driver
   std::string dump_inputs, dump_outputs;  // --dump-inputs DIR, --dump-outputs DIR
+  std::string warmup_from;                // --warmup-from KEY
 };
 
 void add_replay_options(CLI::App* cmd, ReplayArgs& args);

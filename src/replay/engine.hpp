@@ -202,6 +202,11 @@ RunInfo describe_replay(const RunConfig& config);
 // Reads up to the trace's first request (the warm-up input): the records read,
 // that request last, are replayed first. Records the trace's size and hash.
 std::deque<TraceRecord> read_trace_head(const RunConfig& config, TraceReader& reader, RunInfo& info);
+// The request the warm-up replays (warmup_request.cpp): the first with key
+// --warmup-from KEY (Error(bad_input) when none), else the median-sized input
+// of the trace's first 1,000 requests (up to --limit), `first` when their
+// sizes are all equal. Says which in info.warmup_from.
+TraceRequest pick_warmup_request(const RunConfig& config, const TraceRequest& first, RunInfo& info);
 // The model's first version loaded (sha256 checked), intra-op threads set,
 // and the model's facts in `info`.
 struct LoadedPipeline {

@@ -32,7 +32,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   RunInfo info = describe_replay(base);
   TraceReader reader(base.replay.trace_path, TraceReader::Options{base.replay.skip_invalid, 1 << 20, base.replay.csv});
   std::deque<TraceRecord> early = read_trace_head(base, reader, info);
-  const TraceRequest warmup_request = early.back().request;
+  const TraceRequest warmup_request = pick_warmup_request(base, early.back().request, info);
 
   // Backends first: an unreachable Redis fails fast, before the model load.
   std::vector<CacheState> states;

@@ -251,7 +251,7 @@ RunOutcome run_replay(const RunConfig& config) {
                      TraceReader::Options{config.replay.skip_invalid, 1 << 20, config.replay.csv});
   // Records read before the replay starts (events before the first request, then it), replayed first.
   std::deque<TraceRecord> read_early = detail::read_trace_head(config, reader, info);
-  const TraceRequest warmup_request = read_early.back().request;
+  const TraceRequest warmup_request = detail::pick_warmup_request(config, read_early.back().request, info);
 
   // Backends first: an unreachable Redis fails fast, before the model load.
   detail::CacheState tiers =

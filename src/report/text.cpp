@@ -212,13 +212,16 @@ std::string load_text(const RunInfo& info) {
 std::string warmup_text(const RunInfo& info) {
   const auto& w = info.warmup_us;
   if (w.empty()) return "none (the first requests include cold-start costs)";
-  if (w.size() == 1) return fmt::format("1 iteration: {} (cold)", human_duration_us(w[0]));
+  if (w.size() == 1)
+    return fmt::format("1 iteration: {} (cold){}", human_duration_us(w[0]),
+                       info.warmup_from.empty() ? "" : " · on " + info.warmup_from);
   double rest = 0;
   for (std::size_t i = 1; i < w.size(); ++i)
     rest += w[i];
   rest /= static_cast<double>(w.size() - 1);
-  return fmt::format("{} iterations: first {} (cold), then mean {}", group_thousands(w.size()), human_duration_us(w[0]),
-                     human_duration_us(rest));
+  return fmt::format("{} iterations: first {} (cold), then mean {}{}", group_thousands(w.size()),
+                     human_duration_us(w[0]), human_duration_us(rest),
+                     info.warmup_from.empty() ? "" : " · on " + info.warmup_from);
 }
 
 std::string requests_text(const RunSummary& s) {

@@ -227,6 +227,40 @@ TEST_SUITE("e2e images") {
     CHECK_MESSAGE(zeros == 3, printed);
   }
 
+  TEST_CASE("the warm-up replays the median-sized input, or the key --warmup-from names, not always the first") {
+    auto& f = images();
+    TempDir dir;
+    // The first request is the largest picture; the median of the three is the 64x48 PNG on line 2.
+    const std::string trace =
+        dir.write("t.jsonl", fmt::format("{{\"key\": \"big\", \"input\": {{\"image\": \"{0}/300x200-0.jpg\"}}}}\n"
+                                         "{{\"key\": \"mid\", \"input\": {{\"image\": \"{0}/64x48-0.png\"}}}}\n"
+                                         "{{\"key\": \"dot\", \"input\": {{\"image\": \"{0}/1x1-0.jpg\"}}}}\n",
+                                         f.imgs));
+    const auto warmup_of = [&](const std::vector<std::string>& extra) {
+      std::vector<std::string> args = {
+          "run",      f.model, "--trace",       trace,   "--profile",  "image-classification-jpeg",
+          "--warmup", "2",     "--no-progress", "--out", dir.file("r")};
+      args.insert(args.end(), extra.begin(), extra.end());
+      auto r = run_cli(args, std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      simdjson::dom::parser parser;
+      simdjson::dom::element summary;
+      REQUIRE(parser.parse(slurp(fs::path(dir.file("r")) / "summary.json")).get(summary) == simdjson::SUCCESS);
+      std::string_view request;
+      REQUIRE(summary["run"]["warmup"]["request"].get(request) == simdjson::SUCCESS);
+      CHECK(r.out.find(" · on " + std::string(request)) != std::string::npos);  // the table says it too
+      return std::string(request);
+    };
+    CHECK(warmup_of({}).rfind("line 2 (the median input size, ", 0) == 0);
+    CHECK(warmup_of({"--warmup-from", "dot"}) == "line 3 (--warmup-from dot)");
+    auto missing = run_cli({"run", f.model, "--trace", trace, "--profile", "image-classification-jpeg", "--warmup-from",
+                            "cat", "--no-progress", "--out", dir.file("m")},
+                           std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+    CHECK(missing.code == 2);
+    CHECK(missing.err == "inferprof: error: --warmup-from cat: no request with that key in " + trace + "\n");
+    CHECK(!fs::exists(dir.file("m") + "/summary.json"));
+  }
+
   TEST_CASE("compare --dump-inputs dumps once, whatever the passes and configurations") {
     auto& f = images();
     TempDir dir;

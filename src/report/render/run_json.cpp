@@ -15,6 +15,7 @@ void write_warmup(JsonWriter& w, const RunInfo& info) {
   const auto& lat = info.warmup_us;
   w.key("warmup").begin_object();
   w.field("iterations", info.warmup);
+  w.field("request", info.warmup_from);
   w.key("cold_first_us");
   if (lat.empty())
     w.null();
