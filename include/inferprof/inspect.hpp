@@ -14,6 +14,7 @@ namespace inferprof {
 struct InspectOptions {
   std::vector<std::int64_t> shape;  // --shape; empty: the profile's [input], else the model's metadata
   std::optional<DType> dtype;       // --dtype; unset: likewise
+  std::int64_t seq_len = 0;         // --seq-len: token inputs' length; 0: the model's metadata, else 128
 };
 
 struct ForwardArgument {
@@ -32,6 +33,11 @@ struct Inspection {
   DType dtype = DType::float32;
   std::string source = "none";
   bool image = false;  // the profile decodes images: the trial sends a synthesised JPEG
+  bool text = false;   // the profile tokenizes: the trial sends a sentence, as a text request
+  // A model taking token ids (source "embedding"): one named seeded input per
+  // forward argument (ids in [0, vocab), a mask of ones, type ids of zeros),
+  // which the trial sends and gen-trace --like writes as a request's "inputs".
+  std::vector<InputSpec> inputs;
   // What the model's first layer takes, read from its weight ("[N, 3, H, W]
   // float32 (first layer 'conv1_w' [64, 3, 7, 7])"); empty when unknown.
   std::string expects;

@@ -141,6 +141,9 @@ struct GenTraceOptions {
   // (input.image, relative to its folder), or lines of text (input.text).
   std::vector<std::string> images;
   std::vector<std::string> texts;
+  // Or several seeded inputs by the forward's argument names ("inputs": a map),
+  // each with its shape, dtype and range; the key's index is every one's seed.
+  std::vector<InputSpec> named_inputs;
 };
 
 // Writes a reproducible trace (same options, same bytes) to `out_path`

@@ -218,6 +218,7 @@ std::vector<std::string> text_lines(const std::string& path) {
 
 struct GenTraceArgs {
   std::string shape = "1,16", dtype = "float32", out, like, profile, images, texts;
+  std::int64_t seq_len = 0;
 };
 
 }  // namespace
@@ -239,6 +240,10 @@ Runner add_gen_trace_command(CLI::App& app) {
           ->type_name("MODEL");
   CLI::Option* profile =
       cmd->add_option("--profile", a->profile, "With --like: the profile the trace is for")->needs(like);
+  cmd->add_option("--seq-len", a->seq_len,
+                  "With --like, a model taking token ids: the sequence length (default: its metadata's, else 128)")
+      ->check(whole_at_least(1))
+      ->needs(like);
   CLI::Option* images =
       cmd->add_option("--images", a->images, "One key per JPEG/PNG file in DIR (input.image, relative to the trace)")
           ->type_name("DIR");
@@ -257,15 +262,24 @@ Runner add_gen_trace_command(CLI::App& app) {
     std::string what;
     if (!a->like.empty()) {
       const Profile p = load_profile(a->profile);
-      const Inspection r = inspect_model(read_model_file(a->like), p, InspectOptions{});
+      InspectOptions inspect;
+      inspect.seq_len = a->seq_len;
+      const Inspection r = inspect_model(read_model_file(a->like), p, inspect);
       if (r.image)
         throw bad_input(
             fmt::format("--like {}: profile '{}' decodes images: use --images DIR for its requests", a->like, p.name));
+      if (r.text)
+        throw bad_input(
+            fmt::format("--like {}: profile '{}' tokenizes text: use --texts FILE for its requests", a->like, p.name));
       if (!r.trial_ok)
         throw bad_input(fmt::format("--like {}: {}", a->like, r.error.empty() ? "the trial forward failed" : r.error));
       opts->shape = r.shape;
       opts->dtype = r.dtype;
-      what = fmt::format(", inputs {} {} (from {}, tried: ok)", format_shape(r.shape), dtype_name(r.dtype), r.source);
+      opts->named_inputs = r.inputs;
+      what =
+          r.inputs.empty()
+              ? fmt::format(", inputs {} {} (from {}, tried: ok)", format_shape(r.shape), dtype_name(r.dtype), r.source)
+              : fmt::format(", inputs {} (an embedding takes the ids; tried: ok)", token_inputs_text(r.inputs));
     } else {
       opts->shape = parse_shape_option(a->shape);
       opts->dtype = parse_dtype_option(a->dtype);

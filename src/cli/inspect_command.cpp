@@ -37,6 +37,16 @@ std::vector<std::int64_t> parse_shape_option(const std::string& text) {
   return shape;
 }
 
+std::string token_inputs_text(const std::vector<InputSpec>& inputs) {
+  std::vector<std::string> parts;
+  for (const InputSpec& in : inputs) {
+    const auto [low, high] = in.range.value_or(std::array<std::int64_t, 2>{0, 1});
+    parts.push_back(fmt::format("{} {} int64 {}", in.name, format_shape(in.shape),
+                                high - low == 1 ? fmt::format("= {}", low) : fmt::format("in [{}, {})", low, high)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 DType parse_dtype_option(const std::string& text) {
   if (auto d = parse_dtype(text)) return *d;
   throw bad_input(fmt::format(
@@ -46,12 +56,15 @@ DType parse_dtype_option(const std::string& text) {
 namespace {
 
 struct InspectArgs {
+  std::int64_t seq_len = 0;
   std::string model, profile, shape, dtype;
   std::string format = "table";
 };
 
 std::string input_text(const Inspection& r) {
   if (r.image) return "a synthesised 640x480 JPEG (the profile decodes images)";
+  if (r.text) return "a sentence as a text request (the profile tokenizes)";
+  if (!r.inputs.empty()) return token_inputs_text(r.inputs) + " (an embedding takes the ids)";
   if (r.shape.empty()) return "none";
   return fmt::format("{} {} (from {})", format_shape(r.shape), dtype_name(r.dtype), r.source);
 }
@@ -130,6 +143,18 @@ std::string render_json(const Inspection& r, const std::string& profile) {
     w.value(d);
   w.end_array();
   w.field("dtype", dtype_name(r.dtype)).field("source", r.source);
+  w.field("text", r.text);
+  w.key("inputs").begin_array();
+  for (const InputSpec& in : r.inputs) {
+    w.begin_object().field("name", in.name);
+    w.key("shape").begin_array(true);
+    for (auto d : in.shape)
+      w.value(d);
+    w.end_array();
+    w.key("range").begin_array(true).value((*in.range)[0]).value((*in.range)[1]).end_array();
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
   w.key("trial").begin_object();
   w.field("ran", r.trial_ran).field("ok", r.trial_ok);
@@ -156,6 +181,9 @@ Runner add_inspect_command(CLI::App& app) {
       ->default_str("default");
   cmd->add_option("--shape", a->shape, "Try this input shape instead of the profile's or the model's (1,3,224,224)");
   cmd->add_option("--dtype", a->dtype, "Try this input dtype instead of the profile's or the model's");
+  cmd->add_option("--seq-len", a->seq_len,
+                  "A model taking token ids: the sequence length to try (default: its metadata's, else 128)")
+      ->check(whole_at_least(1));
   cmd->add_option("--format", a->format, "What to print: table or json")
       ->check(one_of({"table", "json"}))
       ->default_str("table");
@@ -163,6 +191,7 @@ Runner add_inspect_command(CLI::App& app) {
     InspectOptions options;
     if (!a->shape.empty()) options.shape = parse_shape_option(a->shape);
     if (!a->dtype.empty()) options.dtype = parse_dtype_option(a->dtype);
+    options.seq_len = a->seq_len;
     const Profile profile = load_profile(a->profile);
     const Inspection r = inspect_model(read_model_file(a->model), profile, options);
     const std::string text = a->format == "json" ? render_json(r, profile.name) : render_table(r, profile.name);

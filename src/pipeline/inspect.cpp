@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <map>
 
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
@@ -61,8 +63,62 @@ std::vector<std::int64_t> InputGuess::example(const std::vector<std::int64_t>& h
   return shape;
 }
 
+namespace {
+
+// "emb.weight" for the value a chain of prim::GetAttr reads from self; empty otherwise.
+std::string attribute_path(const torch::jit::Value* v) {
+  std::string path;
+  while (v->node()->kind() == c10::prim::GetAttr) {
+    path = v->node()->s(c10::attr::name) + (path.empty() ? "" : "." + path);
+    v = v->node()->input(0);
+  }
+  return v->node()->kind() == c10::prim::Param && v->offset() == 0 ? path : std::string();
+}
+
+// For each forward argument (self excluded) that an embedding indexes directly:
+// the embedding's weight (its path from self, and its sizes: [vocab, dim]).
+struct EmbeddingUse {
+  std::string weight;
+  std::vector<std::int64_t> sizes;
+};
+std::map<std::size_t, EmbeddingUse> embedding_arguments(const torch::jit::Module& module) {
+  std::map<std::size_t, EmbeddingUse> out;
+  const auto forward = module.find_method("forward");
+  if (!forward) return out;
+  std::shared_ptr<torch::jit::Graph> graph = forward->graph()->copy();
+  torch::jit::Inline(*graph);
+  std::map<std::string, std::vector<std::int64_t>> weights;
+  for (const auto& p : module.named_parameters(/*recurse=*/true))
+    if (p.value.dim() == 2) weights[p.name] = p.value.sizes().vec();
+  for (const torch::jit::Node* n : graph->nodes()) {
+    if (n->kind() != c10::aten::embedding || n->inputs().size() < 2) continue;
+    const torch::jit::Value* ids = n->input(1);
+    if (ids->node()->kind() != c10::prim::Param || ids->offset() == 0) continue;
+    const std::string path = attribute_path(n->input(0));
+    if (const auto w = weights.find(path); w != weights.end())
+      out.emplace(ids->offset() - 1, EmbeddingUse{path, w->second});
+  }
+  return out;
+}
+
+bool name_has(std::string name, std::initializer_list<std::string_view> parts) {
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return std::any_of(parts.begin(), parts.end(), [&](std::string_view p) { return name.find(p) != std::string::npos; });
+}
+
+}  // namespace
+
 InputGuess guess_input(const torch::jit::Module& module) {
   InputGuess g;
+  // An embedding indexed by the first argument, whatever it is called: token ids.
+  if (const auto e = embedding_arguments(module); e.count(0)) {
+    g.known = true;
+    g.pattern = {-1, -1};
+    g.dtype = DType::int64;
+    g.layer = e.at(0).weight;
+    g.weight = e.at(0).sizes;
+    return g;
+  }
   for (const auto& p : module.named_parameters(/*recurse=*/true)) {
     const auto sizes = p.value.sizes().vec();
     std::string lower = p.name;
@@ -85,6 +141,40 @@ InputGuess guess_input(const torch::jit::Module& module) {
     break;
   }
   return g;
+}
+
+std::vector<InputSpec> token_inputs(const torch::jit::Module& module, std::int64_t seq_len) {
+  const auto forward = module.find_method("forward");
+  if (!forward) return {};
+  const std::map<std::size_t, EmbeddingUse> embeddings = embedding_arguments(module);
+  if (embeddings.empty()) return {};
+  const auto& args = forward->function().getSchema().arguments();
+  std::vector<InputSpec> out;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a.type()->kind() != c10::TypeKind::TensorType) {
+      if (a.default_value()) break;  // Optional[Tensor] = None and the like: left to their defaults
+      return {};
+    }
+    InputSpec spec;
+    spec.kind = InputSpec::Kind::seed;
+    spec.name = a.name();
+    spec.shape = {1, seq_len};
+    spec.dtype = DType::int64;
+    spec.seed = 1;
+    if (const auto e = embeddings.find(i - 1); e != embeddings.end())
+      spec.range = std::array<std::int64_t, 2>{0, e->second.sizes[0]};
+    else if (name_has(a.name(), {"mask"}))
+      spec.range = std::array<std::int64_t, 2>{1, 2};
+    else if (name_has(a.name(), {"type", "segment"}))
+      spec.range = std::array<std::int64_t, 2>{0, 1};
+    else if (a.default_value())
+      break;
+    else
+      return {};
+    out.push_back(std::move(spec));
+  }
+  return out;
 }
 
 std::string input_advice(const torch::jit::Module& module, const std::vector<std::int64_t>& given_shape,
@@ -164,6 +254,13 @@ Inspection inspect_model(const ModelBytes& bytes, const Profile& profile, const 
   const detail::InputGuess guess = detail::guess_input(module);
   if (guess.known) r.expects = guess.describe();
   r.image = !profile.preprocess.empty() && profile.preprocess.front().op == PreprocessKind::decode;
+  r.text = !profile.preprocess.empty() && profile.preprocess.front().op == PreprocessKind::tokenize;
+
+  if (!r.image && !r.text && options.shape.empty() && profile.input.shape.empty()) {
+    // A token model's sequence length: --seq-len, else its metadata's [1, L], else 128.
+    const std::vector<std::int64_t> meta = pipeline.default_shape();
+    r.inputs = detail::token_inputs(module, options.seq_len > 0 ? options.seq_len : meta.size() == 2 ? meta[1] : 128);
+  }
 
   TraceRequest request;
   request.id = 1;
@@ -176,6 +273,18 @@ Inspection inspect_model(const ModelBytes& bytes, const Profile& profile, const 
     r.source = "profile";
     r.shape = {1, 3, 480, 640};  // the picture, before the profile's ops
     r.dtype = DType::uint8;
+  } else if (r.text) {
+    // What run gives a tokenizing profile: text, tokenized by the profile itself.
+    request.input.kind = InputSpec::Kind::text;
+    request.input.text = "The quick brown fox jumps over the lazy dog.";
+    r.source = "profile";
+  } else if (!r.inputs.empty()) {
+    // Token ids (and a mask, type ids) for each argument, named, as a tokenizer would feed them.
+    request.inputs = r.inputs;
+    request.inputs_named = true;
+    r.shape = r.inputs.front().shape;
+    r.dtype = DType::int64;
+    r.source = "embedding";
   } else {
     r.shape = pipeline.default_shape();
     r.dtype = pipeline.default_dtype();
@@ -195,7 +304,7 @@ Inspection inspect_model(const ModelBytes& bytes, const Profile& profile, const 
     request.input.shape = r.shape;
     request.input.dtype = r.dtype;
   }
-  if (r.shape.empty() && !r.image) {
+  if (r.shape.empty() && !r.image && !r.text) {
     r.error =
         "no input shape: the profile has no [input] shape, the model no inferprof.json, and its first "
         "layer says nothing: give --shape";

@@ -33,6 +33,15 @@ struct InputGuess {
 // name says embedding, token ids ([N, L] int64).
 InputGuess guess_input(const torch::jit::Module& module);
 
+// Inputs for a model whose forward takes token ids (an argument that indexes an
+// aten::embedding, found in the inlined forward graph, so that it holds
+// whatever the layer is called) and, by name, an attention mask
+// ("...mask...": all ones) or token type ids ("...type..."/"segment": zeros):
+// one seeded [1, seq_len] int64 spec per Tensor argument, named, ids drawn
+// from [0, vocab). Empty when no argument feeds an embedding, or when an
+// argument without a default is none of these (nothing to synthesise it from).
+std::vector<InputSpec> token_inputs(const torch::jit::Module& module, std::int64_t seq_len);
+
 // What to do about an input the model rejects: "the model expects ...: use
 // --profile image-classification or --shape 1,3,224,224"; empty when the
 // guess is unknown or the input fits it (then the cause is something else).

@@ -137,8 +137,9 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
     if (x.scalar_type() == at::kByte) f.div_(255.0);
     return f.contiguous();
   }
-  if (op.op == PreprocessKind::to_float) return x.to(at::kFloat);
-  if (op.op == PreprocessKind::to_half) return x.to(at::kHalf);
+  // int64 tensors are token ids (an embedding's indices): a cast would make them unusable.
+  if (op.op == PreprocessKind::to_float) return x.scalar_type() == at::kLong ? x : x.to(at::kFloat);
+  if (op.op == PreprocessKind::to_half) return x.scalar_type() == at::kLong ? x : x.to(at::kHalf);
   if (op.op == PreprocessKind::scale) return x.is_floating_point() ? x.mul(op.factor) : x.to(at::kFloat).mul(op.factor);
   if (op.op == PreprocessKind::normalize) {
     if (x.dim() != 4 || x.size(1) != mean.size(1))

@@ -1,5 +1,6 @@
 #pragma once
 // Private to the pipeline module: the only place that includes libtorch.
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 
 #include <atomic>

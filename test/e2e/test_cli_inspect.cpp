@@ -86,6 +86,65 @@ TEST_SUITE("e2e inspect") {
     CHECK(json_number(doc["trial"]["output_shape"].at(1)) == 10);
   }
 
+  TEST_CASE("a model taking token ids and a mask, with no profile: inspect, gen-trace --like and run all work") {
+    TempDir dir;
+    const std::string model = dir.file("text.pt"), trace = dir.file("t.jsonl");
+    REQUIRE(run_cli({"gen-model", "--arch", "text", "-o", model}).code == 0);
+    // Its metadata says [1, 128] int64: that alone was one input, and the trial failed ("'mask' is missing").
+    auto r = run_cli({"inspect", model}, kProfiles);
+    REQUIRE_MESSAGE(r.code == 0, r.out << r.err);
+    CHECK(r.out.find("expects     [N, L] int64 (its first layer 'embedding_weight' is [32000, 64])") !=
+          std::string::npos);
+    CHECK(r.out.find("input       ids [1, 128] int64 in [0, 32000), mask [1, 128] int64 = 1 (an embedding takes the "
+                     "ids)") != std::string::npos);
+    CHECK(r.out.find("trial       ok") != std::string::npos);
+    auto g = run_cli({"gen-trace", "--like", model, "--seq-len", "24", "--requests", "12", "--keys", "4", "-o", trace},
+                     kProfiles);
+    REQUIRE_MESSAGE(g.code == 0, g.err);
+    CHECK(slurp(trace).find(R"("inputs":{"ids":{"shape":[1,24],"dtype":"int64","seed":)") != std::string::npos);
+    CHECK(slurp(trace).find(R"("mask":{"shape":[1,24],"dtype":"int64","seed":)") != std::string::npos);
+    // The default profile's to_float leaves int64 ids as they are.
+    auto run = run_cli({"run", model, "--trace", trace, "--warmup", "1", "--no-progress"}, kProfiles);
+    CHECK_MESSAGE(run.code == 0, run.err);
+    auto json = run_cli({"inspect", model, "--seq-len", "8", "--format", "json"}, kProfiles);
+    REQUIRE(json.code == 0);
+    CHECK(json.out.find("\"name\": \"ids\",\n        \"shape\": [1, 8],\n        \"range\": [0, 32000]") !=
+          std::string::npos);
+  }
+
+  TEST_CASE(
+      "an embedding found by the graph, not its name, in a scripted and a traced model (skipped without "
+      "python3-torch)") {
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+      MESSAGE("skipped: /usr/bin/python3 lacks torch (apt-get install python3-torch)");
+      return;
+    }
+    TempDir dir;
+    const std::string script = dir.write("mk.py", R"(import sys, torch
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = torch.nn.Embedding(8000, 64)
+        self.fc = torch.nn.Linear(64, 3)
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        e = self.tok(input_ids) * attention_mask.unsqueeze(-1) + token_type_ids.unsqueeze(-1)
+        return self.fc(e.mean(1))
+m = M().eval()
+torch.jit.script(m).save(sys.argv[1] + "/scripted.pt")
+x = (torch.randint(0, 8000, (1, 16)), torch.ones(1, 16, dtype=torch.long), torch.zeros(1, 16, dtype=torch.long))
+torch.jit.trace(m, x).save(sys.argv[1] + "/traced.pt")
+)");
+    REQUIRE(std::system(("/usr/bin/python3 " + script + " " + dir.str()).c_str()) == 0);
+    for (const char* name : {"scripted.pt", "traced.pt"}) {
+      CAPTURE(name);
+      auto r = run_cli({"inspect", dir.file(name)}, kProfiles);
+      CHECK_MESSAGE(r.code == 0, r.out << r.err);
+      CHECK(r.out.find("expects     [N, L] int64 (its first layer 'tok.weight' is [8000, 64])") != std::string::npos);
+      CHECK(r.out.find("input_ids [1, 128] int64 in [0, 8000), attention_mask [1, 128] int64 = 1, token_type_ids [1, "
+                       "128] int64 = 0") != std::string::npos);
+    }
+  }
+
   TEST_CASE("inspect: a missing model, a bad --shape: one line, exit 2") {
     auto r = run_cli({"inspect", "/nonexistent/m.pt"});
     CHECK(r.code == 2);

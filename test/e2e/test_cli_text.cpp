@@ -87,6 +87,22 @@ TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
     CHECK(json_number(summary_of(parser, dir.file("r"))["requests"]) == 4);
   }
 
+  TEST_CASE("inspect under the text profile tries a sentence through the tokenizer, as run feeds it") {
+    auto& f = fixture();
+    if (f.profile.empty()) {
+      MESSAGE("spm_train is not installed: skipped");
+      return;
+    }
+    // It sent a seeded [1, 128] tensor, which tokenize refused: the trial failed where run works.
+    auto r = run_cli({"inspect", f.model, "--profile", f.profile});
+    CHECK_MESSAGE(r.code == 0, r.out << r.err);
+    CHECK(r.out.find("input       a sentence as a text request (the profile tokenizes)") != std::string::npos);
+    CHECK(r.out.find("trial       ok") != std::string::npos);
+    auto g = run_cli({"gen-trace", "--like", f.model, "--profile", f.profile, "-o", f.dir.file("x.jsonl")});
+    CHECK(g.code == 2);
+    CHECK(g.err.find("tokenizes text: use --texts FILE for its requests") != std::string::npos);
+  }
+
   TEST_CASE("--caches l1 serves the tuple output again, --caches l3 serves ids and mask from one blob") {
     auto& f = fixture();
     if (f.profile.empty()) return;
