@@ -97,6 +97,11 @@ class TraceReader {
   };
   // Whether `path` is read as CSV (its name ends in .csv, any case).
   static bool is_csv(const std::string& path);
+  // Throws Error(bad_input) when `path` is a FIFO or a device: opening one
+  // waits for a writer, and a trace is read several times (hashed, scanned
+  // for the warm-up, replayed). The constructor checks it; callers that peek
+  // at a trace before constructing a reader call it first.
+  static void check_regular(const std::string& path);
   // Throws Error(bad_input) if the file cannot be opened.
   explicit TraceReader(std::string path);
   TraceReader(std::string path, Options options);

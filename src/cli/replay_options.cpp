@@ -136,6 +136,7 @@ void check_trace_is_readable(const std::string& path) {
         "{}: an .iptrace (simulate's binary form, without inputs): run and compare read the JSON-lines trace it "
         "was converted from; use 'inferprof simulate --trace {}' for a cache what-if",
         path, path));
+  TraceReader::check_regular(path);  // before peeking at it: a FIFO would block the peek
   if (TraceReader::is_csv(path)) return;
   // No telling extension: a first line that starts with a letter or digit
   // (no JSON value a trace line could be) and has commas is a CSV header or row.

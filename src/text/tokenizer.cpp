@@ -1,6 +1,7 @@
 #include "text/tokenizer.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <mutex>
@@ -84,6 +85,9 @@ struct Tokenizer::Impl {
 Tokenizer::Tokenizer(const std::string& model_path) : impl_(std::make_unique<Impl>()) {
   const Shim& s = shim();
   if (!s.load) throw TokenizerError{s.error};
+  // SentencePiece would wait on a FIFO for ever and call a folder an internal error.
+  struct stat st {};
+  if (::stat(model_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw TokenizerError{"not a regular file"};
   char err[512] = {};
   impl_->handle = s.load(model_path.c_str(), err, sizeof err);
   if (!impl_->handle) throw TokenizerError{"not a SentencePiece model (" + std::string(err) + ")"};

@@ -683,6 +683,7 @@ struct TraceReader::Impl {
   }
 
   void open() {
+    TraceReader::check_regular(path);
     if (is_csv(path)) {
       csv = std::make_unique<CsvRows>(path, options.csv);
       return;
@@ -776,6 +777,15 @@ bool TraceReader::is_csv(const std::string& path) {
   if (path.size() < ext.size()) return false;
   return std::equal(ext.begin(), ext.end(), path.end() - static_cast<std::ptrdiff_t>(ext.size()),
                     [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+}
+
+void TraceReader::check_regular(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    throw bad_input(
+        fmt::format("cannot read trace '{}': not a regular file (a pipe or device is read only once, and "
+                    "a trace is read several times: save it to a file first)",
+                    path));
 }
 
 namespace {

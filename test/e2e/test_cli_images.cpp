@@ -337,6 +337,21 @@ TEST_SUITE("e2e images") {
     auto p = run_cli({"run", f.model, "--trace", image_trace, "--profile", dir.file("p.toml"), "--no-progress"}, env);
     CHECK(p.code == 2);
     CHECK(p.err == "inferprof: error: profile '" + dir.file("p.toml") + "': not a regular file\n");
+    // The trace itself, and a tokenizer model.
+    REQUIRE(std::system(
+                ("mkfifo " + shell_quote(dir.file("t.jsonl")) + " " + shell_quote(dir.file("spm.model"))).c_str()) ==
+            0);
+    auto t = run_cli({"run", f.model, "--trace", dir.file("t.jsonl"), "--no-progress"}, env);
+    CHECK(t.code == 2);
+    CHECK_MESSAGE(
+        t.err.find("cannot read trace '" + dir.file("t.jsonl") + "': not a regular file") != std::string::npos, t.err);
+    const std::string text_profile =
+        dir.write("text.toml", "[[preprocess]]\nop = \"tokenize\"\nmodel = \"spm.model\"\n");
+    const std::string text_trace = dir.write("x.jsonl", "{\"input\": {\"text\": \"hello\"}}\n");
+    auto k = run_cli({"run", f.model, "--trace", text_trace, "--profile", text_profile, "--no-progress"}, env);
+    CHECK(k.code == 2);
+    CHECK_MESSAGE(
+        k.err.find("tokenize: model '" + dir.file("spm.model") + "': not a regular file") != std::string::npos, k.err);
   }
 
   TEST_CASE("dump folders are checked before the replay, and need one replica") {
