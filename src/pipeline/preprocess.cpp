@@ -149,6 +149,7 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
   }
   if (op.op == PreprocessKind::resize) {
     if (x.dim() != 4) return fail("expected [N, C, H, W]");
+    if (x.size(2) == 0 || x.size(3) == 0) return fail("an empty image has nothing to resize");
     const std::vector<std::int64_t> size =
         op.size.size() == 1 ? shorter_side_size(x.size(2), x.size(3), op.size[0]) : op.size;
     // A thin strip resized by its shorter side can ask for billions of pixels.

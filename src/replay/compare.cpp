@@ -230,9 +230,7 @@ CompareResult run_compare(const CompareConfig& config) {
   if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
   detail::check_dump_dirs(config.base.output);
   // The tensors do not depend on the caches: the first pass (or replay) dumps them, once.
-  RunConfig later = config.base;
-  later.output.dump_inputs.clear();
-  later.output.dump_outputs.clear();
+  const RunConfig later = detail::without_dumps(config.base);
   lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
   if (!config.out_dir.empty())
     temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });

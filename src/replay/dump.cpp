@@ -145,6 +145,12 @@ void check_dump_dirs(const OutputOptions& output) {
     if (!dir->empty()) ensure_output_dir(*dir);
 }
 
+RunConfig without_dumps(RunConfig config) {
+  config.output.dump_inputs.clear();
+  config.output.dump_outputs.clear();
+  return config;
+}
+
 void dump_model_io(const RunConfig& config, Pipeline& pipeline) {
   const std::string &inputs_dir = config.output.dump_inputs, &outputs_dir = config.output.dump_outputs;
   if ((inputs_dir.empty() && outputs_dir.empty()) || lifecycle::interrupted()) return;

@@ -10,6 +10,9 @@ namespace inferprof::detail {
 // Checks that the dump folders can be written (before any work is done).
 void check_dump_dirs(const OutputOptions& output);
 
+// `config` with no dump folders: what a compare's later passes replay with.
+RunConfig without_dumps(RunConfig config);
+
 // After the measured replay, one more pass over the trace (up to --limit
 // requests) computing each distinct key's first request without caches:
 // DIR/NNNNNN/input.ARG.npy (named by the forward's arguments) and

@@ -339,6 +339,9 @@ size = [2, 2]
     CHECK_THROWS_WITH(resized("mode = \"lanczos\"\n", pixels.to(at::kFloat)),
                       "request 0: preprocessing op 'resize' cannot apply to input of shape [1, 3, 30, 40]: mode "
                       "\"lanczos\" is Pillow's and needs 8-bit pixels (put resize before to_tensor)");
+    CHECK_THROWS_WITH(resized("", at::zeros({1, 3, 0, 5}, at::kByte)),
+                      "request 0: preprocessing op 'resize' cannot apply to input of shape [1, 3, 0, 5]: an empty "
+                      "image has nothing to resize");
     // A thin strip resized by its shorter side would be billions of pixels: refused before allocating.
     Profile thin = parse_profile("[[preprocess]]\nop = \"resize\"\nsize = 4096\n", "t.toml");
     RequestRecord r;
