@@ -53,6 +53,10 @@ struct EnumNames<ResizeMode> {
 // resizing tensors does). automatic: as torchvision's Resize dispatches, PIL's
 // for 8-bit pixels and libtorch's for anything else.
 enum class ResizeImpl : std::uint8_t { automatic, pil, torch };
+// The modes only Pillow has (libtorch's interpolate has bilinear, bicubic, nearest).
+inline bool pillow_only(ResizeMode m) {
+  return m != ResizeMode::bilinear && m != ResizeMode::bicubic && m != ResizeMode::nearest;
+}
 template <>
 struct EnumNames<ResizeImpl> {
   static constexpr std::array<std::string_view, 3> names{"auto", "pil", "torch"};

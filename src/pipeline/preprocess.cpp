@@ -166,7 +166,7 @@ at::Tensor apply(const at::Tensor& x, const PreprocessOp& op, const at::Tensor& 
       if (x.size(1) < 1 || x.size(1) > 4) return fail("Pillow's resize takes 1 to 4 channels");
       return resize_pil(x, size, filter_of(op.mode));
     }
-    if (op.mode != ResizeMode::bilinear && op.mode != ResizeMode::bicubic && op.mode != ResizeMode::nearest)
+    if (pillow_only(op.mode))
       return fail(fmt::format("mode \"{}\" is Pillow's and needs 8-bit pixels (put resize before to_tensor)",
                               enum_name(op.mode)));
     // Channels-first in memory: libtorch 1.13's antialiased kernels take twice as

@@ -97,6 +97,42 @@ std::vector<std::int64_t> get_dims(const Ctx& ctx, const toml::node* n, std::str
   return out;
 }
 
+// resize's size, mode, impl and antialias, checked against each other.
+void parse_resize(const Ctx& ctx, const toml::table& t, const toml::node& node, const std::string& where,
+                  PreprocessOp& op) {
+  reject_unknown_keys(ctx, t, where, {"op", "size", "mode", "antialias", "impl"});
+  const toml::node* size = t.get("size") ? t.get("size") : &node;
+  // An integer: the shorter side, aspect ratio kept (torchvision's Resize(256)).
+  if (size->is_integer()) {
+    auto v = *size->value<std::int64_t>();
+    if (v <= 0) ctx.fail(size, "'size' of resize must be > 0");
+    op.size = {v};
+  } else {
+    op.size = get_dims(ctx, size, "'size' of resize");
+    if (op.size.size() != 2)
+      ctx.fail(size, "'size' of resize must be [height, width], or one integer: the shorter side");
+  }
+  const std::optional<ResizeMode> mode = parse_enum<ResizeMode>(get_string(ctx, t, "mode", where, "bilinear"));
+  if (!mode) ctx.fail(t.get("mode"), fmt::format("'mode' of resize must be {}", enum_choices<ResizeMode>("\"")));
+  op.mode = *mode;
+  const std::optional<ResizeImpl> impl = parse_enum<ResizeImpl>(get_string(ctx, t, "impl", where, "auto"));
+  if (!impl) ctx.fail(t.get("impl"), fmt::format("'impl' of resize must be {}", enum_choices<ResizeImpl>("\"")));
+  op.impl = *impl;
+  if (const toml::node* aa = t.get("antialias")) {
+    if (!aa->is_boolean()) ctx.fail(aa, "'antialias' of resize must be true or false");
+    op.antialias = *aa->value<bool>();
+    if (op.antialias && op.mode == ResizeMode::nearest)
+      ctx.fail(aa, "'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
+    // PIL cannot resize without its filter: switching it off models a service resizing tensors.
+    if (!op.antialias && op.impl == ResizeImpl::pil)
+      ctx.fail(aa, "'antialias = false' of resize needs impl = \"torch\" (PIL always filters when shrinking)");
+    if (!op.antialias && op.impl == ResizeImpl::automatic) op.impl = ResizeImpl::torch;
+  }
+  if (pillow_only(op.mode) && op.impl == ResizeImpl::torch)
+    ctx.fail(t.get("mode"),
+             fmt::format("mode \"{}\" of resize is Pillow's: it needs impl = \"pil\" or \"auto\"", enum_name(op.mode)));
+}
+
 PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index) {
   const toml::table* t = node.as_table();
   std::string where = fmt::format("preprocess op #{}", index + 1);
@@ -129,39 +165,7 @@ PreprocessOp parse_op(const Ctx& ctx, const toml::node& node, std::size_t index)
     for (double s : op.std)
       if (s == 0) ctx.fail(t->get("std"), "'std' of normalize must not contain 0");
   } else if (op.op == PreprocessKind::resize) {
-    reject_unknown_keys(ctx, *t, where, {"op", "size", "mode", "antialias", "impl"});
-    const toml::node* size = t->get("size") ? t->get("size") : &node;
-    // An integer: the shorter side, aspect ratio kept (torchvision's Resize(256)).
-    if (size->is_integer()) {
-      auto v = *size->value<std::int64_t>();
-      if (v <= 0) ctx.fail(size, "'size' of resize must be > 0");
-      op.size = {v};
-    } else {
-      op.size = get_dims(ctx, size, "'size' of resize");
-      if (op.size.size() != 2)
-        ctx.fail(size, "'size' of resize must be [height, width], or one integer: the shorter side");
-    }
-    const std::optional<ResizeMode> mode = parse_enum<ResizeMode>(get_string(ctx, *t, "mode", where, "bilinear"));
-    if (!mode) ctx.fail(t->get("mode"), fmt::format("'mode' of resize must be {}", enum_choices<ResizeMode>("\"")));
-    op.mode = *mode;
-    const std::optional<ResizeImpl> impl = parse_enum<ResizeImpl>(get_string(ctx, *t, "impl", where, "auto"));
-    if (!impl) ctx.fail(t->get("impl"), fmt::format("'impl' of resize must be {}", enum_choices<ResizeImpl>("\"")));
-    op.impl = *impl;
-    if (const toml::node* aa = t->get("antialias")) {
-      if (!aa->is_boolean()) ctx.fail(aa, "'antialias' of resize must be true or false");
-      op.antialias = *aa->value<bool>();
-      if (op.antialias && op.mode == ResizeMode::nearest)
-        ctx.fail(aa, "'antialias' of resize needs mode \"bilinear\" or \"bicubic\"");
-      // PIL cannot resize without its filter: switching it off models a service resizing tensors.
-      if (!op.antialias && op.impl == ResizeImpl::pil)
-        ctx.fail(aa, "'antialias = false' of resize needs impl = \"torch\" (PIL always filters when shrinking)");
-      if (!op.antialias && op.impl == ResizeImpl::automatic) op.impl = ResizeImpl::torch;
-    }
-    const bool pil_only =
-        op.mode != ResizeMode::bilinear && op.mode != ResizeMode::bicubic && op.mode != ResizeMode::nearest;
-    if (pil_only && op.impl == ResizeImpl::torch)
-      ctx.fail(t->get("mode"), fmt::format("mode \"{}\" of resize is Pillow's: it needs impl = \"pil\" or \"auto\"",
-                                           enum_name(op.mode)));
+    parse_resize(ctx, *t, node, where, op);
   } else if (op.op == PreprocessKind::center_crop) {
     reject_unknown_keys(ctx, *t, where, {"op", "size"});
     op.size = get_dims(ctx, t->get("size") ? t->get("size") : &node, "'size' of center_crop");

@@ -85,6 +85,24 @@ void validate(const GenTraceOptions& o) {
   }
 }
 
+// Named inputs as a request's "inputs" map, formatted once: each argument's
+// spec up to its seed, then what follows the seed (the key's index goes between).
+std::vector<std::pair<std::string, std::string>> named_input_parts(const std::vector<InputSpec>& specs) {
+  std::vector<std::pair<std::string, std::string>> named;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const InputSpec& in = specs[i];
+    fmt::memory_buffer before;
+    before.append(std::string_view(i == 0 ? R"(,"inputs":{)" : ","));
+    report::append_json_string(before, in.name);
+    fmt::format_to(std::back_inserter(before), R"(:{{"shape":[{}],"dtype":"{}","seed":)", fmt::join(in.shape, ","),
+                   dtype_name(in.dtype.value_or(DType::int64)));
+    std::string after = in.range ? fmt::format(R"(,"range":[{},{}]}})", (*in.range)[0], (*in.range)[1]) : "}";
+    if (i + 1 == specs.size()) after += "}";
+    named.emplace_back(std::string(before.data(), before.size()), std::move(after));
+  }
+  return named;
+}
+
 }  // namespace
 
 void generate_trace(const GenTraceOptions& options, const std::string& out_path) {
@@ -96,19 +114,7 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
   fmt::format_to(std::back_inserter(input_head), R"(,"input":{{"shape":[{}],"dtype":"{}","seed":)",
                  fmt::join(o.shape, ","), dtype_name(o.dtype));
   const std::string_view head(input_head.data(), input_head.size());
-  // Named inputs: each argument's spec up to its seed, then the seed and the rest.
-  std::vector<std::pair<std::string, std::string>> named;  // (before the seed, after it)
-  for (std::size_t i = 0; i < o.named_inputs.size(); ++i) {
-    const InputSpec& in = o.named_inputs[i];
-    fmt::memory_buffer before;
-    before.append(std::string_view(i == 0 ? R"(,"inputs":{)" : ","));
-    report::append_json_string(before, in.name);
-    fmt::format_to(std::back_inserter(before), R"(:{{"shape":[{}],"dtype":"{}","seed":)", fmt::join(in.shape, ","),
-                   dtype_name(in.dtype.value_or(DType::int64)));
-    std::string after = in.range ? fmt::format(R"(,"range":[{},{}]}})", (*in.range)[0], (*in.range)[1]) : "}";
-    if (i + 1 == o.named_inputs.size()) after += "}";
-    named.emplace_back(std::string(before.data(), before.size()), std::move(after));
-  }
+  const std::vector<std::pair<std::string, std::string>> named = named_input_parts(o.named_inputs);
   // Or each key's own input, with its key, formatted once: an image file or a line of text.
   const std::vector<std::string>& files = o.images.empty() ? o.texts : o.images;
   std::vector<std::string> inputs;
