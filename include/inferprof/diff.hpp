@@ -12,38 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "inferprof/gate.hpp"
 #include "inferprof/report.hpp"
 
 namespace inferprof {
-
-// One gate of --max-regression: "p99=10%" (every stage and the total),
-// "compute.p99=5%" (one stage), "total.cpu.p50=5%" (thread CPU time),
-// "total.mean=5%+0.05ms" (with an absolute allowance), "throughput=10%" (a
-// drop in requests/s).
-struct GateSpec {
-  std::string stage;                  // a stage name, "total", or "*" (every stage and the total); "" for throughput
-  std::string clock = "wall";         // "wall" or "cpu" (thread CPU time: mean, p50, p99 only)
-  std::string metric;                 // mean, p50, p90, p99, max or throughput
-  double pct = 0;                     // allowed change, in percent of the base value
-  double floor_us = kDefaultFloorUs;  // plus this much, in µs (latency metrics only)
-  bool floor_given = false;
-  std::string text;  // as the user wrote it
-  static constexpr double kDefaultFloorUs = 10;
-};
-
-// What a CI user wants by default: the request total, on thread CPU time,
-// which other processes on the machine barely move (wall time grows with every
-// time slice they take); stage rows stay informative until a gate names them.
-inline constexpr std::string_view kDefaultGates = "total.cpu.mean=5%,total.cpu.p50=5%";
-// The defaults for runs that recorded no CPU time (older summaries).
-inline constexpr std::string_view kWallDefaultGates = "total.p99=10%,total.mean=5%";
-// The exit code of an unstable verdict: no gate failed, but at least one could
-// not be judged because the runs of one side disagree beyond its threshold.
-inline constexpr int kExitUnstable = 4;
-
-// Parses the --max-regression grammar. Throws Error(bad_input) naming the
-// offending item and what was expected.
-std::vector<GateSpec> parse_gates(std::string_view text);
 
 // A saved run, as diff reads it.
 struct RunData {
@@ -72,25 +44,6 @@ struct RunData {
 // Error(bad_input) for a missing or malformed file.
 RunData load_run(const std::string& path);
 
-enum class Verdict { none, ok, regression, improved, noise, unstable };
-std::string_view verdict_name(Verdict v);  // "-", "ok", "REGRESSION", "improved", "noise", "unstable"
-
-// A change with its confidence interval (of new - base, in the metric's unit).
-struct Change {
-  double base = 0, now = 0;
-  std::optional<std::pair<double, double>> interval;
-  double delta() const { return now - base; }
-  double pct() const { return base != 0 ? 100.0 * delta() / base : 0; }  // 0 when base is 0
-};
-
-// The gate decision, on its own so tests can drive it with constructed data.
-// `limit` is the allowed change in the metric's unit (pct of base + floor);
-// for throughput a drop is the regression. With an interval, a regression (an
-// improvement) needs the whole interval beyond the limit; a change past the
-// limit whose interval is not is noise.
-Verdict judge(const Change& c, double limit, bool higher_is_better = false);
-// Allowed change of `spec` against `base`.
-double gate_limit(const GateSpec& spec, double base);
 // A speed probe that moved by less than this between the sides is the probe's
 // own noise, not the machine's speed: diff does not act on it.
 inline constexpr double kMachineSpeedNoise = 0.05;

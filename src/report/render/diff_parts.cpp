@@ -8,25 +8,6 @@
 
 namespace inferprof {
 
-// A verdict's name is presentation: it lives with the renderers.
-std::string_view verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::ok:
-      return "ok";
-    case Verdict::regression:
-      return "REGRESSION";
-    case Verdict::improved:
-      return "improved";
-    case Verdict::noise:
-      return "noise";
-    case Verdict::unstable:
-      return "unstable";
-    case Verdict::none:
-      break;
-  }
-  return "-";
-}
-
 namespace report::diff_parts {
 namespace {
 

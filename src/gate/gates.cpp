@@ -1,4 +1,4 @@
-// The --max-regression grammar and the gate decision.
+// The gate grammar and the gate decision (inferprof/gate.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,8 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "inferprof/diff.hpp"
+#include "inferprof/gate.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/timing.hpp"
 
 namespace inferprof {
 namespace {
@@ -26,8 +27,8 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-Error gate_error(std::string_view item, const std::string& what) {
-  return bad_input(fmt::format("--max-regression: {} in '{}'; {}", what, item, kGrammar));
+Error gate_error(std::string_view option, std::string_view item, const std::string& what) {
+  return bad_input(fmt::format("{}: {} in '{}'; {}", option, what, item, kGrammar));
 }
 
 // The whole of `s` as a finite number, or nothing.
@@ -49,11 +50,11 @@ std::string stage_list() {
   return out + "total";
 }
 
-GateSpec parse_gate(std::string_view item) {
+GateSpec parse_gate(std::string_view item, std::string_view option) {
   GateSpec g;
   g.text = std::string(item);
   const auto eq = item.find('=');
-  if (eq == std::string_view::npos) throw gate_error(item, "no '='");
+  if (eq == std::string_view::npos) throw gate_error(option, item, "no '='");
   std::string_view lhs = trim(item.substr(0, eq)), rhs = trim(item.substr(eq + 1));
 
   // [STAGE.][CLOCK.]METRIC: no stage is called cpu or wall, so two parts read either way.
@@ -64,47 +65,47 @@ GateSpec parse_gate(std::string_view item) {
     if (dot == std::string_view::npos) break;
     from = dot + 1;
   }
-  if (parts.size() > 3) throw gate_error(item, fmt::format("'{}' has more than three parts", lhs));
+  if (parts.size() > 3) throw gate_error(option, item, fmt::format("'{}' has more than three parts", lhs));
   const bool is_clock = parts.size() > 1 && (parts[parts.size() - 2] == "cpu" || parts[parts.size() - 2] == "wall");
   if (parts.size() == 3 && !is_clock)
-    throw gate_error(item, fmt::format("unknown clock '{}' (expected cpu or wall)", parts[1]));
+    throw gate_error(option, item, fmt::format("unknown clock '{}' (expected cpu or wall)", parts[1]));
   const std::string_view metric = parts.back();
   g.stage = "*";
   if (parts.size() == 3 || (parts.size() == 2 && !is_clock)) {
     std::string_view stage = parts[0];
     const bool known =
         stage == "total" || std::find(kStageNames.begin(), kStageNames.end(), stage) != kStageNames.end();
-    if (!known) throw gate_error(item, fmt::format("unknown stage '{}' (expected one of {})", stage, stage_list()));
+    if (!known) throw gate_error(option, item, fmt::format("unknown stage '{}' (expected one of {})", stage, stage_list()));
     g.stage = std::string(stage);
   }
   if (is_clock) g.clock = std::string(parts[parts.size() - 2]);
   if (std::find(kMetrics.begin(), kMetrics.end(), metric) == kMetrics.end())
-    throw gate_error(item,
+    throw gate_error(option, item,
                      fmt::format("unknown metric '{}' (expected one of mean, p50, p90, p99, max, throughput)", metric));
   g.metric = std::string(metric);
   if (g.metric == "throughput") {
     if ((g.stage != "*" && g.stage != "total") || is_clock)
-      throw gate_error(item, "throughput belongs to the whole run, not to a stage or a clock (write throughput=PCT%)");
+      throw gate_error(option, item, "throughput belongs to the whole run, not to a stage or a clock (write throughput=PCT%)");
     g.stage = "";
   }
   if (g.clock == "cpu") {
     // What summary.json records of thread CPU time.
     if (g.metric != "mean" && g.metric != "p50" && g.metric != "p99")
-      throw gate_error(item, fmt::format("cpu time has no {} (expected cpu.mean, cpu.p50 or cpu.p99)", g.metric));
-    if (g.stage == "queue") throw gate_error(item, "queue is waiting, it has no cpu time");
+      throw gate_error(option, item, fmt::format("cpu time has no {} (expected cpu.mean, cpu.p50 or cpu.p99)", g.metric));
+    if (g.stage == "queue") throw gate_error(option, item, "queue is waiting, it has no cpu time");
   }
 
   std::string_view pct = rhs, floor;
   if (auto plus = rhs.find('+'); plus != std::string_view::npos) {
     pct = trim(rhs.substr(0, plus));
     floor = trim(rhs.substr(plus + 1));
-    if (g.metric == "throughput") throw gate_error(item, "an absolute floor applies to latencies, not to throughput");
+    if (g.metric == "throughput") throw gate_error(option, item, "an absolute floor applies to latencies, not to throughput");
   }
   if (pct.empty() || pct.back() != '%')
-    throw gate_error(item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
+    throw gate_error(option, item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
   auto p = number(trim(pct.substr(0, pct.size() - 1)));
   if (!p)
-    throw gate_error(item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
+    throw gate_error(option, item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
   g.pct = *p;
   if (g.metric == "throughput") g.floor_us = 0;
   if (!floor.empty() || rhs.find('+') != std::string_view::npos) {
@@ -120,7 +121,7 @@ GateSpec parse_gate(std::string_view item) {
     auto f = scale > 0 ? number(trim(digits)) : std::nullopt;
     if (!f)
       throw gate_error(
-          item, fmt::format("'{}' is not a duration (expected a number followed by ms or us, e.g. +0.05ms)", floor));
+          option, item, fmt::format("'{}' is not a duration (expected a number followed by ms or us, e.g. +0.05ms)", floor));
     g.floor_us = *f * scale;
     g.floor_given = true;
   }
@@ -129,24 +130,42 @@ GateSpec parse_gate(std::string_view item) {
 
 }  // namespace
 
-std::vector<GateSpec> parse_gates(std::string_view text) {
+std::vector<GateSpec> parse_gates(std::string_view text, std::string_view option) {
   std::vector<GateSpec> gates;
-  if (trim(text).empty()) throw bad_input(fmt::format("--max-regression: no gates given; {}", kGrammar));
+  if (trim(text).empty()) throw bad_input(fmt::format("{}: no gates given; {}", option, kGrammar));
   std::size_t start = 0;
   while (start <= text.size()) {
     auto comma = text.find(',', start);
     std::string_view item =
         trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (item.empty()) throw bad_input(fmt::format("--max-regression: an empty item in '{}'; {}", text, kGrammar));
-    GateSpec g = parse_gate(item);
+    if (item.empty()) throw bad_input(fmt::format("{}: an empty item in '{}'; {}", option, text, kGrammar));
+    GateSpec g = parse_gate(item, option);
     for (const GateSpec& other : gates)
       if (other.stage == g.stage && other.clock == g.clock && other.metric == g.metric)
-        throw gate_error(item, fmt::format("a second gate for the same metric (first: '{}')", other.text));
+        throw gate_error(option, item, fmt::format("a second gate for the same metric (first: '{}')", other.text));
     gates.push_back(std::move(g));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
   return gates;
+}
+
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::ok:
+      return "ok";
+    case Verdict::regression:
+      return "REGRESSION";
+    case Verdict::improved:
+      return "improved";
+    case Verdict::noise:
+      return "noise";
+    case Verdict::unstable:
+      return "unstable";
+    case Verdict::none:
+      break;
+  }
+  return "-";
 }
 
 double gate_limit(const GateSpec& spec, double base) {
