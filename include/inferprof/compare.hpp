@@ -1,8 +1,9 @@
 #pragma once
-// `inferprof compare`: the same trace replayed under several cache
-// configurations, each from a cold, empty state, with the speedup of each
-// against the first and its 95% confidence interval, so noise is never read
-// as a gain. Two modes:
+// `inferprof compare`: the same trace replayed under several configurations
+// that differ by caches (each from a cold, empty state), by model or by
+// profile, with the speedup of each against the first and its 95% confidence
+// interval, so noise is never read as a gain; --gate turns a change past a
+// threshold into a failed check, as diff does for saved runs. Two modes:
 //   lockstep    one process, one loaded model; request i is served under every
 //               configuration in turn (order rotated per request), each with
 //               its own caches: drift hits every configuration alike, and the
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "inferprof/enum_names.hpp"
+#include "inferprof/gate.hpp"
 #include "inferprof/replay.hpp"
 #include "inferprof/report.hpp"
 
@@ -46,6 +48,13 @@ struct EnumNames<CompareIntervals> {
 struct CompareConfig {
   RunConfig base;                           // model, trace, profile and replay settings; base.out_dir unused
   std::vector<std::string> configurations;  // "none", "l1", "l1,l2", ...; the first is the baseline
+  // One of the three may list several, the configurations then differ by it
+  // (the first is the baseline); the others give one each (empty: the base's).
+  std::vector<std::string> models;  // --model: TorchScript files, or NAME@VERSION with --store
+  std::vector<Profile> profiles;    // --profile given more than once
+  // --gate (lockstep): each gate applied to every configuration against the
+  // first, on the mean per request, paired, with the this-trace interval.
+  std::vector<GateSpec> gates;
   std::vector<TierSpec> overrides;          // --tier
   std::string redis_url;                    // --redis
   int repeat = 1;
@@ -82,7 +91,8 @@ struct TraceIntervalInfo {
 };
 
 struct CompareRow {
-  std::string name;  // the configuration, e.g. "l1,l2"
+  std::string name;    // the configuration, e.g. "l1,l2", "mobilenet.pt", "resize-512"
+  std::string folder;  // its reports' folder under --out: "l1+l2"; "none-2" for a second "none"
   std::vector<TierSpec> tiers;
   RunSummary last;               // the last repeat's full summary (its reports are written)
   std::vector<double> means_us;  // mean latency of each repeat completed (fewer than asked when interrupted)
@@ -106,8 +116,22 @@ struct CompareRow {
   std::vector<OutcomeStats> outcome_costs;
 };
 
+// One --gate applied to one configuration against the baseline. The change
+// is the paired ratio of means (this-trace interval) applied to the
+// baseline's mean, so its point and interval come from one estimate.
+struct CompareGate {
+  std::string configuration;
+  std::string gate;             // as written
+  std::string stage = "total";  // or a stage name
+  std::string clock = "wall";   // or "cpu"
+  Change change;                // µs per request; interval of the difference
+  double limit = 0;             // allowed change, µs
+  Verdict verdict = Verdict::none;  // ok, regression, improved, or unstable (the interval straddles the limit)
+};
+
 struct CompareResult {
-  std::vector<CompareRow> rows;  // the configurations with at least one completed replay
+  std::string varies = "caches";  // what differs between the configurations: caches, model or profile
+  std::vector<CompareRow> rows;   // the configurations with at least one completed replay
   int repeat = 1;
   CompareMode mode = CompareMode::sequential;
   std::uint64_t paired = 0;  // lockstep: the (repeat, request) pairs the interval resamples
@@ -131,6 +155,11 @@ struct CompareResult {
   std::vector<std::string> warnings;
   std::vector<std::string> files;
   std::uint64_t verify_mismatches = 0;
+  std::vector<CompareGate> gates;  // --gate: per configuration after the first, per gate (and stage for "*")
+  int regressions = 0, unstable = 0;
+  // 1 on a regression, kExitUnstable when a gate's interval straddles its
+  // limit (more passes, --precision, would settle it), else 0.
+  int gate_exit_code() const { return regressions > 0 ? 1 : unstable > 0 ? kExitUnstable : 0; }
 };
 
 CompareResult run_compare(const CompareConfig& config);

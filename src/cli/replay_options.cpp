@@ -14,15 +14,17 @@
 
 namespace inferprof::cli {
 
-void add_replay_options(CLI::App* cmd, ReplayArgs& args) {
-  cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")->required();
+void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required) {
+  cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")
+      ->required(model_required);
   cmd->add_option("--trace", args.trace,
                   "Request trace: JSON lines (docs/trace-format.md), or a .csv with a header row (--csv-columns)")
       ->required();
   cmd->add_option("--csv-columns", args.csv_columns,
                   "A .csv trace's columns, e.g. ts=time,key=path,image=file (default ts=timestamp,key=key)");
-  cmd->add_option("--profile", args.profile, "Pipeline profile: a name from profiles/ or a .toml path")
-      ->default_str("default");
+  cmd->add_option("--profile", args.profiles, "Pipeline profile: a name from profiles/ or a .toml path")
+      ->default_str("default")
+      ->allow_extra_args(false);  // one value per --profile: the model path after it is not a second one
   cmd->add_option("--warmup", args.warmup, "Un-measured warm-up iterations per worker (default: the profile's)")
       ->check(whole_at_least(0));
   cmd->add_option("--warmup-from", args.warmup_from,
@@ -175,6 +177,18 @@ std::string redis_url(const ReplayArgs& args) {
   return env ? env : "";
 }
 
+Profile load_run_profile(const ReplayArgs& args, const std::string& spec) {
+  Profile profile = load_profile(spec);
+  if (!args.device.empty()) {
+    if (!is_device_name(args.device))
+      throw bad_input(fmt::format("--device {}: expected cpu, cuda or cuda:N", args.device));
+    profile.model.device = args.device;
+  }
+  if ((args.pinned || !args.gpu_trace) && profile.model.device == "cpu")
+    throw bad_input("--pinned and --gpu-trace apply to --device cuda only (this run is on cpu)");
+  return profile;
+}
+
 RunConfig make_run_config(const ReplayArgs& args) {
   // The timing code picks the CPU clock per thread, where it cannot report a
   // misspelt value: without this check it would silently mean the default.
@@ -202,7 +216,7 @@ RunConfig make_run_config(const ReplayArgs& args) {
       throw bad_input(fmt::format("--csv-columns applies to a .csv trace; '{}' is read as JSON lines", args.trace));
     replay.csv = parse_csv_columns(args.csv_columns);
   }
-  config.profile = load_profile(args.profile);
+  config.profile = load_run_profile(args, args.profiles.empty() ? "" : args.profiles.front());
   replay.warmup = args.warmup;
   replay.warmup_from = args.warmup_from;
   replay.threads = args.threads;
@@ -239,13 +253,6 @@ RunConfig make_run_config(const ReplayArgs& args) {
   store.update_mode = args.update;
   store.preload_lead_ms = args.preload_lead_ms;
 
-  if (!args.device.empty()) {
-    if (!is_device_name(args.device))
-      throw bad_input(fmt::format("--device {}: expected cpu, cuda or cuda:N", args.device));
-    config.profile.model.device = args.device;
-  }
-  if ((args.pinned || !args.gpu_trace) && config.profile.model.device == "cpu")
-    throw bad_input("--pinned and --gpu-trace apply to --device cuda only (this run is on cpu)");
   config.gpu.pinned = args.pinned;
   config.gpu.trace = args.gpu_trace;
   return config;

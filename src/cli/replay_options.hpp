@@ -13,7 +13,8 @@
 namespace inferprof::cli {
 
 struct ReplayArgs {
-  std::string model, trace, profile, redis;
+  std::string model, trace, redis;
+  std::vector<std::string> profiles;  // --profile (run: at most one; compare: one configuration each)
   report::Format format = report::Format::table;
   int warmup = -1, threads = -1, concurrency = 1;
   bool open_loop = false, ops = false, no_progress = false, skip_invalid = false;
@@ -37,9 +38,13 @@ struct ReplayArgs {
   std::string warmup_from;                // --warmup-from KEY
 };
 
-void add_replay_options(CLI::App* cmd, ReplayArgs& args);
-// Validated RunConfig (profile loaded) from the parsed options.
+// `model_required`: false for compare, whose models may come from --model instead.
+void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required = true);
+// Validated RunConfig (the first --profile loaded) from the parsed options.
 RunConfig make_run_config(const ReplayArgs& args);
+// The profile `spec` names (a name, a path, or "" for the default), with
+// --device applied, as make_run_config loads it.
+Profile load_run_profile(const ReplayArgs& args, const std::string& spec);
 // --tier l1=lru:1000 ... parsed into specs; --redis or INFERPROF_REDIS_URL.
 std::vector<TierSpec> tier_overrides(const ReplayArgs& args);
 // Each "TIER=SPEC" of --tier through parse_tier_spec.

@@ -84,6 +84,55 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   return 0;
 }
 
+// compare's own options (ReplayArgs holds those it shares with run).
+struct CompareArgs {
+  std::string out;
+  std::vector<std::string> configs, models, gates;
+  int repeat = 1;
+  bool flamegraph_diff = false;
+  std::optional<CompareMode> mode;
+  CompareIntervals intervals = CompareIntervals::this_trace;
+  std::optional<double> precision;
+  double max_time = 600;
+};
+
+CompareConfig make_compare_config(ReplayArgs args, const CompareArgs& c) {
+  std::vector<std::string> models = c.models;
+  if (!args.model.empty()) models.insert(models.begin(), args.model);
+  if (models.empty()) throw bad_input("compare needs a model: MODEL, or --model A.pt --model B.pt");
+  if (models.size() > 1 && !args.model_sha256.empty())
+    throw bad_input("--model-sha256 checks one model: compare several without it (each report has its sha256)");
+  args.model = models.front();
+  CompareConfig config;
+  config.base = make_run_config(args);
+  if (models.size() > 1) config.models = models;
+  if (args.profiles.size() > 1)
+    for (const std::string& p : args.profiles)
+      config.profiles.push_back(load_run_profile(args, p));
+  config.configurations = c.configs;
+  const bool others_vary = models.size() > 1 || args.profiles.size() > 1;
+  if (config.configurations.empty() && others_vary) config.configurations = {"none"};
+  if (config.configurations.empty()) config.configurations = config.base.profile.compare_caches;
+  if (config.configurations.empty()) config.configurations = {"none", "l1", "l1,l2", "l1,l2,l3"};
+  config.overrides = tier_overrides(args);
+  config.redis_url = redis_url(args);
+  config.repeat = c.repeat;
+  config.out_dir = c.out;
+  config.flamegraph_diff = c.flamegraph_diff;
+  config.mode = c.mode;
+  config.intervals = c.intervals;
+  config.precision_pct = c.precision;
+  config.max_time_s = c.max_time;
+  if (!c.gates.empty()) {
+    std::string all;
+    for (const std::string& g : c.gates)
+      all += (all.empty() ? "" : ",") + g;
+    config.gates = parse_gates(all, "--gate");
+  }
+  if (c.flamegraph_diff && c.out.empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
+  return config;
+}
+
 }  // namespace
 
 Runner add_run_command(CLI::App& app) {
@@ -117,6 +166,11 @@ Runner add_run_command(CLI::App& app) {
 
   return [args, out, caches, replicas, split, replica, cache_ns, replica_timeout] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
+    if (args->profiles.size() > 1)
+      throw bad_input(
+          fmt::format("run replays one profile ({} given); 'inferprof compare --profile A --profile B' measures "
+                      "several against each other",
+                      args->profiles.size()));
     if (*replicas > 1) {
       if (!replica->empty()) throw bad_input("--replicas and --replica cannot be combined");
       if (!args->dump_inputs.empty() || !args->dump_outputs.empty())
@@ -150,67 +204,55 @@ Runner add_run_command(CLI::App& app) {
 
 Runner add_compare_command(CLI::App& app) {
   auto args = std::make_shared<ReplayArgs>();
-  auto out = std::make_shared<std::string>();
-  auto configs = std::make_shared<std::vector<std::string>>();
-  auto repeat = std::make_shared<int>(1);
-  auto diff = std::make_shared<bool>(false);
-  auto mode = std::make_shared<std::optional<CompareMode>>();
-  auto intervals = std::make_shared<CompareIntervals>(CompareIntervals::this_trace);
-  auto precision = std::make_shared<std::optional<double>>();
-  auto max_time = std::make_shared<double>(600);
+  auto c = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "compare", "Replay a trace under several cache configurations and report the measured speedup of each");
-  add_replay_options(cmd, *args);
+      "compare",
+      "Replay a trace under several configurations (caches, models or profiles) and report the measured speedup "
+      "of each against the first");
+  add_replay_options(cmd, *args, false);
   add_format_option<CompareResult>(cmd, args->format);
-  cmd->add_option("--caches", *configs,
+  cmd->add_option("--caches", c->configs,
                   "A configuration to replay (repeatable; the first is the baseline): none, l1, l1,l2, l1,l2,l3 "
-                  "(default: the profile's [compare] caches, else those four)");
-  cmd->add_option("--repeat", *repeat, "Replay each configuration N times, interleaved")
+                  "(default: the profile's [compare] caches, else those four; with several models or profiles: none)")
+      ->allow_extra_args(false);
+  cmd->add_option("--model", c->models,
+                  "A model to replay (repeatable; MODEL, when given, comes first and is the baseline): compares "
+                  "models on one trace, request by request")
+      ->allow_extra_args(false);
+  cmd->add_option("--gate", c->gates,
+                  "Lockstep: fail (exit 1) when a configuration is slower than the first past a threshold with its "
+                  "whole 95% interval, e.g. total.cpu.mean=5% or preprocess.mean=10%+0.1ms (diff's grammar, on "
+                  "means); exit 4 when an interval straddles it (repeatable, or comma-separated)")
+      ->allow_extra_args(false);
+  cmd->add_option("--repeat", c->repeat, "Replay each configuration N times, interleaved")
       ->check(whole_at_least(1))
       ->capture_default_str();
-  cmd->add_option("--out", *out, "Write compare.csv, compare.json and each configuration's reports here");
-  add_enum_option(cmd, "--mode", *mode,
+  cmd->add_option("--out", c->out, "Write compare.csv, compare.json and each configuration's reports here");
+  add_enum_option(cmd, "--mode", c->mode,
                   "lockstep: one process, each request served under every configuration in turn, paired interval "
                   "(default for a closed loop with --concurrency 1); sequential: whole replays one after another "
                   "(default otherwise)");
-  add_enum_option(cmd, "--intervals", *intervals,
+  add_enum_option(cmd, "--intervals", c->intervals,
                   "this-trace: the table shows each speedup's interval for this trace (noise only, the trace held "
                   "fixed; the verdicts read it); both: also the interval for traffic like this trace (requests "
                   "resampled). compare.json and compare.csv always have both");
-  cmd->add_option("--precision", *precision,
+  cmd->add_option("--precision", c->precision,
                   "Lockstep: repeat passes (each from cold caches; --repeat is then the least) until every "
                   "configuration's this-trace 95% interval is within +-PCT% of its speedup, e.g. 3");
-  cmd->add_option("--max-time", *max_time, "With --precision: stop starting passes after this many seconds")
+  cmd->add_option("--max-time", c->max_time, "With --precision: stop starting passes after this many seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_flag("--flamegraph-diff", *diff,
+  cmd->add_flag("--flamegraph-diff", c->flamegraph_diff,
                 "With --out: a differential flame graph of each configuration vs the first");
 
-  return [args, out, configs, repeat, diff, mode, intervals, precision, max_time] {
+  return [args, c] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the configurations completed
-    CompareConfig config;
-    config.base = make_run_config(*args);
-    config.configurations = *configs;
-    if (config.configurations.empty()) config.configurations = config.base.profile.compare_caches;
-    if (config.configurations.empty()) config.configurations = {"none", "l1", "l1,l2", "l1,l2,l3"};
-    config.overrides = tier_overrides(*args);
-    config.redis_url = redis_url(*args);
-    config.repeat = *repeat;
-    config.out_dir = *out;
-    config.flamegraph_diff = *diff;
-    config.mode = *mode;
-    config.intervals = *intervals;
-    config.precision_pct = *precision;
-    config.max_time_s = *max_time;
-    if (*diff && out->empty()) throw bad_input("--flamegraph-diff needs --out DIR to write the graphs to");
+    CompareConfig config = make_compare_config(*args, *c);
     CompareResult result = run_compare(config);
     std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);
     std::vector<std::pair<std::string, const RunSummary*>> runs;
-    for (const CompareRow& row : result.rows) {
-      std::string folder = row.name;  // compare's folder for "l1,l2" is l1+l2
-      std::replace(folder.begin(), folder.end(), ',', '+');
-      runs.emplace_back(folder, &row.last);
-    }
+    for (const CompareRow& row : result.rows)
+      runs.emplace_back(row.folder, &row.last);
     print_files(result.files, config.out_dir, args->format == report::Format::table, runs);
     if (result.verify_mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
@@ -218,7 +260,15 @@ Runner add_compare_command(CLI::App& app) {
       if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::check_failed);
     }
     if (lifecycle::interrupted()) return interrupted_exit();
-    return 0;
+    if (result.regressions > 0)
+      std::fprintf(stderr, "inferprof: compare --gate: %d regression%s past the gate (see the gates above)\n",
+                   result.regressions, result.regressions == 1 ? "" : "s");
+    else if (result.unstable > 0)
+      std::fprintf(stderr,
+                   "inferprof: compare --gate: %d gate%s not decided: the interval straddles the limit; more "
+                   "pairs settle it (--precision, --repeat)\n",
+                   result.unstable, result.unstable == 1 ? "" : "s");
+    return result.gate_exit_code();
   };
 }
 

@@ -30,10 +30,11 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-// A folder name for a configuration: "l1,l2" -> "l1+l2".
+// A folder name for a configuration: "l1,l2" -> "l1+l2", "models/a.pt" -> "models_a.pt".
 std::string folder_name(const std::string& config) {
   std::string out = config;
   std::replace(out.begin(), out.end(), ',', '+');
+  std::replace(out.begin(), out.end(), '/', '_');
   return out;
 }
 
@@ -224,64 +225,153 @@ std::vector<double> machine_pace(const std::vector<double>& baseline_us, std::si
   return pace;
 }
 
-CompareResult run_compare(const CompareConfig& config) {
-  if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
-  if (config.repeat < 1) throw bad_input("--repeat must be at least 1");
-  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
-  detail::check_dump_dirs(config.base.output);
-  // The tensors do not depend on the caches: the first pass (or replay) dumps them, once.
-  const RunConfig later = detail::without_dumps(config.base);
-  lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
-  if (!config.out_dir.empty())
-    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
+namespace {
 
-  const bool one_worker = config.base.replay.drive == Drive::closed_loop && config.base.replay.concurrency == 1;
-  const CompareMode mode = config.mode.value_or(one_worker ? CompareMode::lockstep : CompareMode::sequential);
-  if (mode == CompareMode::lockstep && !one_worker)
+// What configuration c serves with: its caches, and the model and profile
+// when the configurations differ by them.
+struct Setup {
+  std::string name, caches, model_path;  // model_path empty: the base's
+  const Profile* profile = nullptr;      // null: the base's
+};
+
+// A model's name in the table: its file name, or the path as given when
+// another model shares the file name.
+std::string model_label(const std::vector<std::string>& models, std::size_t i) {
+  const std::string name = fs::path(models[i]).filename().string();
+  for (std::size_t j = 0; j < models.size(); ++j)
+    if (models[j] != models[i] && fs::path(models[j]).filename().string() == name) return models[i];
+  return name.empty() ? models[i] : name;
+}
+std::string profile_label(const std::vector<Profile>& profiles, std::size_t i) {
+  for (std::size_t j = 0; j < profiles.size(); ++j)
+    if (profiles[j].source != profiles[i].source && profiles[j].name == profiles[i].name) return profiles[i].source;
+  return profiles[i].name;
+}
+
+// The configurations and what differs between them: caches, model or profile (one at a time).
+std::vector<Setup> compare_setups(const CompareConfig& config, std::string& varies) {
+  const bool caches = config.configurations.size() > 1, models = config.models.size() > 1,
+             profiles = config.profiles.size() > 1;
+  if (caches + models + profiles > 1)
     throw bad_input(fmt::format(
-        "--mode lockstep serves each request under every configuration in turn, one at a time: it cannot {} "
-        "(use --mode sequential)",
-        config.base.replay.drive == Drive::open_loop
-            ? "release requests at their ts_ms (--open-loop)"
-            : fmt::format("keep {} requests in flight (--concurrency)", config.base.replay.concurrency)));
-
-  CompareResult result;
-  result.repeat = config.repeat;
-  result.mode = mode;
-  std::vector<std::vector<double>> samples(config.configurations.size());
-  std::vector<std::vector<std::pair<std::string, std::uint64_t>>> folded(config.configurations.size());
-  for (const auto& name : config.configurations) {
-    CompareRow row;
-    row.name = name;
-    row.tiers = resolve_tiers(config.base.profile, name, config.overrides, config.redis_url, "");
-    result.rows.push_back(row);
+        "compare varies one thing at a time: {} cache configurations (--caches), {} models (--model) and {} "
+        "profiles (--profile) were given; keep one of them to several",
+        config.configurations.size(), std::max<std::size_t>(config.models.size(), 1),
+        std::max<std::size_t>(config.profiles.size(), 1)));
+  if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
+  if ((models || profiles) && (!config.base.output.dump_inputs.empty() || !config.base.output.dump_outputs.empty()))
+    throw bad_input(
+        "--dump-inputs and --dump-outputs write one model's tensors: with several models or profiles, dump each "
+        "with 'inferprof run'");
+  const std::string& one_model = config.models.empty() ? std::string() : config.models.front();
+  const Profile* one_profile = config.profiles.empty() ? nullptr : &config.profiles.front();
+  std::vector<Setup> out;
+  if (models) {
+    varies = "model";
+    for (std::size_t i = 0; i < config.models.size(); ++i)
+      out.push_back(Setup{model_label(config.models, i), config.configurations.front(), config.models[i], one_profile});
+  } else if (profiles) {
+    varies = "profile";
+    for (std::size_t i = 0; i < config.profiles.size(); ++i)
+      out.push_back(
+          Setup{profile_label(config.profiles, i), config.configurations.front(), one_model, &config.profiles[i]});
+  } else {
+    varies = "caches";
+    for (const std::string& c : config.configurations)
+      out.push_back(Setup{c, c, one_model, one_profile});
   }
-  // Each configuration's report folder; one named twice (an A/A check, none
-  // against none) gets "-2", "-3": two configurations never share a folder.
-  std::vector<std::string> folders;
-  for (std::size_t c = 0; c < result.rows.size(); ++c) {
-    const std::string base = folder_name(result.rows[c].name);
-    const auto before = std::count_if(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(c),
-                                      [&](const CompareRow& r) { return r.name == result.rows[c].name; });
-    folders.push_back(before == 0 ? base : fmt::format("{}-{}", base, before + 1));
-  }
+  return out;
+}
 
-  // A failed replay leaves no report behind, also none of the configurations already done.
-  struct PartialReports {
-    const CompareConfig& config;
-    const std::vector<std::string>& folders;
-    bool keep = false;
-    ~PartialReports() {
-      if (keep || config.out_dir.empty()) return;
-      std::error_code ec;
-      for (const auto& folder : folders)
-        fs::remove_all(fs::path(config.out_dir) / folder, ec);
+// Lockstep: per configuration, the figures of every (pass, request) pair, in
+// the same order for all.
+struct PairedRequests {
+  std::vector<std::uint64_t> input;  // its input, the same in every configuration
+  std::vector<std::vector<double>> latency, cpu;
+  std::vector<std::vector<std::string>> outcome;
+  std::vector<std::array<std::vector<double>, kStageCount>> stage, stage_cpu;
+
+  explicit PairedRequests(std::size_t n) : latency(n), cpu(n), outcome(n), stage(n), stage_cpu(n) {}
+  void append(detail::LockstepPass& pass) {
+    input.insert(input.end(), pass.input.begin(), pass.input.end());
+    for (std::size_t c = 0; c < latency.size(); ++c) {
+      auto add = [](std::vector<double>& to, const std::vector<double>& from) {
+        to.insert(to.end(), from.begin(), from.end());
+      };
+      add(latency[c], pass.latency_us[c]);
+      add(cpu[c], pass.cpu_us[c]);
+      outcome[c].insert(outcome[c].end(), pass.outcome[c].begin(), pass.outcome[c].end());
+      for (std::size_t s = 0; s < kStageCount; ++s) {
+        add(stage[c][s], pass.stage_us[c][s]);
+        add(stage_cpu[c][s], pass.stage_cpu_us[c][s]);
+      }
     }
-  } partial{config, folders};
+  }
+  // Only the configurations `kept` (indices, in order) stay.
+  void keep(const std::vector<std::size_t>& kept) {
+    auto pick = [&](auto& v) {
+      std::remove_reference_t<decltype(v)> out;
+      for (std::size_t c : kept)
+        out.push_back(std::move(v[c]));
+      v = std::move(out);
+    };
+    pick(latency), pick(cpu), pick(outcome), pick(stage), pick(stage_cpu);
+  }
+  std::vector<std::uint8_t> codes(std::size_t c) const {
+    std::vector<std::uint8_t> out;
+    out.reserve(outcome[c].size());
+    for (const std::string& o : outcome[c])
+      out.push_back(outcome_code(o));
+    return out;
+  }
+  // The this-trace speedup of `other` (configuration c) over `base`
+  // (configuration 0), over the pairs read in both (CPU sampling reads the
+  // same requests in every configuration), each divided by `pace` when given.
+  Speedup speedup(std::size_t c, const std::vector<double>& base, const std::vector<double>& other,
+                  const std::vector<double>& pace, TraceIntervalInfo* info = nullptr) const {
+    const std::vector<std::uint8_t> cb = codes(0), co = codes(c);
+    std::vector<double> b, o, p;
+    std::vector<std::uint64_t> in;
+    std::vector<std::uint8_t> kb, ko;
+    for (std::size_t i = 0; i < base.size() && i < other.size(); ++i) {
+      if (!std::isfinite(base[i]) || !std::isfinite(other[i])) continue;
+      b.push_back(base[i]);
+      o.push_back(other[i]);
+      if (!pace.empty()) p.push_back(pace[i]);
+      in.push_back(input[i]);
+      kb.push_back(cb[i]);
+      ko.push_back(co[i]);
+    }
+    return this_trace_speedup(b, o, in, kb, ko, 2000, p, info);
+  }
+};
 
-  ReplayObserver* observer = config.base.output.observer.get();
+// The state run_compare carries from one phase to the next.
+struct CompareRun {
+  const CompareConfig& config;
+  CompareMode mode;
+  std::vector<Setup> setups;
+  CompareResult result;
+  std::vector<std::string> folders;  // each configuration's report folder under --out
+  std::vector<std::vector<double>> samples;
+  std::vector<std::vector<std::pair<std::string, std::uint64_t>>> folded;
+  PairedRequests paired;
+  std::vector<double> pace;  // lockstep with an uncached baseline: machine_pace of its latencies
+
+  CompareRun(const CompareConfig& c, CompareMode m, std::vector<Setup> s)
+      : config(c), mode(m), setups(std::move(s)), samples(setups.size()), folded(setups.size()),
+        paired(setups.size()) {}
+  RunConfig setup_config(std::size_t c, const RunConfig& base) const {
+    RunConfig run = base;
+    if (!setups[c].model_path.empty()) run.model_path = setups[c].model_path;
+    if (setups[c].profile) run.profile = *setups[c].profile;
+    return run;
+  }
+  std::string out_dir(std::size_t c) const {
+    return config.out_dir.empty() ? "" : (fs::path(config.out_dir) / folders[c]).string();
+  }
   // A completed replay (or lockstep pass) of configuration c: its figures, and the last one's reports.
-  auto keep = [&](std::size_t c, RunOutcome outcome) {
+  void keep(std::size_t c, RunOutcome outcome) {
     CompareRow& row = result.rows[c];
     row.means_us.push_back(outcome.summary.total.mean_us);
     row.walls_s.push_back(outcome.summary.info.wall_s);
@@ -291,204 +381,218 @@ CompareResult run_compare(const CompareConfig& config) {
     folded[c] = std::move(outcome.folded);
     for (auto& f : outcome.files)
       result.files.push_back(f);
-  };
-  // Lockstep: per configuration, the latency and outcome of every (repeat, request).
-  std::vector<std::vector<double>> paired(config.configurations.size());
-  std::vector<std::vector<std::string>> paired_outcome(config.configurations.size());
-  std::vector<std::vector<double>> paired_cpu(config.configurations.size());
-  std::vector<std::uint64_t> paired_input;  // per (repeat, request): its input, the same in every configuration
-  // The pace and the this-trace speedup of configuration c over the pairs so far.
-  auto pace_of = [&] {
-    return mode == CompareMode::lockstep && result.rows.front().tiers.empty() && !paired[0].empty()
-               ? machine_pace(paired[0])
-               : std::vector<double>{};
-  };
-  auto codes_of = [&](std::size_t c) {
-    std::vector<std::uint8_t> codes;
-    codes.reserve(paired_outcome[c].size());
-    for (const std::string& o : paired_outcome[c])
-      codes.push_back(outcome_code(o));
-    return codes;
-  };
-  // The widest relative half-width over the configurations, and whose.
-  auto widest = [&]() -> std::pair<double, std::size_t> {
-    const std::vector<double> pace = pace_of();
-    const std::vector<std::uint8_t> base_codes = codes_of(0);
+  }
+  // The widest relative half-width of the this-trace intervals so far, and whose.
+  std::pair<double, std::size_t> widest() const {
+    const std::vector<double> p =
+        result.rows.front().tiers.empty() && !paired.latency[0].empty() ? machine_pace(paired.latency[0])
+                                                                        : std::vector<double>{};
     std::pair<double, std::size_t> out{0, 0};
     for (std::size_t c = 1; c < result.rows.size(); ++c) {
-      const Speedup s = this_trace_speedup(paired[0], paired[c], paired_input, base_codes, codes_of(c), 2000, pace);
+      const Speedup s = paired.speedup(c, paired.latency[0], paired.latency[c], p);
       const double half = s.value > 0 ? std::max(s.high / s.value - 1, 1 - s.low / s.value) : HUGE_VAL;
       if (half >= out.first) out = {half, c};
     }
     return out;
-  };
+  }
+};
+
+CompareMode checked_mode(const CompareConfig& config) {
+  if (config.repeat < 1) throw bad_input("--repeat must be at least 1");
+  const bool one_worker = config.base.replay.drive == Drive::closed_loop && config.base.replay.concurrency == 1;
+  const CompareMode mode = config.mode.value_or(one_worker ? CompareMode::lockstep : CompareMode::sequential);
+  if (mode == CompareMode::lockstep && !one_worker)
+    throw bad_input(fmt::format(
+        "--mode lockstep serves each request under every configuration in turn, one at a time: it cannot {} "
+        "(use --mode sequential)",
+        config.base.replay.drive == Drive::open_loop
+            ? "release requests at their ts_ms (--open-loop)"
+            : fmt::format("keep {} requests in flight (--concurrency)", config.base.replay.concurrency)));
   if (config.precision_pct && !(*config.precision_pct > 0 && *config.precision_pct < 100))
     throw bad_input(fmt::format("--precision {} is out of range (expected a percentage above 0 and below 100, e.g. 3)",
                                 *config.precision_pct));
   if (config.precision_pct && mode != CompareMode::lockstep)
     throw bad_input("--precision repeats lockstep passes: it needs --mode lockstep (a closed loop with one worker)");
-  result.precision_pct = config.precision_pct;
-  // With --precision, passes go on until every interval is narrow enough (at
-  // least --repeat of them, at most kMaxPasses, within --max-time).
+  if (!config.gates.empty() && mode != CompareMode::lockstep)
+    throw bad_input(
+        "--gate judges paired requests: it needs --mode lockstep (a closed loop with one worker); use 'inferprof "
+        "diff' on saved runs of other modes");
+  for (const GateSpec& g : config.gates)
+    if (g.metric != "mean")
+      throw bad_input(fmt::format(
+          "--gate {}: compare gates on the mean per request (each request is paired across the configurations, "
+          "which a percentile is not); write {}mean=..., or use 'inferprof diff' for percentiles and throughput",
+          g.text, g.stage.empty() || g.stage == "*" ? "" : g.stage + (g.clock == "cpu" ? ".cpu." : ".")));
+  return mode;
+}
+
+// Each configuration's row (its tiers resolved) and report folder; one named
+// twice (an A/A check, none against none) gets "-2", "-3": two configurations
+// never share a folder.
+void make_rows(CompareRun& run) {
+  for (std::size_t c = 0; c < run.setups.size(); ++c) {
+    CompareRow row;
+    row.name = run.setups[c].name;
+    const Profile& profile = run.setups[c].profile ? *run.setups[c].profile : run.config.base.profile;
+    row.tiers = resolve_tiers(profile, run.setups[c].caches, run.config.overrides, run.config.redis_url, "");
+    run.result.rows.push_back(row);
+  }
+  for (std::size_t c = 0; c < run.result.rows.size(); ++c) {
+    const std::string base = folder_name(run.result.rows[c].name);
+    const auto before =
+        std::count_if(run.result.rows.begin(), run.result.rows.begin() + static_cast<std::ptrdiff_t>(c),
+                      [&](const CompareRow& r) { return folder_name(r.name) == base; });
+    run.folders.push_back(before == 0 ? base : fmt::format("{}-{}", base, before + 1));
+    run.result.rows[c].folder = run.folders.back();
+  }
+}
+
+// Lockstep passes: one, --repeat, or with --precision until every interval
+// is narrow enough (at least --repeat, at most kMaxPasses, within --max-time).
+void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
+  const CompareConfig& config = run.config;
+  CompareResult& result = run.result;
+  ReplayObserver* observer = config.base.output.observer.get();
   constexpr int kMaxPasses = 100;
   const int passes_max = config.precision_pct ? kMaxPasses : config.repeat;
   const auto started = std::chrono::steady_clock::now();
   int passes = 0;
   std::string progress;  // the widths so far, for the progress line
-  if (mode == CompareMode::lockstep) {
-    for (int rep = 0; rep < passes_max && !lifecycle::interrupted(); ++rep) {
-      // Every pass writes its reports (each replaces the last): the passes are
-      // measured alike, and an interrupted pass leaves the reports of what it served.
-      std::vector<detail::LockstepTarget> targets;
-      for (std::size_t c = 0; c < result.rows.size(); ++c)
-        targets.push_back(
-            detail::LockstepTarget{result.rows[c].tiers, run_namespace(c, rep),
-                                   config.out_dir.empty() ? "" : (fs::path(config.out_dir) / folders[c]).string()});
+  for (int rep = 0; rep < passes_max && !lifecycle::interrupted(); ++rep) {
+    // Every pass writes its reports (each replaces the last): the passes are
+    // measured alike, and an interrupted pass leaves the reports of what it served.
+    std::vector<detail::LockstepTarget> targets;
+    for (std::size_t c = 0; c < result.rows.size(); ++c)
+      targets.push_back(detail::LockstepTarget{result.rows[c].tiers, run_namespace(c, rep), run.out_dir(c),
+                                               run.setups[c].model_path, run.setups[c].profile});
+    if (observer)
+      observer->context(fmt::format("lockstep over {} configurations{}{}", result.rows.size(),
+                                    config.precision_pct ? fmt::format(" · pass {}", rep + 1)
+                                    : config.repeat > 1  ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat)
+                                                         : "",
+                                    progress));
+    detail::LockstepPass pass;
+    try {
+      pass = detail::run_lockstep_pass(rep == 0 ? config.base : later, targets);
+    } catch (const Error&) {
+      if (!lifecycle::interrupted()) throw;
+      break;  // interrupted before a request completed: the earlier repeats stand
+    }
+    run.paired.append(pass);
+    // An interrupted pass covers the requests served under every configuration.
+    for (std::size_t c = 0; c < result.rows.size(); ++c)
+      run.keep(c, std::move(pass.outcomes[c]));
+    ++passes;
+    if (config.precision_pct && !lifecycle::interrupted() && result.rows.size() > 1) {
+      const auto [half, c] = run.widest();
+      result.widest_half_width = half;
+      result.widest_config = result.rows[c].name;
+      progress = fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config,
+                             *config.precision_pct);
+      result.precision_reached = half * 100 <= *config.precision_pct;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (passes >= config.repeat && (result.precision_reached || elapsed >= config.max_time_s)) break;
+    }
+  }
+  result.repeat = std::max(passes, 1);
+}
+
+// Whole replays, interleaved: A B C A B C ..., so drift (thermal, other load)
+// hits every configuration alike instead of biasing whichever ran last. An
+// interrupt ends the loop: the replay it cut short is dropped (with its
+// reports), the completed ones are kept.
+void run_sequential(CompareRun& run, const RunConfig& later) {
+  const CompareConfig& config = run.config;
+  ReplayObserver* observer = config.base.output.observer.get();
+  for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
+    for (std::size_t c = 0; c < run.result.rows.size() && !lifecycle::interrupted(); ++c) {
+      CompareRow& row = run.result.rows[c];
+      RunConfig replay = run.setup_config(c, rep == 0 && c == 0 ? config.base : later);
+      replay.caches.tiers = row.tiers;
+      replay.caches.key_namespace = run_namespace(c, rep);
+      replay.output.out_dir = rep == config.repeat - 1 ? run.out_dir(c) : "";
       if (observer)
-        observer->context(fmt::format("lockstep over {} configurations{}{}", result.rows.size(),
-                                      config.precision_pct ? fmt::format(" · pass {}", rep + 1)
-                                      : config.repeat > 1  ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat)
-                                                           : "",
-                                      progress));
-      detail::LockstepPass pass;
+        observer->context(fmt::format("configuration {}/{} ({}){}", c + 1, run.result.rows.size(), row.name,
+                                      config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
+      RunOutcome outcome;
+      bool cut_short = false;
       try {
-        pass = detail::run_lockstep_pass(rep == 0 ? config.base : later, targets);
+        outcome = run_replay(replay);
+        cut_short = outcome.summary.info.interrupted();
       } catch (const Error&) {
         if (!lifecycle::interrupted()) throw;
-        break;  // interrupted before a request completed: the earlier repeats stand
+        cut_short = true;  // before a request completed
       }
-      paired_input.insert(paired_input.end(), pass.input.begin(), pass.input.end());
-      for (std::size_t c = 0; c < result.rows.size(); ++c) {
-        paired[c].insert(paired[c].end(), pass.latency_us[c].begin(), pass.latency_us[c].end());
-        paired_outcome[c].insert(paired_outcome[c].end(), pass.outcome[c].begin(), pass.outcome[c].end());
-        paired_cpu[c].insert(paired_cpu[c].end(), pass.cpu_us[c].begin(), pass.cpu_us[c].end());
-        // An interrupted pass covers the requests served under every configuration.
-        keep(c, std::move(pass.outcomes[c]));
-      }
-      ++passes;
-      if (config.precision_pct && !lifecycle::interrupted() && result.rows.size() > 1) {
-        const auto [half, c] = widest();
-        result.widest_half_width = half;
-        result.widest_config = result.rows[c].name;
-        progress = fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config,
-                               *config.precision_pct);
-        result.precision_reached = half * 100 <= *config.precision_pct;
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        if (passes >= config.repeat && (result.precision_reached || elapsed >= config.max_time_s)) break;
-      }
-    }
-    result.repeat = std::max(passes, 1);
-  } else {
-    // Interleaved: A B C A B C ..., so drift (thermal, other load) hits every
-    // configuration alike instead of biasing whichever ran last. An interrupt
-    // ends the loop: the replay it cut short is dropped (with its reports), the
-    // completed ones are kept.
-    for (int rep = 0; rep < config.repeat && !lifecycle::interrupted(); ++rep) {
-      for (std::size_t c = 0; c < result.rows.size() && !lifecycle::interrupted(); ++c) {
-        CompareRow& row = result.rows[c];
-        RunConfig run = rep == 0 && c == 0 ? config.base : later;
-        run.caches.tiers = row.tiers;
-        run.caches.key_namespace = run_namespace(c, rep);
-        const bool last = rep == config.repeat - 1;
-        run.output.out_dir = last && !config.out_dir.empty() ? (fs::path(config.out_dir) / folders[c]).string() : "";
-        if (observer)
-          observer->context(
-              fmt::format("configuration {}/{} ({}){}", c + 1, result.rows.size(), row.name,
-                          config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat) : ""));
-        RunOutcome outcome;
-        bool cut_short = false;
-        try {
-          outcome = run_replay(run);
-          cut_short = outcome.summary.info.interrupted();
-        } catch (const Error&) {
-          if (!lifecycle::interrupted()) throw;
-          cut_short = true;  // before a request completed
-        }
-        if (cut_short) {
-          std::error_code ec;
-          if (!run.output.out_dir.empty()) fs::remove_all(run.output.out_dir, ec);
-          break;
-        }
-        keep(c, std::move(outcome));
-      }
-    }
-  }
-  if (observer) observer->context("");
-  if (lifecycle::interrupted()) {
-    result.interrupted_by = lifecycle::interrupt_name();
-    // Only configurations with a completed replay stay; the others are named.
-    std::size_t kept = 0;
-    for (std::size_t c = 0; c < result.rows.size(); ++c) {
-      if (result.rows[c].means_us.empty()) {
-        result.not_run.push_back(result.rows[c].name);
-        // A lockstep pass creates every configuration's folder before its
-        // first request: one cut short before then leaves them empty.
+      if (cut_short) {
         std::error_code ec;
-        if (!config.out_dir.empty()) fs::remove_all(fs::path(config.out_dir) / folders[c], ec);
-        continue;
+        if (!replay.output.out_dir.empty()) fs::remove_all(replay.output.out_dir, ec);
+        break;
       }
-      if (kept != c) {
-        result.rows[kept] = std::move(result.rows[c]);
-        samples[kept] = std::move(samples[c]);
-        folded[kept] = std::move(folded[c]);
-        paired[kept] = std::move(paired[c]);
-        paired_outcome[kept] = std::move(paired_outcome[c]);
-        paired_cpu[kept] = std::move(paired_cpu[c]);
-        folders[kept] = std::move(folders[c]);
-      }
-      ++kept;
+      run.keep(c, std::move(outcome));
     }
-    result.rows.resize(kept);
-    folders.resize(kept);
-    if (result.rows.empty())
-      throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
-                  fmt::format("interrupted by {} before any configuration completed: nothing to report",
-                              result.interrupted_by));
-    std::string partial;
-    for (const CompareRow& row : result.rows)
-      if (static_cast<int>(row.means_us.size()) < config.repeat)
-        partial +=
-            fmt::format("{}{} ({} of {})", partial.empty() ? "" : ", ", row.name, row.means_us.size(), config.repeat);
-    std::string not_run;
-    for (const std::string& name : result.not_run)
-      not_run += (not_run.empty() ? "" : ", ") + name;
-    result.warnings.push_back(fmt::format(
-        "interrupted by {}: the figures cover the replays that completed{}{}", result.interrupted_by,
-        partial.empty() ? "" : "; fewer repeats for " + partial, not_run.empty() ? "" : "; not run: " + not_run));
   }
+}
 
-  const CompareRow& base = result.rows.front();
-  // An uncached baseline does the same work for every request: its latencies
-  // then say how fast the machine ran when (machine_pace).
-  std::vector<double> pace;
-  if (mode == CompareMode::lockstep && base.tiers.empty() && !paired[0].empty()) {
-    pace = machine_pace(paired[0]);
-    result.paced = true;
-    result.pace_window = std::min(kPaceWindow, paired[0].size());
-    const auto [least, most] = std::minmax_element(pace.begin(), pace.end());
-    result.pace_min = *least;
-    result.pace_max = *most;
-  }
-  // Lockstep: what served each request, coded for the this-trace interval.
-  std::vector<std::vector<std::uint8_t>> codes(result.rows.size());
-  for (std::size_t c = 0; c < result.rows.size(); ++c)
-    codes[c] = codes_of(c);
-  // CPU time per request, paired the same way, over the requests whose CPU
-  // time was read in both (CPU sampling reads the same requests in every lane).
-  auto cpu_this_trace = [&](std::size_t c) {
-    std::vector<double> b, o;
-    std::vector<std::uint64_t> in;
-    std::vector<std::uint8_t> cb, co;
-    for (std::size_t i = 0; i < paired_cpu[0].size() && i < paired_cpu[c].size(); ++i) {
-      if (!std::isfinite(paired_cpu[0][i]) || !std::isfinite(paired_cpu[c][i])) continue;
-      b.push_back(paired_cpu[0][i]);
-      o.push_back(paired_cpu[c][i]);
-      in.push_back(paired_input[i]);
-      cb.push_back(codes[0][i]);
-      co.push_back(codes[c][i]);
+// After an interrupt, only configurations with a completed replay stay; the others are named.
+void drop_unfinished(CompareRun& run) {
+  CompareResult& result = run.result;
+  result.interrupted_by = lifecycle::interrupt_name();
+  std::vector<std::size_t> kept;
+  for (std::size_t c = 0; c < result.rows.size(); ++c) {
+    if (!result.rows[c].means_us.empty()) {
+      kept.push_back(c);
+      continue;
     }
-    return this_trace_speedup(b, o, in, cb, co, 2000);
+    result.not_run.push_back(result.rows[c].name);
+    // A lockstep pass creates every configuration's folder before its
+    // first request: one cut short before then leaves them empty.
+    std::error_code ec;
+    if (!run.config.out_dir.empty()) fs::remove_all(run.out_dir(c), ec);
+  }
+  auto pick = [&](auto& v) {
+    std::remove_reference_t<decltype(v)> out;
+    for (std::size_t c : kept)
+      out.push_back(std::move(v[c]));
+    v = std::move(out);
   };
+  pick(result.rows), pick(run.samples), pick(run.folded), pick(run.folders), pick(run.setups);
+  run.paired.keep(kept);
+  if (result.rows.empty())
+    throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
+                fmt::format("interrupted by {} before any configuration completed: nothing to report",
+                            result.interrupted_by));
+  std::string partial;
+  for (const CompareRow& row : result.rows)
+    if (static_cast<int>(row.means_us.size()) < run.config.repeat)
+      partial += fmt::format("{}{} ({} of {})", partial.empty() ? "" : ", ", row.name, row.means_us.size(),
+                             run.config.repeat);
+  std::string not_run;
+  for (const std::string& name : result.not_run)
+    not_run += (not_run.empty() ? "" : ", ") + name;
+  result.warnings.push_back(fmt::format("interrupted by {}: the figures cover the replays that completed{}{}",
+                                        result.interrupted_by, partial.empty() ? "" : "; fewer repeats for " + partial,
+                                        not_run.empty() ? "" : "; not run: " + not_run));
+}
+
+// Lockstep with an uncached baseline: it does the same work for every
+// request, so its latencies say how fast the machine ran when (machine_pace).
+void measure_pace(CompareRun& run) {
+  CompareResult& result = run.result;
+  if (run.mode != CompareMode::lockstep || !result.rows.front().tiers.empty() || run.paired.latency[0].empty()) return;
+  run.pace = machine_pace(run.paired.latency[0]);
+  result.paced = true;
+  result.pace_window = std::min(kPaceWindow, run.paired.latency[0].size());
+  const auto [least, most] = std::minmax_element(run.pace.begin(), run.pace.end());
+  result.pace_min = *least;
+  result.pace_max = *most;
+}
+
+// Each configuration's figures and speedups against the first, and the warnings they call for.
+void compute_rows(CompareRun& run) {
+  CompareResult& result = run.result;
+  const bool lockstep = run.mode == CompareMode::lockstep;
+  const PairedRequests& paired = run.paired;
+  const CompareRow& base = result.rows.front();
   for (std::size_t c = 0; c < result.rows.size(); ++c) {
     CompareRow& row = result.rows[c];
     row.mean_us = mean_of(row.means_us);
@@ -496,9 +600,8 @@ CompareResult run_compare(const CompareConfig& config) {
     row.p50_us = row.last.total.p50_us;
     row.p99_us = row.last.total.p99_us;
     row.rps = row.wall_s > 0 ? static_cast<double>(row.last.requests) / row.wall_s : 0;
-    row.outliers_dominate = outliers_dominate(samples[c]);
-    row.outcome_costs =
-        mode == CompareMode::lockstep ? outcome_costs(paired[c], paired_outcome[c]) : outcome_costs(row.last.outcomes);
+    row.outliers_dominate = outliers_dominate(run.samples[c]);
+    row.outcome_costs = lockstep ? outcome_costs(paired.latency[c], paired.outcome[c]) : outcome_costs(row.last.outcomes);
     result.verify_mismatches += row.last.verify.mismatches;
     if (c == 0) {
       row.mean_speedup = row.wall_speedup = row.traffic_speedup = row.cpu_speedup = Speedup{};
@@ -507,19 +610,18 @@ CompareResult run_compare(const CompareConfig& config) {
     // Mean latency. Lockstep: paired over (repeat, request), the same indices
     // for both; the verdict reads the this-trace interval. Sequential:
     // bootstrap over the pooled requests of all repeats.
-    if (mode == CompareMode::lockstep) {
-      row.mean_speedup =
-          this_trace_speedup(paired[0], paired[c], paired_input, codes[0], codes[c], 2000, pace, &row.interval_facts);
-      row.traffic_speedup = paired_bootstrap_speedup(paired[0], paired[c], 2000, pace);
-      row.cpu_speedup = cpu_this_trace(c);
+    if (lockstep) {
+      row.mean_speedup = paired.speedup(c, paired.latency[0], paired.latency[c], run.pace, &row.interval_facts);
+      row.traffic_speedup = paired_bootstrap_speedup(paired.latency[0], paired.latency[c], 2000, run.pace);
+      row.cpu_speedup = paired.speedup(c, paired.cpu[0], paired.cpu[c], {});
     } else {
-      row.mean_speedup = row.traffic_speedup = bootstrap_speedup(samples[0], samples[c]);
+      row.mean_speedup = row.traffic_speedup = bootstrap_speedup(run.samples[0], run.samples[c]);
       if (row.last.total.cpu && base.last.total.cpu && row.last.total.cpu_mean_us > 0) {
         row.cpu_speedup.value = base.last.total.cpu_mean_us / row.last.total.cpu_mean_us;
         row.cpu_speedup.low = row.cpu_speedup.high = row.cpu_speedup.value;
       }
     }
-    if (result.paced) row.unpaced_speedup = mean_of(paired[0]) / std::max(mean_of(paired[c]), 1e-9);
+    if (result.paced) row.unpaced_speedup = mean_of(paired.latency[0]) / std::max(mean_of(paired.latency[c]), 1e-9);
     // Replay time: over repeats when there are enough of them, else a point value.
     if (result.repeat >= 3) {
       row.wall_speedup = bootstrap_speedup(base.walls_s, row.walls_s);
@@ -528,51 +630,150 @@ CompareResult run_compare(const CompareConfig& config) {
       row.wall_speedup.low = row.wall_speedup.high = row.wall_speedup.value;
     }
     if (row.mean_speedup.noise)
-      result.warnings.push_back(
-          fmt::format("{} vs {}: the 95% interval of the speedup{} [{:.2f}, {:.2f}] includes 1.0 "
-                      "— no measurable difference",
-                      row.name, base.name, mode == CompareMode::lockstep ? " on this trace" : "", row.mean_speedup.low,
-                      row.mean_speedup.high));
+      result.warnings.push_back(fmt::format(
+          "{} vs {}: the 95% interval of the speedup{} [{:.2f}, {:.2f}] includes 1.0 — no measurable difference",
+          row.name, base.name, lockstep ? " on this trace" : "", row.mean_speedup.low, row.mean_speedup.high));
     if (row.outliers_dominate)
-      result.warnings.push_back(
-          fmt::format("{}: the slowest 1% of requests hold over half of the time; compare p50 "
-                      "rather than the mean",
-                      row.name));
+      result.warnings.push_back(fmt::format(
+          "{}: the slowest 1% of requests hold over half of the time; compare p50 rather than the mean", row.name));
   }
-  if (result.rows.front().outliers_dominate)
-    result.warnings.push_back(
-        fmt::format("{}: the slowest 1% of requests hold over half of the time", result.rows.front().name));
+  if (base.outliers_dominate)
+    result.warnings.push_back(fmt::format("{}: the slowest 1% of requests hold over half of the time", base.name));
+}
+
+// One gate on one configuration and one stage (kStageCount: the request total).
+CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spec, std::size_t stage) {
+  const PairedRequests& paired = run.paired;
+  const bool cpu = spec.clock == "cpu";
+  const bool total = stage == kStageCount;
+  const std::vector<double>& b = total ? (cpu ? paired.cpu[0] : paired.latency[0])
+                                       : (cpu ? paired.stage_cpu[0][stage] : paired.stage[0][stage]);
+  const std::vector<double>& o = total ? (cpu ? paired.cpu[c] : paired.latency[c])
+                                       : (cpu ? paired.stage_cpu[c][stage] : paired.stage[c][stage]);
+  CompareGate g;
+  g.configuration = run.result.rows[c].name;
+  g.gate = spec.text;
+  g.stage = total ? "total" : std::string(kStageNames[stage]);
+  g.clock = spec.clock;
+  // The means over the pairs read in both (CPU time: the sampled requests).
+  double sb = 0, so = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < b.size() && i < o.size(); ++i)
+    if (std::isfinite(b[i]) && std::isfinite(o[i])) sb += b[i], so += o[i], ++n;
+  g.change.base = n ? sb / static_cast<double>(n) : 0;
+  g.change.now = n ? so / static_cast<double>(n) : 0;
+  if (g.change.base > 0 && g.change.now > 0) {
+    const Speedup s = paired.speedup(c, b, o, cpu ? std::vector<double>{} : run.pace);
+    g.change.now = g.change.base / s.value;
+    g.change.interval = std::pair{g.change.base / s.high - g.change.base, g.change.base / s.low - g.change.base};
+  }
+  g.limit = gate_limit(spec, g.change.base);
+  g.verdict = judge(g.change, g.limit);
+  // Past the limit, but the interval reaches back inside it: more pairs would settle it.
+  if (g.verdict == Verdict::noise) g.verdict = Verdict::unstable;
+  return g;
+}
+
+// --gate: every gate on every configuration after the first ("*": every stage that took time, and the total).
+void apply_gates(CompareRun& run) {
+  CompareResult& result = run.result;
+  for (std::size_t c = 1; c < result.rows.size(); ++c)
+    for (const GateSpec& spec : run.config.gates) {
+      std::vector<std::size_t> stages;
+      if (spec.stage == "*") {
+        for (std::size_t s = 0; s < kStageCount; ++s)
+          if (result.rows[0].last.stages[s].mean_us > 0 || result.rows[c].last.stages[s].mean_us > 0)
+            stages.push_back(s);
+        stages.push_back(kStageCount);
+      } else {
+        const auto it = std::find(kStageNames.begin(), kStageNames.end(), spec.stage);
+        stages.push_back(static_cast<std::size_t>(it - kStageNames.begin()));  // "total": kStageCount
+      }
+      for (std::size_t s : stages) {
+        result.gates.push_back(judge_gate(run, c, spec, s));
+        if (result.gates.back().verdict == Verdict::regression) ++result.regressions;
+        if (result.gates.back().verdict == Verdict::unstable) ++result.unstable;
+      }
+    }
+}
+
+void write_compare_files(CompareRun& run) {
+  const CompareConfig& config = run.config;
+  CompareResult& result = run.result;
+  if (config.out_dir.empty()) return;
+  if (config.flamegraph_diff) {
+    for (std::size_t c = 1; c < result.rows.size(); ++c) {
+      std::string name = fmt::format("diff-{}-vs-{}.svg", run.folders[c], run.folders[0]);
+      write_file_atomic(config.out_dir, name,
+                        render_diff_flamegraph_svg(
+                            run.folded[0], result.rows[0].last.requests, run.folded[c], result.rows[c].last.requests,
+                            fmt::format("inferprof compare · {} vs {}", result.rows[c].name, result.rows[0].name)));
+      result.files.push_back((fs::path(config.out_dir) / name).string());
+    }
+  }
+  write_file_atomic(config.out_dir, "compare.csv", render_compare_csv(result));
+  write_file_atomic(config.out_dir, "compare.json", render_compare_json(result));
+  result.files.push_back((fs::path(config.out_dir) / "compare.csv").string());
+  result.files.push_back((fs::path(config.out_dir) / "compare.json").string());
+}
+
+}  // namespace
+
+CompareResult run_compare(const CompareConfig& config) {
+  std::string varies;
+  std::vector<Setup> setups = compare_setups(config, varies);
+  CompareRun run(config, checked_mode(config), std::move(setups));
+  run.result.varies = varies;
+  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  detail::check_dump_dirs(config.base.output);
+  // The tensors do not depend on the caches: the first pass (or replay) dumps them, once.
+  const RunConfig later = detail::without_dumps(config.base);
+  lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
+  if (!config.out_dir.empty())
+    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
+  CompareResult& result = run.result;
+  result.repeat = config.repeat;
+  result.mode = run.mode;
+  result.precision_pct = config.precision_pct;
+  make_rows(run);
+
+  // A failed replay leaves no report behind, also none of the configurations already done.
+  struct PartialReports {
+    const CompareRun& run;
+    bool keep = false;
+    ~PartialReports() {
+      if (keep || run.config.out_dir.empty()) return;
+      std::error_code ec;
+      for (std::size_t c = 0; c < run.folders.size(); ++c)
+        fs::remove_all(run.out_dir(c), ec);
+    }
+  } partial{run};
+
+  if (run.mode == CompareMode::lockstep)
+    run_lockstep_passes(run, later);
+  else
+    run_sequential(run, later);
+  if (ReplayObserver* observer = config.base.output.observer.get()) observer->context("");
+  if (lifecycle::interrupted()) drop_unfinished(run);
+
+  measure_pace(run);
+  compute_rows(run);
+  apply_gates(run);
   result.show_traffic = config.intervals == CompareIntervals::both;
-  if (mode == CompareMode::lockstep) {
-    result.paired = paired.empty() ? 0 : paired[0].size();
+  if (run.mode == CompareMode::lockstep) {
+    result.paired = run.paired.latency[0].size();
     describe_lockstep_intervals(result);
   } else {
     result.interval = fmt::format("bootstrap over pooled requests of {} repeat{} (traffic like this trace: no pairing)",
                                   config.repeat, config.repeat == 1 ? "" : "s");
   }
-  if (mode == CompareMode::sequential && config.repeat < 3)
+  if (run.mode == CompareMode::sequential && config.repeat < 3)
     result.warnings.push_back(
         "one replay per configuration: the intervals cover request-to-request variation only, not drift between "
         "replays (other load, thermal); use --repeat 5 to interleave configurations and bound it");
-
-  if (!config.out_dir.empty()) {
-    if (config.flamegraph_diff) {
-      for (std::size_t c = 1; c < result.rows.size(); ++c) {
-        std::string name = fmt::format("diff-{}-vs-{}.svg", folders[c], folders[0]);
-        write_file_atomic(config.out_dir, name,
-                          render_diff_flamegraph_svg(
-                              folded[0], result.rows[0].last.requests, folded[c], result.rows[c].last.requests,
-                              fmt::format("inferprof compare · {} vs {}", result.rows[c].name, result.rows[0].name)));
-        result.files.push_back((fs::path(config.out_dir) / name).string());
-      }
-    }
-    write_file_atomic(config.out_dir, "compare.csv", render_compare_csv(result));
-    write_file_atomic(config.out_dir, "compare.json", render_compare_json(result));
-    result.files.push_back((fs::path(config.out_dir) / "compare.csv").string());
-    result.files.push_back((fs::path(config.out_dir) / "compare.json").string());
-  }
+  write_compare_files(run);
   partial.keep = true;
-  return result;
+  return std::move(run.result);
 }
 
 }  // namespace inferprof

@@ -256,7 +256,8 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
     try {
       for (std::size_t k = 0; k < n; ++k) {
         const std::size_t l = (seq + k) % n;
-        serve_step(server, lanes[l].caches, nullptr, lanes[l].verifier, job, records[l]);
+        serve_step(lanes[l].server ? *lanes[l].server : server, lanes[l].caches, nullptr, lanes[l].verifier, job,
+                   records[l]);
       }
     } catch (const Error& e) {
       if (skipped && skipped->absorb(e)) continue;
@@ -271,6 +272,11 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
       lane.cpu_us.push_back(record.cpu_measured() ? static_cast<double>(record.cpu_total()) / 1e3
                                                   : std::numeric_limits<double>::quiet_NaN());
       lane.input.push_back(input);
+      for (std::size_t s = 0; s < kStageCount; ++s) {
+        lane.stage_us[s].push_back(static_cast<double>(record.stage[s]) / 1e3);
+        lane.stage_cpu_us[s].push_back(record.cpu_measured() ? static_cast<double>(record.stage_cpu[s]) / 1e3
+                                                             : std::numeric_limits<double>::quiet_NaN());
+      }
       lane.busy_ns += record.total();
       if (lane.collector) lane.collector->add(record);
     }

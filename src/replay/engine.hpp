@@ -3,6 +3,7 @@
 // lockstep): what a request is served through (RequestServer: the real
 // Pipeline, or a stand-in in unit tests), one configuration's cache state,
 // the --verify check, and the serve step itself. No libtorch here.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -164,6 +165,7 @@ class SkippedRequests {
 };
 
 struct LockstepLane {
+  RequestServer* server = nullptr;  // what serves this lane (its model and profile); null: drive_lockstep's
   const CacheSet* caches = nullptr;
   Collector* collector = nullptr;  // null: not aggregated
   Verifier* verifier = nullptr;    // --verify's sample of its hits; null: none
@@ -171,9 +173,12 @@ struct LockstepLane {
   std::vector<std::string> outcome;
   std::vector<double> cpu_us;        // per request: thread CPU time; NaN where not read (CPU sampling)
   std::vector<std::uint64_t> input;  // per request: a hash of its input key (the same in every lane)
-  Nanos busy_ns = 0;                 // summed request time: this lane's replay time
+  // Per stage, per request: wall µs, and thread CPU µs (NaN where not read).
+  std::array<std::vector<double>, kStageCount> stage_us, stage_cpu_us;
+  Nanos busy_ns = 0;  // summed request time: this lane's replay time
 };
-// Serves requests from `next` (false: no more) until it ends, `stop` says so
+// Serves requests from `next` (false: no more) through each lane's server
+// (`server` for a lane without one) until it ends, `stop` says so
 // between requests, or `limit` (0: none) are served. Returns the requests
 // served under every lane: each lane's vectors have exactly that many entries.
 // A request that `skipped` absorbs is left out of every lane (the lanes stay paired).
@@ -214,6 +219,7 @@ struct LoadedPipeline {
   std::unique_ptr<Pipeline> pipeline;
   LoadedPipeline();
   LoadedPipeline(LoadedPipeline&&) noexcept;
+  LoadedPipeline& operator=(LoadedPipeline&&) noexcept;
   ~LoadedPipeline();
 };
 LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObserver* observer);
@@ -228,8 +234,10 @@ void commit_run(Collector& collector, RunOutcome& outcome, const std::string& ou
 // compare --mode lockstep's pass (lockstep.cpp): one configuration per target.
 struct LockstepTarget {
   std::vector<TierSpec> tiers;
-  std::string cache_namespace;  // its own Redis namespace (an unplaced L3 gets its own folder)
-  std::string out_dir;          // empty: no report files
+  std::string cache_namespace;      // its own Redis namespace (an unplaced L3 gets its own folder)
+  std::string out_dir;              // empty: no report files
+  std::string model_path;           // empty: the base's
+  const Profile* profile = nullptr;  // null: the base's (it must outlive the pass)
 };
 struct LockstepPass {
   std::uint64_t requests = 0;                     // served under every configuration
@@ -238,8 +246,11 @@ struct LockstepPass {
   std::vector<std::vector<std::string>> outcome;  // per target, per request: what served it
   std::vector<std::vector<double>> cpu_us;        // per target, per request: thread CPU time (NaN: not read)
   std::vector<std::uint64_t> input;               // per request: a hash of its input key
+  // Per target, per stage, per request: wall µs and thread CPU µs (NaN: not read).
+  std::vector<std::array<std::vector<double>, kStageCount>> stage_us, stage_cpu_us;
 };
-// Set-up, shared warm-up, drive, collect, commit. Throws Error; a failure
+// Set-up, one pipeline per distinct (model, profile) with its warm-up, drive,
+// collect, commit. Throws Error; a failure
 // leaves no report of any target. An interrupt ends the pass between
 // requests: it covers the requests served under every configuration.
 LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<LockstepTarget>& targets);

@@ -1,6 +1,8 @@
 // compare --mode lockstep: one pass over the trace, every request served under
-// every configuration in turn, with one loaded model and one cache state per
-// configuration. Each configuration still gets its own summary and reports.
+// every configuration in turn, with one cache state per configuration and one
+// loaded pipeline per distinct (model, profile): configurations that differ by
+// caches share theirs, those that differ by model or profile each have their
+// own. Each configuration still gets its own summary and reports.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,8 +18,152 @@
 #include "replay/model_updates.hpp"
 
 namespace inferprof::detail {
+namespace {
 
 namespace fs = std::filesystem;
+
+// One loaded pipeline and what the reports of the configurations it serves say about it.
+struct Variant {
+  RunConfig config;  // the base with this model and profile
+  RunInfo info;      // the pass's facts with this model's and profile's
+  LoadedPipeline loaded;
+  std::unique_ptr<PipelineServer> server;
+  WarmUpFastest fastest;  // its warm-up's fastest request (CPU sampling's calibration)
+};
+
+const Profile& profile_of(const RunConfig& base, const LockstepTarget& t) {
+  return t.profile ? *t.profile : base.profile;
+}
+const std::string& model_of(const RunConfig& base, const LockstepTarget& t) {
+  return t.model_path.empty() ? base.model_path : t.model_path;
+}
+
+// The variants the targets need, in the order first needed, and each target's.
+std::vector<std::size_t> group_targets(const RunConfig& base, const std::vector<LockstepTarget>& targets,
+                                       std::vector<std::pair<std::string, const Profile*>>& keys) {
+  std::vector<std::size_t> of;
+  for (const LockstepTarget& t : targets) {
+    const std::pair<std::string, const Profile*> key{model_of(base, t), &profile_of(base, t)};
+    auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) it = keys.insert(keys.end(), key);
+    of.push_back(static_cast<std::size_t>(it - keys.begin()));
+  }
+  return of;
+}
+
+// libtorch's intra-op thread count is one per process: profiles that ask for
+// different counts cannot both have theirs in one lockstep pass.
+void check_one_thread_count(const RunConfig& base, const std::vector<std::pair<std::string, const Profile*>>& keys) {
+  if (base.replay.threads >= 0) return;
+  for (const auto& [model, profile] : keys)
+    if (profile->model.threads != keys.front().second->model.threads)
+      throw bad_input(fmt::format(
+          "profiles {} and {} ask for {} and {} intra-op threads ([model] threads): lockstep serves every "
+          "configuration from one process, which has one thread count; give --threads N, or --mode sequential",
+          keys.front().second->name, profile->name, keys.front().second->model.threads, profile->model.threads));
+}
+
+std::vector<Variant> load_variants(const RunConfig& base, const std::vector<std::pair<std::string, const Profile*>>& keys,
+                                   const RunInfo& info, ReplayObserver* observer) {
+  std::vector<Variant> variants(keys.size());
+  for (std::size_t v = 0; v < keys.size(); ++v) {
+    Variant& variant = variants[v];
+    variant.config = base;
+    variant.config.model_path = keys[v].first;
+    variant.config.profile = *keys[v].second;
+    // The pass's facts (trace, machine, warm-up request), then this model's and profile's.
+    const RunInfo own = describe_replay(variant.config);
+    variant.info = info;
+    variant.info.profile_name = own.profile_name;
+    variant.info.profile_source = own.profile_source;
+    variant.info.device = own.device;
+    variant.info.warmup = own.warmup;
+    variant.loaded = load_pipeline(variant.config, variant.info, observer);
+    variant.server = std::make_unique<PipelineServer>(*variant.loaded.pipeline);
+  }
+  return variants;
+}
+
+// Each pipeline's warm-up (the caches start empty), and the CPU sampling that
+// suits the fastest: one rule for every lane keeps them paired.
+CpuSampling warm_up_variants(std::vector<Variant>& variants, const TraceRequest& request, std::uint32_t forced,
+                             ReplayObserver* observer) {
+  if (observer) observer->phase(ReplayObserver::Phase::warming_up);
+  CpuSampling cpu;
+  for (Variant& v : variants) {
+    warm_up(
+        *v.server, request, v.info.warmup, [] { return lifecycle::interrupted(); },
+        [&](int k, double us) {
+          v.info.warmup_us.push_back(us);
+          if (observer) observer->warmup(k, v.info.warmup);
+        },
+        &v.fastest);
+    const CpuSampling own = calibrate_cpu_sampling(v.fastest, forced);
+    if (&v == &variants.front() || own.every > cpu.every) cpu = own;
+  }
+  return cpu;
+}
+
+// The trace after its head, requests only (model updates need a replay of
+// their own: run, or --mode sequential), counted for the progress line.
+class LockstepFeed {
+ public:
+  LockstepFeed(std::deque<TraceRecord> early, TraceReader& reader, ReplayCounters& counters)
+      : early_(std::move(early)), reader_(reader), counters_(counters) {}
+  bool operator()(TraceRequest& request, std::uint64_t& line) {
+    TraceRecord rec;
+    for (;;) {
+      if (!early_.empty()) {
+        rec = std::move(early_.front());
+        early_.pop_front();
+      } else if (!reader_.next(rec)) {
+        return false;
+      }
+      if (rec.kind == TraceRecord::Kind::request) break;
+      ++ignored_events_;
+    }
+    request = std::move(rec.request);
+    line = rec.line;
+    counters_.done = counters_.done.load() + 1;
+    return true;
+  }
+  std::uint64_t ignored_events() const { return ignored_events_; }
+
+ private:
+  std::deque<TraceRecord> early_;
+  TraceReader& reader_;
+  ReplayCounters& counters_;
+  std::uint64_t ignored_events_ = 0;
+};
+
+// What the pass learnt after its last request, for every variant's reports.
+void finish_infos(std::vector<Variant>& variants, const TraceReader& reader, const SkippedRequests& skipped,
+                  std::uint64_t ignored_events, const CpuSampling& cpu) {
+  for (Variant& v : variants) {
+    RunInfo& info = v.info;
+    if (lifecycle::interrupted()) info.interrupted_by = lifecycle::interrupt_name();
+    info.driver = "lockstep";
+    info.cpu_sample_every = cpu.every;
+    info.cpu_clock_read_ns = cpu.read_ns;
+    info.cpu_clock = cpu.clock;
+    info.skipped_invalid = reader.skipped() + skipped.count();
+    info.skipped_examples = reader.skipped_examples();
+    for (std::string& e : skipped.examples())
+      if (info.skipped_examples.size() < 10) info.skipped_examples.push_back(std::move(e));
+    if (info.warmup == 0)
+      info.warnings.push_back(
+          "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
+          "use --warmup N");
+    if (ignored_events)
+      info.warnings.push_back(fmt::format(
+          "{} events in the trace were not applied: lockstep serves one model version (use --mode sequential)",
+          ignored_events));
+    info.peak_rss_mb = peak_rss_mb();
+    info.gpu = v.loaded.pipeline->finish_gpu();
+  }
+}
+
+}  // namespace
 
 LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<LockstepTarget>& targets) {
   check_replay_config(base);
@@ -26,6 +172,13 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
         "lockstep serves one request at a time under every configuration: it needs a closed loop with "
         "--concurrency 1");
   const std::size_t n = targets.size();
+  std::vector<std::pair<std::string, const Profile*>> keys;
+  const std::vector<std::size_t> variant_of = group_targets(base, targets, keys);
+  check_one_thread_count(base, keys);
+  if (keys.size() > 1 && (!base.output.dump_inputs.empty() || !base.output.dump_outputs.empty()))
+    throw bad_input(
+        "--dump-inputs and --dump-outputs write one model's tensors: with several models or profiles, dump each "
+        "with 'inferprof run'");
   ReplayObserver* observer = base.output.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
   const ObserverFinish finished{observer};
@@ -38,12 +191,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   std::vector<CacheState> states;
   for (const LockstepTarget& t : targets)
     states.push_back(build_cache_state(t.tiers, t.cache_namespace, false));
-  LoadedPipeline loaded = load_pipeline(base, info, observer);
-  PipelineServer server(*loaded.pipeline);
-  if (info.warmup == 0)
-    info.warnings.push_back(
-        "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
-        "use --warmup N");
+  std::vector<Variant> variants = load_variants(base, keys, info, observer);
 
   std::vector<lifecycle::Cleanup> temp_files;  // killed by a signal: no half-written reports
   for (const LockstepTarget& t : targets) {
@@ -58,34 +206,21 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     CollectorOptions copts;
     copts.out_dir = targets[c].out_dir;
     copts.trace_json_max_bytes = base.output.trace_json_max_bytes;
-    copts.copies_applicable = info.copies_applicable;
+    copts.copies_applicable = variants[variant_of[c]].info.copies_applicable;
     collectors.push_back(std::make_unique<Collector>(copts));
+    lanes[c].server = variants[variant_of[c]].server.get();
     lanes[c].caches = states[c].caches();
     lanes[c].collector = collectors.back().get();
     verifiers.push_back(std::make_unique<Verifier>(lanes[c].caches != nullptr, base.caches.verify_fraction));
     lanes[c].verifier = verifiers.back().get();
   }
 
-  // One warm-up for all: the model and the allocator are shared; the caches start empty.
+  // One warm-up per pipeline, shared by its configurations; the caches start empty.
   // It comes after everything else the pass allocates (collectors, lanes): the first forward
   // after those allocations cost the CNN ~0.7 ms more (fresh pages for its activations, by all
   // signs), and the first request is served under the first configuration alone, a bias of
   // 0.15% on 60 requests in an A/A compare.
-  if (observer) observer->phase(ReplayObserver::Phase::warming_up);
-  WarmUpFastest fastest_warmup;
-  warm_up(
-      server, warmup_request, info.warmup, [] { return lifecycle::interrupted(); },
-      [&](int k, double us) {
-        info.warmup_us.push_back(us);
-        if (observer) observer->warmup(k, info.warmup);
-      },
-      &fastest_warmup);
-  const CpuSampling cpu = calibrate_cpu_sampling(fastest_warmup, base.replay.cpu_sample);
-  info.driver = "lockstep";
-  info.cpu_sample_every = cpu.every;
-  info.cpu_clock_read_ns = cpu.read_ns;
-  info.cpu_clock = cpu.clock;
-
+  const CpuSampling cpu = warm_up_variants(variants, warmup_request, base.replay.cpu_sample, observer);
   const Nanos epoch = now_ns();
   for (auto& collector : collectors)
     collector->set_epoch(epoch);
@@ -95,57 +230,33 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     observer->phase(ReplayObserver::Phase::replaying);
     observer->replaying(counters);
   }
-  std::uint64_t ignored_events = 0;
-  auto next = [&](TraceRequest& request, std::uint64_t& line) {
-    TraceRecord rec;
-    for (;;) {
-      if (!early.empty()) {
-        rec = std::move(early.front());
-        early.pop_front();
-      } else if (!reader.next(rec)) {
-        return false;
-      }
-      if (rec.kind == TraceRecord::Kind::request) break;
-      ++ignored_events;  // model updates need a replay of their own (run, or --mode sequential)
-    }
-    request = std::move(rec.request);
-    line = rec.line;
-    counters.done = counters.done.load() + 1;
-    return true;
-  };
+  LockstepFeed next(std::move(early), reader, counters);
   SkippedRequests skipped(base.replay.skip_invalid);
   const std::uint64_t served = drive_lockstep(
-      server, lanes, next, [] { return lifecycle::interrupted(); }, base.replay.limit, &skipped, cpu);
-  if (lifecycle::interrupted()) info.interrupted_by = lifecycle::interrupt_name();
+      *variants.front().server, lanes, std::ref(next), [] { return lifecycle::interrupted(); }, base.replay.limit,
+      &skipped, cpu);
   if (served == 0 && lifecycle::interrupted())
     throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
-                fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
-  info.skipped_invalid = reader.skipped() + skipped.count();
-  info.skipped_examples = reader.skipped_examples();
-  for (std::string& e : skipped.examples())
-    if (info.skipped_examples.size() < 10) info.skipped_examples.push_back(std::move(e));
-  if (served == 0)
-    throw bad_input(
-        fmt::format("{}: the trace has no valid requests{}", base.replay.trace_path,
-                    info.skipped_invalid ? fmt::format(" ({} invalid requests skipped)", info.skipped_invalid) : ""));
-  if (ignored_events)
-    info.warnings.push_back(fmt::format(
-        "{} events in the trace were not applied: lockstep serves one model version (use --mode sequential)",
-        ignored_events));
-  info.peak_rss_mb = peak_rss_mb();
-  info.gpu = loaded.pipeline->finish_gpu();
+                fmt::format("interrupted by {} before any request completed: nothing to report",
+                            lifecycle::interrupt_name()));
+  finish_infos(variants, reader, skipped, next.ignored_events(), cpu);
+  if (served == 0) {
+    const std::uint64_t invalid = variants.front().info.skipped_invalid;
+    throw bad_input(fmt::format("{}: the trace has no valid requests{}", base.replay.trace_path,
+                                invalid ? fmt::format(" ({} invalid requests skipped)", invalid) : ""));
+  }
 
   if (observer) observer->phase(ReplayObserver::Phase::writing_reports);
   LockstepPass pass;
   pass.requests = served;
   for (std::size_t c = 0; c < n; ++c) {
-    RunInfo lane_info = info;
+    RunInfo lane_info = variants[variant_of[c]].info;
     // A configuration's replay time: the time its requests took (the others' are not its own).
     lane_info.wall_s = static_cast<double>(lanes[c].busy_ns) / 1e9;
     pass.outcomes.push_back(collect_run(*collectors[c], lane_info, states[c], *verifiers[c]));
   }
   // Outside the measurement; before the reports, so that a failed dump leaves none.
-  dump_model_io(base, *loaded.pipeline);
+  dump_model_io(base, *variants.front().loaded.pipeline);
   // Commit last: a failure before here leaves no configuration's reports.
   for (std::size_t c = 0; c < n; ++c)
     commit_run(*collectors[c], pass.outcomes[c], targets[c].out_dir);
@@ -154,6 +265,8 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     pass.latency_us.push_back(std::move(lane.latency_us));
     pass.outcome.push_back(std::move(lane.outcome));
     pass.cpu_us.push_back(std::move(lane.cpu_us));
+    pass.stage_us.push_back(std::move(lane.stage_us));
+    pass.stage_cpu_us.push_back(std::move(lane.stage_cpu_us));
   }
   return pass;
 }

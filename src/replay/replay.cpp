@@ -133,6 +133,7 @@ RunInfo describe_replay(const RunConfig& config) {
 
 LoadedPipeline::LoadedPipeline() = default;
 LoadedPipeline::LoadedPipeline(LoadedPipeline&&) noexcept = default;
+LoadedPipeline& LoadedPipeline::operator=(LoadedPipeline&&) noexcept = default;
 LoadedPipeline::~LoadedPipeline() = default;
 
 LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObserver* observer) {

@@ -65,12 +65,17 @@ std::string render_compare_json(const CompareResult& r) {
     w.field_number("max", r.pace_max, 4);
     w.end_object();
   }
+  w.field("varies", r.varies);
   w.field("baseline", r.rows.empty() ? std::string() : r.rows[0].name);
   w.key("configurations").begin_array();
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const CompareRow& row = r.rows[i];
     w.begin_object();
     w.field("name", row.name);
+    w.field("folder", row.folder);
+    w.field("model", row.last.info.model_path);
+    w.field("model_sha256", row.last.info.model_sha256);
+    w.field("profile", row.last.info.profile_name);
     w.key("tiers").begin_array();
     for (const TierSpec& t : row.tiers) {
       // Never the location: a Redis URL may hold a password. caches[].where says where.
@@ -121,6 +126,26 @@ std::string render_compare_json(const CompareResult& r) {
     w.value(warning);
   w.end_array();
   w.field("verify_mismatches", r.verify_mismatches);
+  // --gate: each gate on each configuration, and the exit code they give.
+  w.key("gates").begin_array();
+  for (const CompareGate& g : r.gates) {
+    w.begin_object();
+    w.field("configuration", g.configuration);
+    w.field("gate", g.gate);
+    w.field("stage", g.stage);
+    w.field("clock", g.clock);
+    w.field_number("base_us", g.change.base, 3);
+    w.field_number("now_us", g.change.now, 3);
+    if (g.change.interval) {
+      w.field_number("delta_low_us", g.change.interval->first, 3);
+      w.field_number("delta_high_us", g.change.interval->second, 3);
+    }
+    w.field_number("limit_us", g.limit, 3);
+    w.field("verdict", std::string(verdict_name(g.verdict)));
+    w.end_object();
+  }
+  w.end_array();
+  w.field("gate_exit_code", r.gate_exit_code());
   // An interrupt keeps the configurations that completed; the others are named.
   w.field("interrupted", !r.interrupted_by.empty());
   if (!r.interrupted_by.empty()) w.field("interrupted_by", r.interrupted_by);

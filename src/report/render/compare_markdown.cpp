@@ -29,6 +29,10 @@ std::string render_compare_markdown(const CompareResult& r) {
                          markdown_cell(explanation(row, r.rows[0])));
     }
   }
+  if (!r.gates.empty()) {
+    const auto left = std::vector<std::size_t>(kGateLeftColumns.begin(), kGateLeftColumns.end());
+    out += "\n**" + markdown_cell(gate_heading(r)) + "**\n\n" + markdown_table(gate_cells(r), left);
+  }
   const Notes n = notes_of(r);
   std::vector<std::string> quoted;
   for (const auto& w : n.warnings)

@@ -146,7 +146,11 @@ std::string headline(const CompareResult& r) {
   if (r.rows.empty())
     return out + " · no configurations" + (r.interrupted_by.empty() ? "" : " completed (interrupted)");
   const RunSummary& s = r.rows[0].last;
-  if (!s.info.model_path.empty()) out += fmt::format(" · {}", base_name(s.info.model_path));
+  if (r.varies == "model")
+    out += fmt::format(" · {} models", r.rows.size());
+  else if (!s.info.model_path.empty())
+    out += fmt::format(" · {}", base_name(s.info.model_path));
+  if (r.varies == "profile") out += fmt::format(" · {} profiles", r.rows.size());
   if (!s.info.trace_path.empty()) out += fmt::format(" · {}", base_name(s.info.trace_path));
   out += fmt::format(" · {}", plural(s.requests, "request", "requests"));
   const auto repeats = static_cast<std::uint64_t>(std::max(r.repeat, 1));
@@ -161,7 +165,7 @@ std::string headline(const CompareResult& r) {
 Cells table_cells(const CompareResult& r, std::string_view noise_mark) {
   const std::vector<std::string_view> tiers = used_tiers(r);
   Cells cells;
-  std::vector<std::string> header = {"caches", "mean", "p50", "p99", "req/s", "speedup (95% CI)"};
+  std::vector<std::string> header = {r.varies, "mean", "p50", "p99", "req/s", "speedup (95% CI)"};
   if (r.show_traffic) header.push_back("traffic (95% CI)");
   for (const char* h : {"cpu speedup", "wall speedup", "cpu mean"})
     header.push_back(h);
@@ -219,8 +223,25 @@ std::string tiers_text(const CompareRow& row) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+std::string stage_changes(const CompareRow& row, const CompareRow& base) {
+  // The stages whose mean moved most, largest first (at most three).
+  std::vector<std::pair<double, std::size_t>> moved;
+  for (std::size_t k = 0; k < kStageCount; ++k) {
+    const double delta = row.last.stages[k].mean_us - base.last.stages[k].mean_us;
+    if (row.last.stages[k].mean_us > 0 || base.last.stages[k].mean_us > 0) moved.emplace_back(std::abs(delta), k);
+  }
+  std::sort(moved.begin(), moved.end(), std::greater<>());
+  if (moved.size() > 3) moved.resize(3);
+  std::vector<std::string> parts;
+  for (const auto& [size, k] : moved)
+    parts.push_back(fmt::format("{} {} → {}", kStageNames[k], human_duration_us(base.last.stages[k].mean_us),
+                                human_duration_us(row.last.stages[k].mean_us)));
+  return fmt::format("{} (mean per request, {} → {})", fmt::join(parts, ", "), base.name, row.name);
+}
+
 std::string explanation(const CompareRow& row, const CompareRow& base) {
   const RunSummary& s = row.last;
+  if (s.caches.empty() && base.last.caches.empty()) return stage_changes(row, base);
   if (s.caches.empty()) return "no cache tiers: every request computed";
   std::vector<std::string> served;
   const OutcomeStats* miss = nullptr;
@@ -249,6 +270,27 @@ std::string explanation(const CompareRow& row, const CompareRow& base) {
   if (miss && miss->count > 0)
     out += fmt::format(" ({} per request in {})", human_duration_us(base.mean_us), base.name);
   return out;
+}
+
+std::string gate_heading(const CompareResult& r) {
+  return fmt::format("gates against {} (the change in mean per request, paired; its 95% interval on this trace):",
+                     r.rows.empty() ? std::string("the baseline") : r.rows[0].name);
+}
+
+Cells gate_cells(const CompareResult& r) {
+  Cells cells{{"configuration", "gate", "on", "baseline", "this", "change (95% CI)", "limit", "verdict"}};
+  auto pct = [](double delta, double base) { return base > 0 ? fmt::format("{:+.1f}%", 100 * delta / base) : "n/a"; };
+  for (const CompareGate& g : r.gates) {
+    const Change& c = g.change;
+    std::string change = pct(c.delta(), c.base);
+    if (c.interval)
+      change += fmt::format(" [{}, {}]", pct(c.interval->first, c.base), pct(c.interval->second, c.base));
+    cells.push_back({g.configuration, g.gate, g.stage + (g.clock == "cpu" ? " cpu" : " wall"),
+                     human_duration_us(c.base), human_duration_us(c.now), change,
+                     fmt::format("{} ({})", pct(g.limit, c.base), human_duration_us(g.limit)),
+                     std::string(verdict_name(g.verdict))});
+  }
+  return cells;
 }
 
 Notes notes_of(const CompareResult& r) {

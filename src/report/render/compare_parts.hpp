@@ -46,7 +46,16 @@ std::string tiers_text(const CompareRow& row);
 // Where a configuration's time went, from what served its requests:
 // "81.2% of requests served by L1 at 1.2 µs mean vs 45.3 ms for a miss
 // (45.1 ms per request in none)".
+// Between configurations without caches (other models or profiles): the
+// stages whose mean moved most, "compute 21.4 ms → 8.2 ms, ...".
 std::string explanation(const CompareRow& row, const CompareRow& base);
+
+// --gate: a row per gate and configuration (configuration, gate, stage and
+// clock, baseline mean, this one's, the change with its interval, the limit,
+// the verdict), after a header row; and the line that heads them.
+Cells gate_cells(const CompareResult& r);
+inline constexpr std::array<std::size_t, 3> kGateLeftColumns = {0, 1, 2};
+std::string gate_heading(const CompareResult& r);
 
 // Notes under the table: warnings, degraded tiers, verification. Each is one
 // line of text; the caller adds "warning: " or the markdown quote.

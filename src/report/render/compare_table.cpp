@@ -35,6 +35,11 @@ std::string render_compare_table(const CompareResult& r) {
     }
   }
 
+  if (!r.gates.empty()) {
+    const auto left = std::vector<std::size_t>(kGateLeftColumns.begin(), kGateLeftColumns.end());
+    out += "\n" + gate_heading(r) + "\n" + render_grid(gate_cells(r), left);
+  }
+
   const Notes n = notes_of(r);
   if (!n.warnings.empty() || !n.verify.empty()) out += '\n';
   for (const auto& w : n.warnings)
