@@ -55,8 +55,8 @@ struct CompareConfig {
   // --gate (lockstep): each gate applied to every configuration against the
   // first, on the mean per request, paired, with the this-trace interval.
   std::vector<GateSpec> gates;
-  std::vector<TierSpec> overrides;          // --tier
-  std::string redis_url;                    // --redis
+  std::vector<TierSpec> overrides;  // --tier
+  std::string redis_url;            // --redis
   int repeat = 1;
   std::string out_dir;           // compare.csv, compare.json, one folder per configuration
   bool flamegraph_diff = false;  // diff-<config>.svg against the baseline
@@ -121,11 +121,11 @@ struct CompareRow {
 // baseline's mean, so its point and interval come from one estimate.
 struct CompareGate {
   std::string configuration;
-  std::string gate;             // as written
-  std::string stage = "total";  // or a stage name
-  std::string clock = "wall";   // or "cpu"
-  Change change;                // µs per request; interval of the difference
-  double limit = 0;             // allowed change, µs
+  std::string gate;                 // as written
+  std::string stage = "total";      // or a stage name
+  std::string clock = "wall";       // or "cpu"
+  Change change;                    // µs per request; interval of the difference
+  double limit = 0;                 // allowed change, µs
   Verdict verdict = Verdict::none;  // ok, regression, improved, or unstable (the interval straddles the limit)
 };
 

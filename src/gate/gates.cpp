@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "inferprof/gate.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/gate.hpp"
 #include "inferprof/timing.hpp"
 
 namespace inferprof {
@@ -75,7 +75,8 @@ GateSpec parse_gate(std::string_view item, std::string_view option) {
     std::string_view stage = parts[0];
     const bool known =
         stage == "total" || std::find(kStageNames.begin(), kStageNames.end(), stage) != kStageNames.end();
-    if (!known) throw gate_error(option, item, fmt::format("unknown stage '{}' (expected one of {})", stage, stage_list()));
+    if (!known)
+      throw gate_error(option, item, fmt::format("unknown stage '{}' (expected one of {})", stage, stage_list()));
     g.stage = std::string(stage);
   }
   if (is_clock) g.clock = std::string(parts[parts.size() - 2]);
@@ -85,13 +86,15 @@ GateSpec parse_gate(std::string_view item, std::string_view option) {
   g.metric = std::string(metric);
   if (g.metric == "throughput") {
     if ((g.stage != "*" && g.stage != "total") || is_clock)
-      throw gate_error(option, item, "throughput belongs to the whole run, not to a stage or a clock (write throughput=PCT%)");
+      throw gate_error(option, item,
+                       "throughput belongs to the whole run, not to a stage or a clock (write throughput=PCT%)");
     g.stage = "";
   }
   if (g.clock == "cpu") {
     // What summary.json records of thread CPU time.
     if (g.metric != "mean" && g.metric != "p50" && g.metric != "p99")
-      throw gate_error(option, item, fmt::format("cpu time has no {} (expected cpu.mean, cpu.p50 or cpu.p99)", g.metric));
+      throw gate_error(option, item,
+                       fmt::format("cpu time has no {} (expected cpu.mean, cpu.p50 or cpu.p99)", g.metric));
     if (g.stage == "queue") throw gate_error(option, item, "queue is waiting, it has no cpu time");
   }
 
@@ -99,13 +102,16 @@ GateSpec parse_gate(std::string_view item, std::string_view option) {
   if (auto plus = rhs.find('+'); plus != std::string_view::npos) {
     pct = trim(rhs.substr(0, plus));
     floor = trim(rhs.substr(plus + 1));
-    if (g.metric == "throughput") throw gate_error(option, item, "an absolute floor applies to latencies, not to throughput");
+    if (g.metric == "throughput")
+      throw gate_error(option, item, "an absolute floor applies to latencies, not to throughput");
   }
   if (pct.empty() || pct.back() != '%')
-    throw gate_error(option, item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
+    throw gate_error(option, item,
+                     fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
   auto p = number(trim(pct.substr(0, pct.size() - 1)));
   if (!p)
-    throw gate_error(option, item, fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
+    throw gate_error(option, item,
+                     fmt::format("'{}' is not a percentage (expected a number followed by %, e.g. 10%)", pct));
   g.pct = *p;
   if (g.metric == "throughput") g.floor_us = 0;
   if (!floor.empty() || rhs.find('+') != std::string_view::npos) {
@@ -121,7 +127,8 @@ GateSpec parse_gate(std::string_view item, std::string_view option) {
     auto f = scale > 0 ? number(trim(digits)) : std::nullopt;
     if (!f)
       throw gate_error(
-          option, item, fmt::format("'{}' is not a duration (expected a number followed by ms or us, e.g. +0.05ms)", floor));
+          option, item,
+          fmt::format("'{}' is not a duration (expected a number followed by ms or us, e.g. +0.05ms)", floor));
     g.floor_us = *f * scale;
     g.floor_given = true;
   }

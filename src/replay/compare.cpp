@@ -359,7 +359,11 @@ struct CompareRun {
   std::vector<double> pace;  // lockstep with an uncached baseline: machine_pace of its latencies
 
   CompareRun(const CompareConfig& c, CompareMode m, std::vector<Setup> s)
-      : config(c), mode(m), setups(std::move(s)), samples(setups.size()), folded(setups.size()),
+      : config(c),
+        mode(m),
+        setups(std::move(s)),
+        samples(setups.size()),
+        folded(setups.size()),
         paired(setups.size()) {}
   RunConfig setup_config(std::size_t c, const RunConfig& base) const {
     RunConfig run = base;
@@ -384,9 +388,9 @@ struct CompareRun {
   }
   // The widest relative half-width of the this-trace intervals so far, and whose.
   std::pair<double, std::size_t> widest() const {
-    const std::vector<double> p =
-        result.rows.front().tiers.empty() && !paired.latency[0].empty() ? machine_pace(paired.latency[0])
-                                                                        : std::vector<double>{};
+    const std::vector<double> p = result.rows.front().tiers.empty() && !paired.latency[0].empty()
+                                      ? machine_pace(paired.latency[0])
+                                      : std::vector<double>{};
     std::pair<double, std::size_t> out{0, 0};
     for (std::size_t c = 1; c < result.rows.size(); ++c) {
       const Speedup s = paired.speedup(c, paired.latency[0], paired.latency[c], p);
@@ -439,9 +443,8 @@ void make_rows(CompareRun& run) {
   }
   for (std::size_t c = 0; c < run.result.rows.size(); ++c) {
     const std::string base = folder_name(run.result.rows[c].name);
-    const auto before =
-        std::count_if(run.result.rows.begin(), run.result.rows.begin() + static_cast<std::ptrdiff_t>(c),
-                      [&](const CompareRow& r) { return folder_name(r.name) == base; });
+    const auto before = std::count_if(run.result.rows.begin(), run.result.rows.begin() + static_cast<std::ptrdiff_t>(c),
+                                      [&](const CompareRow& r) { return folder_name(r.name) == base; });
     run.folders.push_back(before == 0 ? base : fmt::format("{}-{}", base, before + 1));
     run.result.rows[c].folder = run.folders.back();
   }
@@ -558,14 +561,14 @@ void drop_unfinished(CompareRun& run) {
   pick(result.rows), pick(run.samples), pick(run.folded), pick(run.folders), pick(run.setups);
   run.paired.keep(kept);
   if (result.rows.empty())
-    throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
-                fmt::format("interrupted by {} before any configuration completed: nothing to report",
-                            result.interrupted_by));
+    throw Error(
+        static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
+        fmt::format("interrupted by {} before any configuration completed: nothing to report", result.interrupted_by));
   std::string partial;
   for (const CompareRow& row : result.rows)
     if (static_cast<int>(row.means_us.size()) < run.config.repeat)
-      partial += fmt::format("{}{} ({} of {})", partial.empty() ? "" : ", ", row.name, row.means_us.size(),
-                             run.config.repeat);
+      partial +=
+          fmt::format("{}{} ({} of {})", partial.empty() ? "" : ", ", row.name, row.means_us.size(), run.config.repeat);
   std::string not_run;
   for (const std::string& name : result.not_run)
     not_run += (not_run.empty() ? "" : ", ") + name;
@@ -601,7 +604,8 @@ void compute_rows(CompareRun& run) {
     row.p99_us = row.last.total.p99_us;
     row.rps = row.wall_s > 0 ? static_cast<double>(row.last.requests) / row.wall_s : 0;
     row.outliers_dominate = outliers_dominate(run.samples[c]);
-    row.outcome_costs = lockstep ? outcome_costs(paired.latency[c], paired.outcome[c]) : outcome_costs(row.last.outcomes);
+    row.outcome_costs =
+        lockstep ? outcome_costs(paired.latency[c], paired.outcome[c]) : outcome_costs(row.last.outcomes);
     result.verify_mismatches += row.last.verify.mismatches;
     if (c == 0) {
       row.mean_speedup = row.wall_speedup = row.traffic_speedup = row.cpu_speedup = Speedup{};
@@ -646,10 +650,10 @@ CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spe
   const PairedRequests& paired = run.paired;
   const bool cpu = spec.clock == "cpu";
   const bool total = stage == kStageCount;
-  const std::vector<double>& b = total ? (cpu ? paired.cpu[0] : paired.latency[0])
-                                       : (cpu ? paired.stage_cpu[0][stage] : paired.stage[0][stage]);
-  const std::vector<double>& o = total ? (cpu ? paired.cpu[c] : paired.latency[c])
-                                       : (cpu ? paired.stage_cpu[c][stage] : paired.stage[c][stage]);
+  const std::vector<double>& b =
+      total ? (cpu ? paired.cpu[0] : paired.latency[0]) : (cpu ? paired.stage_cpu[0][stage] : paired.stage[0][stage]);
+  const std::vector<double>& o =
+      total ? (cpu ? paired.cpu[c] : paired.latency[c]) : (cpu ? paired.stage_cpu[c][stage] : paired.stage[c][stage]);
   CompareGate g;
   g.configuration = run.result.rows[c].name;
   g.gate = spec.text;

@@ -234,9 +234,9 @@ void commit_run(Collector& collector, RunOutcome& outcome, const std::string& ou
 // compare --mode lockstep's pass (lockstep.cpp): one configuration per target.
 struct LockstepTarget {
   std::vector<TierSpec> tiers;
-  std::string cache_namespace;      // its own Redis namespace (an unplaced L3 gets its own folder)
-  std::string out_dir;              // empty: no report files
-  std::string model_path;           // empty: the base's
+  std::string cache_namespace;       // its own Redis namespace (an unplaced L3 gets its own folder)
+  std::string out_dir;               // empty: no report files
+  std::string model_path;            // empty: the base's
   const Profile* profile = nullptr;  // null: the base's (it must outlive the pass)
 };
 struct LockstepPass {

@@ -63,8 +63,9 @@ void check_one_thread_count(const RunConfig& base, const std::vector<std::pair<s
           keys.front().second->name, profile->name, keys.front().second->model.threads, profile->model.threads));
 }
 
-std::vector<Variant> load_variants(const RunConfig& base, const std::vector<std::pair<std::string, const Profile*>>& keys,
-                                   const RunInfo& info, ReplayObserver* observer) {
+std::vector<Variant> load_variants(const RunConfig& base,
+                                   const std::vector<std::pair<std::string, const Profile*>>& keys, const RunInfo& info,
+                                   ReplayObserver* observer) {
   std::vector<Variant> variants(keys.size());
   for (std::size_t v = 0; v < keys.size(); ++v) {
     Variant& variant = variants[v];
@@ -236,9 +237,9 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
       *variants.front().server, lanes, std::ref(next), [] { return lifecycle::interrupted(); }, base.replay.limit,
       &skipped, cpu);
   if (served == 0 && lifecycle::interrupted())
-    throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
-                fmt::format("interrupted by {} before any request completed: nothing to report",
-                            lifecycle::interrupt_name()));
+    throw Error(
+        static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
+        fmt::format("interrupted by {} before any request completed: nothing to report", lifecycle::interrupt_name()));
   finish_infos(variants, reader, skipped, next.ignored_events(), cpu);
   if (served == 0) {
     const std::uint64_t invalid = variants.front().info.skipped_invalid;

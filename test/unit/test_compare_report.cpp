@@ -158,21 +158,52 @@ TEST_SUITE("compare report") {
           "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
           "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
           "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us,verdict,traffic_speedup,traffic_speedup_low,"
-          "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high");
+          "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high,model,profile");
     CHECK(lines[1] ==
           "none,2,45100.000,40590.000,90200.000,22.173,45.100000,1.0000,1.0000,1.0000,1.0000,1.0000,1.0000,false,,,,,,,"
-          "0,sequential,,,,,baseline,1.0000,1.0000,1.0000,,,");
+          "0,sequential,,,,,baseline,1.0000,1.0000,1.0000,,,,/models/resnet18.pt,");
     CHECK(lines[2] ==
           "l1,2,8530.000,1.200,47000.000,117.200,9.000000,5.2900,5.0100,5.6000,5.1000,4.9000,5.3000,false,0.812000,,,"
-          "3355443,,,0,sequential,,,,,faster,1.0000,1.0000,1.0000,,,");
+          "3355443,,,0,sequential,,,,,faster,1.0000,1.0000,1.0000,,,,/models/resnet18.pt,");
     // A name with a comma is quoted; the degraded L2's errors are counted.
     CHECK(lines[3].rfind("\"l1,l2\",2,", 0) == 0);
     CHECK(lines[3].find(",false,0.812000,0.000000,,3355443,0,,12") != std::string::npos);
     CHECK(lines[4].find(",true,,,,,,,0") != std::string::npos);
     CHECK(lines[4].find(",no measurable difference,") != std::string::npos);  // its interval includes 1.0
-    // Every line has the header's 33 columns (the quoted comma excepted).
+    // Every line has the header's 35 columns (the quoted comma excepted).
     for (std::size_t i = 0; i < lines.size(); ++i)
-      CHECK(count_of(lines[i], ",") == (i == 3 ? 33u : 32u));
+      CHECK(count_of(lines[i], ",") == (i == 3 ? 35u : 34u));
+  }
+
+  TEST_CASE("compare --gate rows: the change in percent with its interval, the limit, the verdict, the exit code") {
+    CompareResult r = sample();
+    CompareGate g;
+    g.configuration = "l1";
+    g.gate = "total.cpu.mean=5%";
+    g.clock = "cpu";
+    g.change.base = 1000;
+    g.change.now = 1140;
+    g.change.interval = std::pair{120.0, 160.0};
+    g.limit = 60;
+    g.verdict = Verdict::regression;
+    r.gates.push_back(g);
+    r.regressions = 1;
+    const std::string table = render_compare_table(r);
+    CHECK(table.find("gates against none (the change in mean per request, paired") != std::string::npos);
+    CHECK(table.find("+14.0% [+12.0%, +16.0%]") != std::string::npos);
+    CHECK(table.find("+6.0% (60.0 µs)") != std::string::npos);
+    CHECK(table.find("REGRESSION") != std::string::npos);
+    CHECK(render_compare_markdown(r).find("| l1 | total.cpu.mean=5% | total cpu |") != std::string::npos);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(render_compare_json(r)).get(doc) == simdjson::SUCCESS);
+    CHECK(std::string_view(doc["gates"].at(0)["verdict"]) == "REGRESSION");
+    CHECK(int64_t(doc["gate_exit_code"]) == 1);
+    r.regressions = 0;
+    r.unstable = 1;
+    CHECK(r.gate_exit_code() == kExitUnstable);
+    r.unstable = 0;
+    CHECK(r.gate_exit_code() == 0);
   }
 
   TEST_CASE("compare.json: valid JSON with the documented fields and no password") {

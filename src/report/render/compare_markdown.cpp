@@ -26,7 +26,7 @@ std::string render_compare_markdown(const CompareResult& r) {
       const std::string tiers = tiers_text(row);
       out += fmt::format("- **{}**{}: {}\n", markdown_cell(row.name),
                          tiers.empty() ? "" : " (" + markdown_cell(tiers) + ")",
-                         markdown_cell(explanation(row, r.rows[0])));
+                         markdown_cell(explanation(row, r.rows[0], r.varies != "caches")));
     }
   }
   if (!r.gates.empty()) {

@@ -239,9 +239,9 @@ std::string stage_changes(const CompareRow& row, const CompareRow& base) {
   return fmt::format("{} (mean per request, {} → {})", fmt::join(parts, ", "), base.name, row.name);
 }
 
-std::string explanation(const CompareRow& row, const CompareRow& base) {
+std::string explanation(const CompareRow& row, const CompareRow& base, bool by_stage) {
   const RunSummary& s = row.last;
-  if (s.caches.empty() && base.last.caches.empty()) return stage_changes(row, base);
+  if (by_stage && s.caches.empty() && base.last.caches.empty()) return stage_changes(row, base);
   if (s.caches.empty()) return "no cache tiers: every request computed";
   std::vector<std::string> served;
   const OutcomeStats* miss = nullptr;
@@ -283,8 +283,7 @@ Cells gate_cells(const CompareResult& r) {
   for (const CompareGate& g : r.gates) {
     const Change& c = g.change;
     std::string change = pct(c.delta(), c.base);
-    if (c.interval)
-      change += fmt::format(" [{}, {}]", pct(c.interval->first, c.base), pct(c.interval->second, c.base));
+    if (c.interval) change += fmt::format(" [{}, {}]", pct(c.interval->first, c.base), pct(c.interval->second, c.base));
     cells.push_back({g.configuration, g.gate, g.stage + (g.clock == "cpu" ? " cpu" : " wall"),
                      human_duration_us(c.base), human_duration_us(c.now), change,
                      fmt::format("{} ({})", pct(g.limit, c.base), human_duration_us(g.limit)),

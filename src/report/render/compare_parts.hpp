@@ -46,9 +46,10 @@ std::string tiers_text(const CompareRow& row);
 // Where a configuration's time went, from what served its requests:
 // "81.2% of requests served by L1 at 1.2 µs mean vs 45.3 ms for a miss
 // (45.1 ms per request in none)".
-// Between configurations without caches (other models or profiles): the
-// stages whose mean moved most, "compute 21.4 ms → 8.2 ms, ...".
-std::string explanation(const CompareRow& row, const CompareRow& base);
+// With `by_stage` (configurations that differ by model or profile) and no
+// caches on either side: the stages whose mean moved most, "compute 21.4 ms →
+// 8.2 ms, ...".
+std::string explanation(const CompareRow& row, const CompareRow& base, bool by_stage);
 
 // --gate: a row per gate and configuration (configuration, gate, stage and
 // clock, baseline mean, this one's, the change with its interval, the limit,

@@ -30,8 +30,8 @@ std::string render_compare_table(const CompareResult& r) {
     for (std::size_t i = 1; i < r.rows.size(); ++i) {
       const CompareRow& row = r.rows[i];
       const std::string tiers = tiers_text(row);
-      out +=
-          fmt::format("  {}{}: {}\n", row.name, tiers.empty() ? "" : " (" + tiers + ")", explanation(row, r.rows[0]));
+      out += fmt::format("  {}{}: {}\n", row.name, tiers.empty() ? "" : " (" + tiers + ")",
+                         explanation(row, r.rows[0], r.varies != "caches"));
     }
   }
 
