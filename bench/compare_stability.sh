@@ -12,7 +12,8 @@
 #
 #   bench/compare_stability.sh [build/inferprof]
 #   env: ARCH=cnn  RUNS=5  REQUESTS=200  NULL_RUNS=20  NULL_REQUESTS=60  NULL_CONFIG=none  KEYS=60  ZIPF=1.0
-#        CORES=0-(nproc-1)  BUSY=1  PHASES="alone loaded"
+#        CORES=0-(nproc-1)  BUSY=1  PHASES="alone loaded"  EXTRA="--precision 3" (more options for (a))
+#   (a) also counts the pairs of runs where one run's speedup lies inside the other's interval.
 #   a short version: RUNS=3 REQUESTS=80 NULL_RUNS=5 NULL_REQUESTS=40 bench/compare_stability.sh
 set -euo pipefail
 B=${1:-build/inferprof}
@@ -40,8 +41,9 @@ trap 'exit 130' INT TERM
   >/dev/null
 MODE=()
 if "$B" compare --help | grep -qE -- '--mode([^a-z-]|$)'; then MODE=(--mode lockstep); fi
+read -r -a EXTRA_ARGS <<<"${EXTRA:-}"
 CMP_A=(taskset -c "$CORES" "$B" compare "$D/m.pt" --trace "$D/t.jsonl" "${MODE[@]}" --caches none --caches l1
-  --caches l1,l2 --caches l3 --no-progress --format json)
+  --caches l1,l2 --caches l3 --no-progress --format json "${EXTRA_ARGS[@]}")
 # (b) compares `none` with NULL_CONFIG: by default with itself (an A/A check: the truth is exactly 1.00);
 # NULL_CONFIG=l3 checks L3 on the default profile, whose hits save next to nothing but whose misses pay an
 # LMDB insert, so a quiet machine resolves it as slightly below 1 (docs/performance.md).
@@ -106,8 +108,15 @@ for phase in phases:
         u = [json.load(open(f"{d}/a-{phase}-{i}.json"))["configurations"] for i in range(1, runs + 1)]
         u = [c["unpaced_speedup"] for conf in u for c in conf if c["name"] == name and "unpaced_speedup" in c]
         unpaced = f"{max(u) / min(u):15.3f}" if len(u) == runs else f"{'n/a':>15}"
+        # Each run's point estimate inside every other run's interval: pairs that hold, of all ordered pairs.
+        held = sum(1 for x in a for y in a if x is not y and y[name]["low"] <= x[name]["value"] <= y[name]["high"])
+        pairs = runs * (runs - 1)
+        widths = [100 * max(r[name]["high"] / r[name]["value"] - 1, 1 - r[name]["low"] / r[name]["value"]) for r in a]
         print(f"{phase:8} {load:>16}  {name:7} {min(v):7.3f} {max(v):7.3f} {ratio:8.3f}  "
-              f"{'ok' if ratio <= 1.06 else 'FAIL':14}  {cpu_ratio}  {unpaced}")
+              f"{'ok' if ratio <= 1.06 else 'FAIL':14}  {cpu_ratio}  {unpaced}"
+              f"  inside others' intervals {held}/{pairs}, half-widths {min(widths):.1f}-{max(widths):.1f}%")
+if null_runs == 0:
+    sys.exit(1 if bad else 0)
 print()
 need = -(-19 * null_runs // 20)  # 19 of 20, scaled
 label = f"{null_config} vs none: 1.00 inside the interval"

@@ -386,11 +386,16 @@ struct CompareRun {
     for (auto& f : outcome.files)
       result.files.push_back(f);
   }
+  // Lockstep with an uncached baseline: it does the same work for every
+  // request, so its latencies say how fast the machine ran when (machine_pace).
+  std::vector<double> current_pace() const {
+    return mode == CompareMode::lockstep && result.rows.front().tiers.empty() && !paired.latency[0].empty()
+               ? machine_pace(paired.latency[0])
+               : std::vector<double>{};
+  }
   // The widest relative half-width of the this-trace intervals so far, and whose.
   std::pair<double, std::size_t> widest() const {
-    const std::vector<double> p = result.rows.front().tiers.empty() && !paired.latency[0].empty()
-                                      ? machine_pace(paired.latency[0])
-                                      : std::vector<double>{};
+    const std::vector<double> p = current_pace();
     std::pair<double, std::size_t> out{0, 0};
     for (std::size_t c = 1; c < result.rows.size(); ++c) {
       const Speedup s = paired.speedup(c, paired.latency[0], paired.latency[c], p);
@@ -450,14 +455,77 @@ void make_rows(CompareRun& run) {
   }
 }
 
-// Lockstep passes: one, --repeat, or with --precision until every interval
-// is narrow enough (at least --repeat, at most kMaxPasses, within --max-time).
+// One gate on one configuration and one stage (kStageCount: the request total).
+CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spec, std::size_t stage,
+                       const std::vector<double>& pace) {
+  const PairedRequests& paired = run.paired;
+  const bool cpu = spec.clock == "cpu";
+  const bool total = stage == kStageCount;
+  const std::vector<double>& b =
+      total ? (cpu ? paired.cpu[0] : paired.latency[0]) : (cpu ? paired.stage_cpu[0][stage] : paired.stage[0][stage]);
+  const std::vector<double>& o =
+      total ? (cpu ? paired.cpu[c] : paired.latency[c]) : (cpu ? paired.stage_cpu[c][stage] : paired.stage[c][stage]);
+  CompareGate g;
+  g.configuration = run.result.rows[c].name;
+  g.gate = spec.text;
+  g.stage = total ? "total" : std::string(kStageNames[stage]);
+  g.clock = spec.clock;
+  // The means over the pairs read in both (CPU time: the sampled requests).
+  double sb = 0, so = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < b.size() && i < o.size(); ++i)
+    if (std::isfinite(b[i]) && std::isfinite(o[i])) sb += b[i], so += o[i], ++n;
+  g.change.base = n ? sb / static_cast<double>(n) : 0;
+  g.change.now = n ? so / static_cast<double>(n) : 0;
+  if (g.change.base > 0 && g.change.now > 0) {
+    const Speedup s = paired.speedup(c, b, o, cpu ? std::vector<double>{} : pace);
+    g.change.now = g.change.base / s.value;
+    g.change.interval = std::pair{g.change.base / s.high - g.change.base, g.change.base / s.low - g.change.base};
+  }
+  g.limit = gate_limit(spec, g.change.base);
+  g.verdict = judge(g.change, g.limit);
+  // Past the limit, but the interval reaches back inside it: more pairs would settle it.
+  if (g.verdict == Verdict::noise) g.verdict = Verdict::unstable;
+  return g;
+}
+
+// --gate: every gate on every configuration after the first ("*": every
+// stage that took time, and the total), on the pairs so far.
+std::vector<CompareGate> judge_gates(const CompareRun& run, const std::vector<double>& pace) {
+  const CompareResult& result = run.result;
+  std::vector<CompareGate> out;
+  for (std::size_t c = 1; c < result.rows.size(); ++c)
+    for (const GateSpec& spec : run.config.gates) {
+      std::vector<std::size_t> stages;
+      if (spec.stage == "*") {
+        for (std::size_t s = 0; s < kStageCount; ++s)
+          if (result.rows[0].last.stages[s].mean_us > 0 || result.rows[c].last.stages[s].mean_us > 0)
+            stages.push_back(s);
+        stages.push_back(kStageCount);
+      } else {
+        const auto it = std::find(kStageNames.begin(), kStageNames.end(), spec.stage);
+        stages.push_back(static_cast<std::size_t>(it - kStageNames.begin()));  // "total": kStageCount
+      }
+      for (std::size_t s : stages)
+        out.push_back(judge_gate(run, c, spec, s, pace));
+    }
+  return out;
+}
+std::size_t undecided(const std::vector<CompareGate>& gates) {
+  return static_cast<std::size_t>(
+      std::count_if(gates.begin(), gates.end(), [](const CompareGate& g) { return g.verdict == Verdict::unstable; }));
+}
+
+// Lockstep passes: one, --repeat, or with --precision or --gate until every
+// interval is narrow enough and every gate decided (at least --repeat, at
+// most kMaxPasses, within --max-time).
 void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
   const CompareConfig& config = run.config;
   CompareResult& result = run.result;
   ReplayObserver* observer = config.base.output.observer.get();
   constexpr int kMaxPasses = 100;
-  const int passes_max = config.precision_pct ? kMaxPasses : config.repeat;
+  const bool adaptive = config.precision_pct || !config.gates.empty();
+  const int passes_max = adaptive ? kMaxPasses : config.repeat;
   const auto started = std::chrono::steady_clock::now();
   int passes = 0;
   std::string progress;  // the widths so far, for the progress line
@@ -470,9 +538,9 @@ void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
                                                run.setups[c].model_path, run.setups[c].profile});
     if (observer)
       observer->context(fmt::format("lockstep over {} configurations{}{}", result.rows.size(),
-                                    config.precision_pct ? fmt::format(" · pass {}", rep + 1)
-                                    : config.repeat > 1  ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat)
-                                                         : "",
+                                    adaptive            ? fmt::format(" · pass {}", rep + 1)
+                                    : config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat)
+                                                        : "",
                                     progress));
     detail::LockstepPass pass;
     try {
@@ -486,15 +554,27 @@ void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
     for (std::size_t c = 0; c < result.rows.size(); ++c)
       run.keep(c, std::move(pass.outcomes[c]));
     ++passes;
-    if (config.precision_pct && !lifecycle::interrupted() && result.rows.size() > 1) {
-      const auto [half, c] = run.widest();
-      result.widest_half_width = half;
-      result.widest_config = result.rows[c].name;
-      progress = fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config,
-                             *config.precision_pct);
-      result.precision_reached = half * 100 <= *config.precision_pct;
+    // Adaptive: more passes while an interval is wider than --precision asks,
+    // or a gate's interval straddles its limit (more pairs settle it).
+    if (adaptive && !lifecycle::interrupted() && result.rows.size() > 1) {
+      bool done = true;
+      progress.clear();
+      if (config.precision_pct) {
+        const auto [half, c] = run.widest();
+        result.widest_half_width = half;
+        result.widest_config = result.rows[c].name;
+        progress += fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config,
+                                *config.precision_pct);
+        result.precision_reached = half * 100 <= *config.precision_pct;
+        done = result.precision_reached;
+      }
+      if (!config.gates.empty()) {
+        const std::size_t open = undecided(judge_gates(run, run.current_pace()));
+        if (open > 0) progress += fmt::format(" · {} gate{} undecided", open, open == 1 ? "" : "s");
+        done = done && open == 0;
+      }
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (passes >= config.repeat && (result.precision_reached || elapsed >= config.max_time_s)) break;
+      if (passes >= config.repeat && (done || elapsed >= config.max_time_s)) break;
     }
   }
   result.repeat = std::max(passes, 1);
@@ -577,12 +657,11 @@ void drop_unfinished(CompareRun& run) {
                                         not_run.empty() ? "" : "; not run: " + not_run));
 }
 
-// Lockstep with an uncached baseline: it does the same work for every
-// request, so its latencies say how fast the machine ran when (machine_pace).
+// The machine's pace over the whole compare (CompareRun::current_pace), for the speedups.
 void measure_pace(CompareRun& run) {
   CompareResult& result = run.result;
-  if (run.mode != CompareMode::lockstep || !result.rows.front().tiers.empty() || run.paired.latency[0].empty()) return;
-  run.pace = machine_pace(run.paired.latency[0]);
+  run.pace = run.current_pace();
+  if (run.pace.empty()) return;
   result.paced = true;
   result.pace_window = std::min(kPaceWindow, run.paired.latency[0].size());
   const auto [least, most] = std::minmax_element(run.pace.begin(), run.pace.end());
@@ -645,60 +724,13 @@ void compute_rows(CompareRun& run) {
     result.warnings.push_back(fmt::format("{}: the slowest 1% of requests hold over half of the time", base.name));
 }
 
-// One gate on one configuration and one stage (kStageCount: the request total).
-CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spec, std::size_t stage) {
-  const PairedRequests& paired = run.paired;
-  const bool cpu = spec.clock == "cpu";
-  const bool total = stage == kStageCount;
-  const std::vector<double>& b =
-      total ? (cpu ? paired.cpu[0] : paired.latency[0]) : (cpu ? paired.stage_cpu[0][stage] : paired.stage[0][stage]);
-  const std::vector<double>& o =
-      total ? (cpu ? paired.cpu[c] : paired.latency[c]) : (cpu ? paired.stage_cpu[c][stage] : paired.stage[c][stage]);
-  CompareGate g;
-  g.configuration = run.result.rows[c].name;
-  g.gate = spec.text;
-  g.stage = total ? "total" : std::string(kStageNames[stage]);
-  g.clock = spec.clock;
-  // The means over the pairs read in both (CPU time: the sampled requests).
-  double sb = 0, so = 0;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < b.size() && i < o.size(); ++i)
-    if (std::isfinite(b[i]) && std::isfinite(o[i])) sb += b[i], so += o[i], ++n;
-  g.change.base = n ? sb / static_cast<double>(n) : 0;
-  g.change.now = n ? so / static_cast<double>(n) : 0;
-  if (g.change.base > 0 && g.change.now > 0) {
-    const Speedup s = paired.speedup(c, b, o, cpu ? std::vector<double>{} : run.pace);
-    g.change.now = g.change.base / s.value;
-    g.change.interval = std::pair{g.change.base / s.high - g.change.base, g.change.base / s.low - g.change.base};
-  }
-  g.limit = gate_limit(spec, g.change.base);
-  g.verdict = judge(g.change, g.limit);
-  // Past the limit, but the interval reaches back inside it: more pairs would settle it.
-  if (g.verdict == Verdict::noise) g.verdict = Verdict::unstable;
-  return g;
-}
-
-// --gate: every gate on every configuration after the first ("*": every stage that took time, and the total).
 void apply_gates(CompareRun& run) {
   CompareResult& result = run.result;
-  for (std::size_t c = 1; c < result.rows.size(); ++c)
-    for (const GateSpec& spec : run.config.gates) {
-      std::vector<std::size_t> stages;
-      if (spec.stage == "*") {
-        for (std::size_t s = 0; s < kStageCount; ++s)
-          if (result.rows[0].last.stages[s].mean_us > 0 || result.rows[c].last.stages[s].mean_us > 0)
-            stages.push_back(s);
-        stages.push_back(kStageCount);
-      } else {
-        const auto it = std::find(kStageNames.begin(), kStageNames.end(), spec.stage);
-        stages.push_back(static_cast<std::size_t>(it - kStageNames.begin()));  // "total": kStageCount
-      }
-      for (std::size_t s : stages) {
-        result.gates.push_back(judge_gate(run, c, spec, s));
-        if (result.gates.back().verdict == Verdict::regression) ++result.regressions;
-        if (result.gates.back().verdict == Verdict::unstable) ++result.unstable;
-      }
-    }
+  result.gates = judge_gates(run, run.pace);
+  for (const CompareGate& g : result.gates) {
+    if (g.verdict == Verdict::regression) ++result.regressions;
+    if (g.verdict == Verdict::unstable) ++result.unstable;
+  }
 }
 
 void write_compare_files(CompareRun& run) {
