@@ -26,11 +26,11 @@ struct ModelsFixture {
       auto m = run_cli({"gen-model", "--arch", arch, "-o", path});
       if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
     }
-    auto t = run_cli({"gen-trace", "--requests", "16", "--keys", "4", "--zipf", "0", "--shape", "1,3,64,64", "-o",
-                      trace});
+    auto t =
+        run_cli({"gen-trace", "--requests", "16", "--keys", "4", "--zipf", "0", "--shape", "1,3,64,64", "-o", trace});
     if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
-    auto i = run_cli({"gen-images", "--out", dir.file("pictures"), "--sizes", "320x240", "--formats", "jpeg",
-                      "--count", "2"});
+    auto i = run_cli(
+        {"gen-images", "--out", dir.file("pictures"), "--sizes", "320x240", "--formats", "jpeg", "--count", "2"});
     if (i.code != 0) throw std::runtime_error("gen-images failed: " + i.err);
     auto it = run_cli({"gen-trace", "--images", dir.file("pictures"), "--requests", "16", "-o", images_trace});
     if (it.code != 0) throw std::runtime_error("gen-trace --images failed: " + it.err);
@@ -64,8 +64,8 @@ TEST_SUITE("e2e lockstep") {
   TEST_CASE("compare MODEL --model OTHER: the faster model found, each with its own pipeline and reports") {
     auto& f = fixture();
     TempDir out;
-    auto r = run_cli({"compare", f.resnet, "--model", f.cnn, "--trace", f.trace, "--out", out.file("c"),
-                      "--no-progress"});
+    auto r =
+        run_cli({"compare", f.resnet, "--model", f.cnn, "--trace", f.trace, "--out", out.file("c"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find(" · 2 models · ") != std::string::npos);
     CHECK(r.out.rfind("\nmodel ", r.out.find("speedup (95% CI)")) != std::string::npos);  // the column says what varies
@@ -101,10 +101,11 @@ TEST_SUITE("e2e lockstep") {
     CHECK(json_number(configs.at(1)["speedup"]["value"]) < 1.0);  // ResNet-18's shape is slower
   }
 
-  TEST_CASE("compare --profile A --profile B --gate: a heavier resize fails the gate, the same profile twice does not") {
+  TEST_CASE(
+      "compare --profile A --profile B --gate: a heavier resize fails the gate, the same profile twice does not") {
     auto& f = fixture();
-    auto r = run_cli({"compare", f.cnn, "--trace", f.images_trace, "--profile", f.light, "--profile", f.heavy,
-                      "--gate", "preprocess.cpu.mean=10%", "--format", "json", "--no-progress"});
+    auto r = run_cli({"compare", f.cnn, "--trace", f.images_trace, "--profile", f.light, "--profile", f.heavy, "--gate",
+                      "preprocess.cpu.mean=10%", "--format", "json", "--no-progress"});
     CHECK_MESSAGE(r.code == 1, r.err);
     CHECK(r.err.find("compare --gate: 1 regression past the gate") != std::string::npos);
     simdjson::dom::parser parser;
