@@ -262,6 +262,12 @@ std::string decode_base64(std::string_view text) {
         fmt::format("not base64: {} characters, not a multiple of 4 (padded base64 expected)", text.size())};
   if (text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw DecodeError{"base64 payload over 2 GB"};
+  // RFC 4648: '=' only pads the last group, one or two of them (OpenSSL would take "====" as a byte).
+  if (const std::size_t pad = text.find('=');
+      pad != std::string_view::npos &&
+      (pad + 2 < text.size() || text.find_first_not_of('=', pad) != std::string_view::npos))
+    throw DecodeError{fmt::format("not base64: '=' at character {} of {} (padding may only end the text, at most two)",
+                                  pad + 1, text.size())};
   std::string out(text.size() / 4 * 3, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                                 reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));

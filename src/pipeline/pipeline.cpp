@@ -17,6 +17,7 @@
 #include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/gpu.hpp"
+#include "inferprof/printable.hpp"
 #include "pipeline/inspect_detail.hpp"
 #include "pipeline/torch_detail.hpp"
 
@@ -36,7 +37,8 @@ ModelMetadata parse_metadata(const std::string& json) {
   simdjson::dom::element doc;
   if (parser.parse(json).get(doc)) return meta;  // foreign metadata: ignore, it is optional
   std::string_view s;
-  if (!doc["arch"].get(s)) meta.arch = std::string(s);
+  // From the model file, printed in headers: escaped once here (no terminal escapes, no bidi controls).
+  if (!doc["arch"].get(s)) meta.arch = printable(s);
   if (!doc["input_dtype"].get(s)) meta.input_dtype = parse_dtype(s);
   simdjson::dom::array shape;
   if (!doc["input_shape"].get(shape))

@@ -319,6 +319,10 @@ Profile parse_profile(std::string_view text, const std::string& source) {
       ctx.fail(&node, fmt::format("unknown key '{}' (expected name, description, model, input, preprocess, cache)", k));
   }
   p.name = get_string(ctx, root, "name", "the profile", fs::path(source).stem().string());
+  // The name heads tables and names compare's folders: no control or bidirectional characters.
+  if (printable(p.name) != p.name)
+    ctx.fail(root.get("name"),
+             fmt::format("name '{}' has control characters (expected printable text)", printable(p.name)));
   p.description = get_string(ctx, root, "description", "the profile", "");
 
   if (const toml::node* n = root.get("model")) {

@@ -283,6 +283,15 @@ std::vector<Setup> compare_setups(const CompareConfig& config, std::string& vari
   return out;
 }
 
+// Only the elements at `kept` (indices, in order) stay in `v`.
+template <class T>
+void keep_only(std::vector<T>& v, const std::vector<std::size_t>& kept) {
+  std::vector<T> out;
+  for (std::size_t i : kept)
+    out.push_back(std::move(v[i]));
+  v = std::move(out);
+}
+
 // Lockstep: per configuration, the figures of every (pass, request) pair, in
 // the same order for all.
 struct PairedRequests {
@@ -309,13 +318,8 @@ struct PairedRequests {
   }
   // Only the configurations `kept` (indices, in order) stay.
   void keep(const std::vector<std::size_t>& kept) {
-    auto pick = [&](auto& v) {
-      std::remove_reference_t<decltype(v)> out;
-      for (std::size_t c : kept)
-        out.push_back(std::move(v[c]));
-      v = std::move(out);
-    };
-    pick(latency), pick(cpu), pick(outcome), pick(stage), pick(stage_cpu);
+    keep_only(latency, kept), keep_only(cpu, kept), keep_only(outcome, kept), keep_only(stage, kept),
+        keep_only(stage_cpu, kept);
   }
   std::vector<std::uint8_t> codes(std::size_t c) const {
     std::vector<std::uint8_t> out;
@@ -632,13 +636,8 @@ void drop_unfinished(CompareRun& run) {
     std::error_code ec;
     if (!run.config.out_dir.empty()) fs::remove_all(run.out_dir(c), ec);
   }
-  auto pick = [&](auto& v) {
-    std::remove_reference_t<decltype(v)> out;
-    for (std::size_t c : kept)
-      out.push_back(std::move(v[c]));
-    v = std::move(out);
-  };
-  pick(result.rows), pick(run.samples), pick(run.folded), pick(run.folders), pick(run.setups);
+  keep_only(result.rows, kept), keep_only(run.samples, kept), keep_only(run.folded, kept), keep_only(run.folders, kept),
+      keep_only(run.setups, kept);
   run.paired.keep(kept);
   if (result.rows.empty())
     throw Error(

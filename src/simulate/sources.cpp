@@ -81,7 +81,13 @@ class IptraceSource final : public SimSource {
           fmt::format("{}: .iptrace version {} with {}-byte records: this build reads version {} with "
                       "{}-byte records",
                       path, version, rec, kIptraceVersion, kRecordBytes));
-    total_ = get_le(h + 16, 8) + get_le(h + 24, 8);
+    // A forged header's counts could sum past 2^64 and wrap to what an empty file holds
+    // (a count past the records the file has is the reader's "truncated" error, with its line).
+    const std::uint64_t requests = get_le(h + 16, 8), events = get_le(h + 24, 8);
+    if (events > std::numeric_limits<std::uint64_t>::max() - requests)
+      throw bad_input(fmt::format("{}: the .iptrace header says {} requests and {} events: more than any file holds",
+                                  path, requests, events));
+    total_ = requests + events;
     buf_.resize(kRecordBytes * 65536);
   }
   bool next(SimRecord& out) override {

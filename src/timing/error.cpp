@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "inferprof/printable.hpp"
 
 namespace inferprof {
@@ -25,6 +27,18 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
   if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
   return 0;
+}
+
+// The code point of the three-byte UTF-8 sequence at text[i] (already validated).
+char32_t code_point3(std::string_view text, std::size_t i) {
+  return (static_cast<char32_t>(static_cast<unsigned char>(text[i]) & 0x0F) << 12) |
+         (static_cast<char32_t>(static_cast<unsigned char>(text[i + 1]) & 0x3F) << 6) |
+         static_cast<char32_t>(static_cast<unsigned char>(text[i + 2]) & 0x3F);
+}
+
+// LRM, RLM, the embeddings and overrides (LRE..RLO) and the isolates (LRI..PDI).
+bool is_bidi_control(char32_t cp) {
+  return cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
 }  // namespace
@@ -52,6 +66,10 @@ std::string printable(std::string_view text) {
     } else if (c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));  // C1 control (U+0080..U+009F)
       i += 2;
+    } else if (const char32_t cp = n == 3 ? code_point3(text, i) : 0; is_bidi_control(cp)) {
+      // A bidirectional control reorders what follows it on the screen (U+202E shows "exe.txt" as "txt.exe").
+      out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(cp));
+      i += n;
     } else {
       out.append(text.substr(i, n));
       i += n;

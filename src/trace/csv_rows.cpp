@@ -50,7 +50,18 @@ CsvRows::CsvRows(const std::string& path, const CsvColumns& cols)
   if (!in_) throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   if (!csv_.next(fields_)) throw bad_input(at_line(path, 1, "empty CSV: expected a header row naming the columns"));
   const std::string header = fmt::format("{}", fmt::join(fields_, ","));
-  auto find = [&](const std::string& name) { return name.empty() ? -1 : report::CsvReader::column(fields_, name); };
+  // A column named twice is ambiguous: which one the user meant is not ours to guess.
+  auto find = [&](const std::string& name) {
+    if (name.empty()) return -1;
+    const int first = report::CsvReader::column(fields_, name);
+    for (std::size_t i = static_cast<std::size_t>(first) + 1; first >= 0 && i < fields_.size(); ++i)
+      if (fields_[i] == name)
+        throw bad_input(at_line(path, 1,
+                                fmt::format("the header '{}' has two columns named '{}' (columns {} and {}): rename "
+                                            "one",
+                                            printable(header), printable(name), first + 1, i + 1)));
+    return first;
+  };
   key_ = find(cols.key);
   if (key_ < 0)
     throw bad_input(at_line(path, 1,

@@ -126,9 +126,18 @@ NpyHeader parse_npy_header(std::string_view head, std::uint64_t file_size) {
   if (head.size() < out.data_offset || file_size < out.data_offset) fail("truncated header");
   const std::string_view dict = head.substr(8 + length_bytes, header_len);
 
+  // numpy reads the dict with literal_eval: a repeated key would mean its last
+  // value, which this reader does not look for; fortran_order must be a bool.
+  for (std::string_view key : {"'descr'", "'fortran_order'", "'shape'"})
+    if (const std::size_t first = dict.find(key);
+        first != std::string_view::npos && dict.find(key, first + key.size()) != std::string_view::npos)
+      fail(fmt::format("header has the key {} twice (expected one of each: descr, fortran_order, shape)", key));
   out.dtype = parse_descr(dict_value(dict, "descr"));
-  if (dict_value(dict, "fortran_order").substr(0, 4) == "True")
-    fail("Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+  const std::string_view order = trim(dict_value(dict, "fortran_order"));
+  if (order == "True") fail("Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+  if (order != "False")
+    fail(fmt::format("fortran_order is {} (expected True or False, as numpy writes)",
+                     order.empty() ? "missing" : printable(order)));
   out.shape = parse_shape(dict_value(dict, "shape"));
   const std::optional<std::int64_t> count = checked_element_count(out.shape);
   const auto size = static_cast<std::int64_t>(dtype_size(out.dtype));

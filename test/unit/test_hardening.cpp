@@ -128,6 +128,33 @@ TEST_SUITE("hardening") {
     CHECK(printable("\xff\xfe") == "\\xff\\xfe");
     CHECK(printable("\xe6\x97") == "\\xe6\\x97");           // a truncated sequence
     CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a UTF-16 surrogate
+    // Bidirectional controls reorder the text after them on screen: "a\u202etxt.exe" shows as "aexe.txt".
+    CHECK(printable("a\xe2\x80\xaetxt.exe") == "a\\u202etxt.exe");
+    CHECK(printable("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u2066x\\u2069");            // an isolate (LRI .. PDI)
+    CHECK(printable("\xe2\x80\x8f") == "\\u200f");                                 // RLM
+    CHECK(printable("\xe2\x80\x94 \xe2\x80\xa6") == "\xe2\x80\x94 \xe2\x80\xa6");  // an em dash and an ellipsis stay
+  }
+
+  TEST_CASE("npy headers: a repeated key and a fortran_order that is not a bool are refused, as numpy does") {
+    auto error_of = [](const std::string& dict) {
+      const std::string file = npy(dict, 1, std::string(24, 'x'));
+      try {
+        (void)parse_npy_header(file, file.size());
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("accepted");
+    };
+    // numpy would read shape (3, 2): the last of two.
+    CHECK(error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (3, 2), }") ==
+          "header has the key 'shape' twice (expected one of each: descr, fortran_order, shape)");
+    CHECK(error_of("{'descr': '<f4', 'fortran_order': 1, 'shape': (2, 3), }") ==
+          "fortran_order is 1 (expected True or False, as numpy writes)");
+    CHECK(error_of("{'descr': '<f4', 'shape': (2, 3), }") ==
+          "fortran_order is missing (expected True or False, as numpy writes)");
+    CHECK(error_of("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }") ==
+          "Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+    CHECK(error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }") == "accepted");
   }
 
   TEST_CASE("npy headers: sizes are checked before anything is allocated") {

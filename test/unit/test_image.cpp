@@ -238,6 +238,17 @@ TEST_SUITE("image") {
     CHECK(image::decode_base64("QQ==") == "A");
     CHECK_THROWS_AS(image::decode_base64("QUJ"), image::DecodeError);
     CHECK_THROWS_AS(image::decode_base64("QU*D"), image::DecodeError);
+    // RFC 4648: padding only ends the text, at most two '=' (OpenSSL alone reads "====" as one byte).
+    for (const char* bad : {"====", "Q===", "QU=D", "QQ==QUJD", "=QUJ"}) {
+      std::string what = "accepted";
+      try {
+        (void)image::decode_base64(bad);
+      } catch (const image::DecodeError& e) {
+        what = e.what;
+      }
+      CHECK_MESSAGE(what.rfind("not base64: '=' at character", 0) == 0, bad, ": ", what);
+    }
+    CHECK(image::decode_base64("QUJDQQ==") == "ABCA");
   }
 
   TEST_CASE("image ops: decode, shorter-side resize, torchvision's crop offsets, to_tensor, spans per op") {

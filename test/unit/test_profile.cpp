@@ -19,6 +19,22 @@ TEST_SUITE("profile") {
     CHECK(p.preprocess[0].op == PreprocessKind::to_float);
   }
 
+  TEST_CASE("a profile name with control or bidirectional characters is refused, escaped in the message") {
+    for (const std::string name : {"evil\\u001b[2J", "a\\u202etxt", "two\\nlines"}) {
+      try {
+        (void)parse_profile("name = \"" + name + "\"\n", "p.toml");
+        FAIL("accepted " << name);
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        CHECK_MESSAGE(what.find("p.toml:1: name '") == 0, what);
+        CHECK_MESSAGE(what.find("has control characters (expected printable text)") != std::string::npos, what);
+        CHECK(what.find('\x1b') == std::string::npos);
+        CHECK(what.find('\n') == std::string::npos);
+      }
+    }
+    CHECK(parse_profile("name = \"résumé-256 → 224\"\n", "p.toml").name == "résumé-256 → 224");
+  }
+
   TEST_CASE("shipped profiles load by name") {
     Profile p = load_profile(INFERPROF_TEST_PROFILES_DIR "/image-classification.toml");
     CHECK(p.name == "image-classification");

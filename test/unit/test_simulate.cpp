@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -200,6 +201,22 @@ TEST_SUITE("simulate") {
                       doctest::Contains(fmt::format("{}:{}: truncated .iptrace: the header says {} records", bin,
                                                     s.requests + s.model_updates, s.requests + s.model_updates)
                                             .c_str()));
+
+    // A forged header whose counts sum to 2^64 (0 after wrapping) on an empty file.
+    std::string header(32, '\0');
+    {
+      std::FILE* f = std::fopen(bin.c_str(), "rb");
+      REQUIRE(f);
+      REQUIRE(std::fread(header.data(), 1, 16, f) == 16);  // magic, version, record size
+      std::fclose(f);
+    }
+    for (int i = 0; i < 8; ++i)
+      header[16 + i] = '\xff';  // 2^64 - 1 requests
+    header[24] = '\x01';        // and 1 event
+    const std::string forged = dir.write("forged.iptrace", header);
+    c.trace_path = forged;
+    CHECK_THROWS_WITH(run_simulate(c), doctest::Contains("the .iptrace header says 18446744073709551615 requests and "
+                                                         "1 events: more than any file holds"));
   }
 
   TEST_CASE("CSV traces: chosen columns, sizes for byte-limited tiers, errors with the line") {
@@ -213,6 +230,13 @@ TEST_SUITE("simulate") {
     CHECK(r.configurations[0].tiers[0].hits == 0);
     CHECK(r.configurations[0].tiers[0].bytes == 600);
     CHECK(r.configurations[0].tiers[0].evictions == 4);
+
+    // A column the trace uses, named twice in the header: refused, not the first taken.
+    SimulateConfig twice = c;
+    twice.trace_path = dir.write("twice.csv", "time,obj_id,bytes,obj_id\n1,a,600,b\n");
+    CHECK_THROWS_WITH(run_simulate(twice),
+                      doctest::Contains("twice.csv:1: the header 'time,obj_id,bytes,obj_id' has "
+                                        "two columns named 'obj_id' (columns 2 and 4): rename one"));
 
     c.trace_path = dir.write("bad.csv", "time,obj_id,bytes\n1,a,600\n2,b,lots\n");
     CHECK_THROWS_WITH(run_simulate(c),
