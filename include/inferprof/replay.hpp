@@ -48,10 +48,15 @@ struct RunOutcome {
   RunSummary summary;
   std::vector<std::string> files;                             // report files written
   std::vector<std::pair<std::string, std::uint64_t>> folded;  // the flame graph's stacks (µs)
+  // Set when the replay completed but its report files could not be written
+  // (a full disk): none was, and the summary still holds every figure.
+  std::string reports_error;
 };
 
 // Loads the model, warms up, replays, aggregates and (with out_dir) writes the
-// reports. Throws Error; on any error no report file is left behind.
+// reports. Throws Error; on any error no report file is left behind. A
+// completed replay whose reports cannot be written returns its summary with
+// reports_error set, so that the measurements are not lost.
 // A first SIGINT/SIGTERM (lifecycle.hpp) stops releasing requests: the ones in
 // flight finish and the outcome covers what completed, with
 // info.interrupted_by set; interrupted before any request completed, it throws

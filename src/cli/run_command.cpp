@@ -11,6 +11,7 @@
 #include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/replicas.hpp"
 #include "replay/replica_handshake.hpp"
 #include "report/format.hpp"
@@ -192,6 +193,12 @@ Runner add_run_command(CLI::App& app) {
     const RunSummary& s = outcome.summary;
     std::fputs(report::render(args->format, s, "a run").c_str(), stdout);
     print_files(outcome.files, config.output.out_dir, args->format == report::Format::table, {{"", &s}});
+    if (!outcome.reports_error.empty()) {
+      // The table above is the run's; only the files are missing.
+      std::fprintf(stderr, "inferprof: error: %s: no report was written to %s (the output above holds the figures)\n",
+                   outcome.reports_error.c_str(), printable(config.output.out_dir).c_str());
+      return static_cast<int>(ExitCode::runtime);
+    }
     if (s.verify.mismatches > 0) {
       std::fprintf(stderr, "inferprof: verification failed: %llu cached results differ from recomputed ones\n",
                    static_cast<unsigned long long>(s.verify.mismatches));

@@ -418,7 +418,13 @@ RunOutcome run_replay(const RunConfig& config) {
   detail::dump_model_io(config, pipeline);
 
   // ---- Commit ----
-  detail::commit_run(*collector, outcome, config.output.out_dir);
+  try {
+    detail::commit_run(*collector, outcome, config.output.out_dir);
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::runtime) throw;
+    outcome.files.clear();  // the commit writes all of them or none
+    outcome.reports_error = e.what();
+  }
   return outcome;
 }
 

@@ -131,6 +131,22 @@ TEST_SUITE("e2e run") {
     CHECK(tids == std::set<std::int64_t>{1});
   }
 
+  TEST_CASE("reports that cannot be written (a full disk): the table is still printed, exit 3, no report file") {
+    auto& f = fixture();
+    TempDir out;
+    // File size limited to 16 blocks and SIGXFSZ ignored: writes past the limit fail with EFBIG, as on a
+    // full disk. The table fits under the limit; requests.csv and trace.json of 300 requests do not.
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("r"), "--no-progress"},
+                     "trap '' XFSZ; ulimit -f 16;");
+    CHECK_MESSAGE(r.code == 3, r.err);
+    CHECK(r.out.find("total") != std::string::npos);  // the stage table with its figures
+    CHECK(r.out.find("reports written") == std::string::npos);
+    CHECK_MESSAGE(r.err.find("inferprof: error: cannot write '") == 0, r.err);
+    CHECK(r.err.find("no report was written to " + out.file("r") + " (the output above holds the figures)") !=
+          std::string::npos);
+    check_no_reports(out.path() / "r");
+  }
+
   TEST_CASE("--format prints the summary as json, csv or markdown") {
     auto& f = fixture();
     auto json = run_cli({"run", f.model, "--trace", f.trace, "--format", "json", "--limit", "20"});
