@@ -109,6 +109,13 @@ void check_replay_config(const RunConfig& config) {
     throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.replay.threads, kMaxThreads));
   if (!(config.caches.verify_fraction >= 0 && config.caches.verify_fraction <= 1))
     throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.caches.verify_fraction));
+  const int warmup = config.replay.warmup >= 0 ? config.replay.warmup : config.profile.model.warmup;
+  if (!config.replay.warmup_from.empty() && warmup == 0)
+    throw bad_input(
+        fmt::format("--warmup-from {} picks the warm-up request, but there is no warm-up ({}): give "
+                    "--warmup N, or drop --warmup-from",
+                    printable(config.replay.warmup_from),
+                    config.replay.warmup == 0 ? "--warmup 0" : "the profile's [model] warmup is 0"));
 }
 
 RunInfo describe_replay(const RunConfig& config) {

@@ -147,6 +147,16 @@ TEST_SUITE("e2e run") {
     check_no_reports(out.path() / "r");
   }
 
+  TEST_CASE("--warmup-from without a warm-up (--warmup 0) is one line, exit 2") {
+    auto& f = fixture();
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--warmup", "0", "--warmup-from", "k1", "--no-progress"});
+    CHECK(r.code == 2);
+    CHECK(r.err ==
+          "inferprof: error: --warmup-from k1 picks the warm-up request, but there is no warm-up (--warmup "
+          "0): give --warmup N, or drop --warmup-from\n");
+    CHECK(r.out.empty());
+  }
+
   TEST_CASE("--format prints the summary as json, csv or markdown") {
     auto& f = fixture();
     auto json = run_cli({"run", f.model, "--trace", f.trace, "--format", "json", "--limit", "20"});
