@@ -82,10 +82,12 @@ struct IndexLockHolder {
   }
 };
 
-// Whether process `pid` has `path` open: a store command waiting for the lock
-// has opened the lock file.
+// Whether process `pid` runs the binary and has `path` open: a store command
+// waiting for the lock has opened the lock file. (Between fork and exec the
+// child still holds this process's descriptors, the lock's among them.)
 bool has_open(pid_t pid, const fs::path& path) {
   std::error_code ec;
+  if (fs::read_symlink(fmt::format("/proc/{}/exe", pid), ec) != fs::canonical(INFERPROF_BINARY)) return false;
   for (fs::directory_iterator it(fmt::format("/proc/{}/fd", pid), ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code link;
     if (fs::read_symlink(it->path(), link) == path) return true;
