@@ -1,7 +1,7 @@
 #pragma once
 // Runs the built inferprof binary as a user would and captures what it says.
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <simdjson.h>
 #include <sys/prctl.h>
@@ -132,7 +132,7 @@ struct Background {
 };
 
 inline std::unique_ptr<Background> start(const std::vector<std::string>& args, const TempDir& io,
-                                  const std::string& name = "bg") {
+                                         const std::string& name = "bg") {
   auto bg = std::make_unique<Background>();
   bg->out = io.file(name + ".out");
   bg->err = io.file(name + ".err");

@@ -100,7 +100,7 @@ bool has_open(pid_t pid, const fs::path& path) {
 // by a symbolic link to `outside`, then the lock is released: the swap lands
 // between any check the command made and what it does under the lock.
 CliResult swap_model_folder_under_lock(const TempDir& dir, const std::string& root, const std::string& outside,
-                                        const std::vector<std::string>& args) {
+                                       const std::vector<std::string>& args) {
   IndexLockHolder lock(root);
   std::unique_ptr<Background> bg = start(args, dir, "swap");
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -399,8 +399,10 @@ TEST_SUITE("e2e hardening") {
     for (const char* name :
          {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
       files.push_back(out + "/" + name);
+    // The probe that checks the folder is writable had a predictable name too.
+    const std::string probe = "ln -s " + shell_quote(victim) + " " + shell_quote(out + "/.inferprof-probe") + ".$$; ";
     auto r = run_cli({"run", model().model, "--trace", model().trace, "--out", out, "--no-progress"},
-                     at_old_temp_names(files, "ln -s " + shell_quote(victim)));
+                     probe + at_old_temp_names(files, "ln -s " + shell_quote(victim)));
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(slurp(victim) == "victim");
     for (const std::string& f : files)
@@ -418,7 +420,9 @@ TEST_SUITE("e2e hardening") {
     const std::string sha(std::string_view(parser.parse(put.out)["sha256"]));
     std::uint64_t claim = 0;
     std::string env;
-    SUBCASE("2^62 bytes") { claim = std::uint64_t{1} << 62; }
+    SUBCASE("2^62 bytes") {
+      claim = std::uint64_t{1} << 62;
+    }
     // Under 3 GB of address space (enough for libtorch): 4 GB zero-filled
     // before the chunks are looked at would fail. ASan cannot start there.
     if (!kSanitized) {
@@ -428,8 +432,8 @@ TEST_SUITE("e2e hardening") {
       }
     }
     REQUIRE(redis.set(redis_key("m@v1", "manifest"), forged_manifest(claim, sha)) == "+OK");
-    const std::vector<std::string> args = {"run",         "m@v1",       "--store", root, "--store-redis",
-                                           redis.url(),   "--trace",    model().trace, "--no-progress"};
+    const std::vector<std::string> args = {"run",       "m@v1",    "--store",     root,           "--store-redis",
+                                           redis.url(), "--trace", model().trace, "--no-progress"};
     auto r = run_cli(args, env);
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("(m@v1 from the store's remote tier)") != std::string::npos);

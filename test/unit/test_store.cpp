@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "http_server.hpp"
-#include "model_manifest.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
+#include "model_manifest.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
 #include "test_util.hpp"
@@ -329,8 +329,12 @@ TEST_SUITE("store") {
     StoreOptions o = options(dir.str(), redis.url());
     { ModelStore(o).fetch(ref("m@v1")); }  // a real manifest and chunk 0
     std::uint64_t claim = 0;
-    SUBCASE("2^62 bytes") { claim = std::uint64_t{1} << 62; }
-    SUBCASE("1.5e9 bytes") { claim = 1'500'000'000; }
+    SUBCASE("2^62 bytes") {
+      claim = std::uint64_t{1} << 62;
+    }
+    SUBCASE("1.5e9 bytes") {
+      claim = 1'500'000'000;
+    }
     REQUIRE(redis.set(redis_key("m@v1", "manifest"), inferprof::testing::forged_manifest(claim, sha256_hex(model))) ==
             "+OK");
     ModelStore store(o);
