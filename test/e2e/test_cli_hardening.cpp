@@ -6,9 +6,11 @@
 #include <simdjson.h>
 #include <sys/file.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <set>
+#include <thread>
 
 #include "cli_harness.hpp"
 #include "model_manifest.hpp"
@@ -463,5 +465,27 @@ TEST_SUITE("e2e hardening") {
     CHECK(put.code == 0);
     warned(put);
     CHECK(index_models(root) == std::set<std::string>{"m@v2", "m@v3"});
+  }
+
+  TEST_CASE("--replicas is bounded by the cores and ulimit -u, before any replica starts") {
+    TempDir dir;
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::vector<std::string> run = {"run", model().model, "--trace", model().trace, "--out", dir.file("out")};
+    auto with = [&](const std::string& n) {
+      std::vector<std::string> args = run;
+      args.insert(args.end(), {"--replicas", n});
+      return args;
+    };
+    SUBCASE("more than 8 per core") {
+      check_error(run_cli(with("100000")), 2,
+                  fmt::format("--replicas 100000: at most {} on this machine (8 per core, {} core{})", 8 * cores, cores,
+                              cores == 1 ? "" : "s"));
+    }
+    // Every thread of every replica counts against ulimit -u: 64 is 4 replicas of 16 threads.
+    SUBCASE("ulimit -u") {
+      check_error(run_cli(with("5"), "prlimit --nproc=64 --"), 2,
+                  "--replicas 5: at most 4 on this machine (ulimit -u 64 allows 4 processes of 16 threads)");
+    }
+    CHECK(dir_is_empty_or_missing(dir.file("out")));
   }
 }
