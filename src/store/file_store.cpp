@@ -238,10 +238,11 @@ class FileStore final : public RemoteStore {
   }
 
   // The root folder (a link to it is the user's choice, and followed); an
-  // empty Fd when it does not exist.
+  // empty Fd when there is no such folder (`rm` then finds no model, and
+  // no_model says why).
   Fd open_root() const {
     Fd fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd && errno != ENOENT)
+    if (!fd && errno != ENOENT && errno != ENOTDIR)
       throw runtime_failure(fmt::format("{}: cannot open {}: {}", url_, root_.string(), std::strerror(errno)));
     return fd;
   }
