@@ -90,7 +90,8 @@ class PrivateFolder {
 int sweep_stale_folders(const std::string& dir, const std::string& prefix);
 
 // Report files written under a temporary name in `dir` by this process
-// (".NAME.tmp.PID" and ".NAME.tmp.PID.N"): removed by a Cleanup action.
+// (".NAME.tmp.PID.RANDOM", report::TempFile's; also ".NAME.tmp.PID"):
+// removed by a Cleanup action.
 void remove_own_temp_files(const std::string& dir) noexcept;
 
 // For tests: what the first signal does (without a signal), what a second one

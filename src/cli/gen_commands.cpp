@@ -18,6 +18,7 @@
 #include "inferprof/inspect.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/printable.hpp"
+#include "inferprof/report.hpp"
 #include "inferprof/trace.hpp"
 
 namespace inferprof::cli {
@@ -110,19 +111,11 @@ Runner add_gen_images_command(CLI::App& app) {
     std::error_code ec;
     fs::create_directories(opts->out_dir, ec);
     if (ec) throw bad_input(fmt::format("--out '{}': cannot create it ({})", opts->out_dir, ec.message()));
-    // Written beside their final name and renamed: a failure leaves no half file.
+    // The one atomic writer: a failure leaves no half file, and its
+    // temporary name is never a file or link put there by someone else.
     auto write = [&](const std::string& name, const std::string& bytes) {
       const fs::path final_path = fs::path(opts->out_dir) / name;
-      const fs::path tmp = final_path.string() + ".tmp";
-      {
-        std::ofstream out(tmp, std::ios::binary);
-        if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !out.flush()) {
-          fs::remove(tmp, ec);
-          throw runtime_failure(fmt::format("cannot write '{}'", tmp.string()));
-        }
-      }
-      fs::rename(tmp, final_path, ec);
-      if (ec) throw runtime_failure(fmt::format("cannot write '{}': {}", final_path.string(), ec.message()));
+      write_file_atomic(opts->out_dir, name, bytes);
       std::fprintf(stdout, "wrote %s (%zu bytes)\n", final_path.string().c_str(), bytes.size());
     };
     std::uint64_t seed = opts->seed;

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
 #include <system_error>
@@ -49,20 +51,22 @@ void write_file(const std::string& path, std::string_view header, std::string_vi
   f.rename_into_place();
 }
 
-// One folder of a dump, built under DIR/.dump.tmp.PID and moved into DIR at the end.
+// A new folder DIR/.dump.tmp.PID.XXXXXX (mkdtemp: a name nobody could have
+// put a folder or link at first).
+std::string make_staging(const std::string& dir) {
+  std::string path = report::join_path(dir, fmt::format(".dump.tmp.{}.XXXXXX", ::getpid()));
+  if (::mkdtemp(path.data()) == nullptr) throw report::write_error(path, errno);
+  return path;
+}
+
+// One folder of a dump, built under a staging folder and moved into DIR at the end.
 class Dump {
  public:
   explicit Dump(std::string dir)
-      : dir_(std::move(dir)),
-        staging_(report::join_path(dir_, fmt::format(".dump.tmp.{}", ::getpid()))),
-        on_signal_([s = staging_] {
+      : dir_(std::move(dir)), staging_(make_staging(dir_)), on_signal_([s = staging_] {
           std::error_code ec;
           fs::remove_all(s, ec);
         }) {
-    std::error_code ec;
-    fs::remove_all(staging_, ec);
-    fs::create_directory(staging_, ec);
-    if (ec) throw report::write_error(staging_, ec.value());
     fmt::format_to(std::back_inserter(index_), "folder,key,request_id,line,input,files\n");
   }
   ~Dump() {

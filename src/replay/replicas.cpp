@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,28 @@ namespace inferprof {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A replica is a whole process with libtorch's thread pools: past a few per
+// core they only queue for the CPU, and RLIMIT_NPROC (ulimit -u) counts every
+// thread of every one. Unbounded, --replicas 100000 forks until the machine
+// gives out.
+constexpr int kReplicasPerCore = 8;
+constexpr int kThreadsPerReplica = 16;  // workers, libtorch's pools, the store's and Redis's
+
+// Throws Error(bad_input) when `replicas` is more than this machine can run.
+void check_replica_limit(int replicas) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int limit = kReplicasPerCore * cores;
+  std::string why = fmt::format("{} per core, {} core{}", kReplicasPerCore, cores, cores == 1 ? "" : "s");
+  rlimit nproc{};
+  if (::getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY &&
+      nproc.rlim_cur / kThreadsPerReplica < static_cast<rlim_t>(limit)) {
+    limit = std::max(1, static_cast<int>(nproc.rlim_cur / kThreadsPerReplica));
+    why = fmt::format("ulimit -u {} allows {} processes of {} threads", nproc.rlim_cur, limit, kThreadsPerReplica);
+  }
+  if (replicas > limit)
+    throw bad_input(fmt::format("--replicas {}: at most {} on this machine ({})", replicas, limit, why));
+}
 
 // How long a replica may take to load, warm up and subscribe.
 constexpr int kReadyTimeoutMs = 300'000;
@@ -102,6 +125,7 @@ void read_summary(const std::string& path, ReplicaResult& r) {
 
 ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
+  check_replica_limit(launch.replicas);
   ensure_output_dir(launch.out_dir);
 
   // The shared tiers start empty and keep nothing of the run afterwards; the

@@ -4,11 +4,13 @@
 #include "report/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "report/text.hpp"
@@ -16,26 +18,57 @@
 namespace inferprof {
 namespace report {
 
-std::string temp_path_for(const std::string& dir, const std::string& name, bool unique) {
-  static std::atomic<unsigned> counter{0};
-  if (!unique) return join_path(dir, fmt::format(".{}.tmp.{}", name, ::getpid()));
-  return join_path(dir, fmt::format(".{}.tmp.{}.{}", name, ::getpid(), counter.fetch_add(1)));
+namespace {
+
+// 64 bits from the kernel's generator. Before it is seeded (early boot) the
+// clock and a counter still differ per call; O_EXCL keeps that safe.
+std::uint64_t random_suffix() {
+  std::uint64_t v = 0;
+  if (::getrandom(&v, sizeof v, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof v)) return v;
+  static std::atomic<std::uint64_t> counter{0};
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return static_cast<std::uint64_t>(now) * 0x9E3779B97F4A7C15ull + counter.fetch_add(1);
 }
+
+}  // namespace
 
 Error write_error(const std::string& path, int err) {
   return Error(ExitCode::runtime, fmt::format("cannot write '{}': {}", path, std::strerror(err)));
 }
 
+std::string TempFile::join(const std::string& name) const {
+  return join_path(dir_, name);
+}
+std::string TempFile::at(const std::string& name) const {
+  return dir_fd_ == AT_FDCWD ? join(name) : name;
+}
+
 void TempFile::open(const std::string& dir, const std::string& name) {
+  open_at(AT_FDCWD, dir, name);
+}
+
+void TempFile::open_at(int dir_fd, const std::string& dir, const std::string& name) {
   remove();
-  final_ = join_path(dir, name);
-  temp_ = temp_path_for(dir, name, true);
+  dir_fd_ = dir_fd;
+  dir_ = dir;
+  name_ = name;
   errno_ = 0;
-  file_ = std::fopen(temp_.c_str(), "wb");
+  int fd = -1;
+  // A name taken already (EEXIST) is someone else's: another random one.
+  for (int attempt = 0; fd < 0 && attempt < 8; ++attempt) {
+    temp_name_ = fmt::format(".{}.tmp.{}.{:016x}", name, ::getpid(), random_suffix());
+    fd = ::openat(dir_fd_, at(temp_name_).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd >= 0) file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
     const int err = errno;
-    temp_.clear();
-    throw write_error(final_, err);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlinkat(dir_fd_, at(temp_name_).c_str(), 0);
+    }
+    temp_name_.clear();
+    throw write_error(final_path(), err);
   }
   buffer_.resize(1 << 20);
   std::setvbuf(file_, buffer_.data(), _IOFBF, buffer_.size());
@@ -61,24 +94,25 @@ void TempFile::close() noexcept {
 
 void TempFile::remove() noexcept {
   close();
-  if (!temp_.empty()) std::remove(temp_.c_str());
-  temp_.clear();
+  if (!temp_name_.empty()) ::unlinkat(dir_fd_, at(temp_name_).c_str(), 0);
+  temp_name_.clear();
 }
 
 void TempFile::rename_into_place() {
   close();
-  if (errno_ != 0) throw write_error(final_, errno_);
+  if (errno_ != 0) throw write_error(final_path(), errno_);
   // fsync before the rename: after a crash the final name holds the old file
   // or the whole new one, never a renamed file whose data never reached disk.
   // Through a new descriptor, as the file may have been reopened since close().
-  const int fd = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw write_error(final_, errno);
+  const int fd = ::openat(dir_fd_, at(temp_name_).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) throw write_error(final_path(), errno);
   const int synced = ::fsync(fd);
   const int err = errno;
   ::close(fd);
-  if (synced != 0) throw write_error(final_, err);
-  if (std::rename(temp_.c_str(), final_.c_str()) != 0) throw write_error(final_, errno);
-  temp_.clear();
+  if (synced != 0) throw write_error(final_path(), err);
+  if (::renameat(dir_fd_, at(temp_name_).c_str(), dir_fd_, at(name_).c_str()) != 0)
+    throw write_error(final_path(), errno);
+  temp_name_.clear();
 }
 
 namespace {
@@ -110,11 +144,16 @@ int make_directories(const std::string& dir) {
 }  // namespace
 }  // namespace report
 
-void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content) {
-  report::TempFile file;
-  file.open(dir, name);
+void report::write_file_atomic_at(int dir_fd, const std::string& dir, const std::string& name,
+                                  std::string_view content) {
+  TempFile file;
+  file.open_at(dir_fd, dir, name);
   file.write(content);
   file.rename_into_place();  // removes the temporary file (destructor) if it throws
+}
+
+void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content) {
+  report::write_file_atomic_at(AT_FDCWD, dir, name, content);
 }
 
 void ensure_output_dir(const std::string& dir) {
@@ -127,8 +166,11 @@ void ensure_output_dir(const std::string& dir) {
   }
   // Creating the folder proves little (it may exist read-only); a probe file
   // shows that the reports can be written before any work is done.
-  const std::string probe = report::join_path(dir, fmt::format(".inferprof-probe.{}", ::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // Created new under an unguessable name, as TempFile's are: a symbolic link
+  // planted at the probe's name would otherwise truncate its target.
+  const std::string probe =
+      report::join_path(dir, fmt::format(".inferprof-probe.{}.{:016x}", ::getpid(), report::random_suffix()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw report::cannot_use_dir(dir, std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());

@@ -1,6 +1,7 @@
 // The file store: ROOT/name/version/model.pt + meta.json, and ROOT/index.json
 // for listing over HTTP. Writes go through a temp file and a rename, the
 // metadata after the model, so a reader sees a version whole or not at all.
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
@@ -12,9 +13,11 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "inferprof/error.hpp"
-#include "inferprof/report.hpp"
+#include "inferprof/printable.hpp"
+#include "report/atomic_file.hpp"
 #include "store/store_detail.hpp"
 
 namespace fs = std::filesystem;
@@ -25,19 +28,32 @@ namespace {
 // Metadata files are a few hundred bytes; more is not one of ours.
 constexpr std::uint64_t kMaxMetaBytes = 1 << 20;
 
+// A file descriptor, closed when it goes; -1 for none.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&&) = delete;
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
 // nullopt when the file does not exist; throws Error(runtime) on other
 // failures. Reads at most `max_bytes`, and only a regular file: a FIFO or a
 // device in the store would otherwise be read without end.
 std::optional<std::string> read_file(const fs::path& p, std::uint64_t max_bytes) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const Fd file(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const int fd = file.get();
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
     throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
@@ -57,17 +73,59 @@ std::optional<std::string> read_file(const fs::path& p, std::uint64_t max_bytes)
 }
 
 // The store's own folders are never symbolic links: `rm` would delete, and
-// `put` write, wherever one points.
-void refuse_symlinks(const std::string& url, const fs::path& root, const ModelRef& ref) {
-  for (const fs::path& p : {root / ref.name, root / ref.name / ref.version}) {
-    std::error_code ec;
-    const fs::file_status st = fs::symlink_status(p, ec);
-    if (fs::is_symlink(st))
+// `put` write, wherever one points. Each is opened relative to its parent's
+// descriptor without following a link (O_NOFOLLOW), and the work done relative
+// to it: a folder swapped for a link after it was opened redirects nothing.
+// An empty Fd when `name` does not exist.
+Fd open_folder(const std::string& url, int parent, const std::string& name, const fs::path& shown) {
+  const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) return Fd(fd);
+  const int err = errno;
+  if (err == ENOENT) return Fd();
+  struct stat st {};
+  if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode))
       throw bad_input(fmt::format("{}: {} is a symbolic link; a store's model and version folders must be real folders",
-                                  url, p.string()));
-    if (fs::exists(st) && !fs::is_directory(st))
-      throw bad_input(fmt::format("{}: {} is not a folder", url, p.string()));
-    if (!fs::exists(st)) break;
+                                  url, shown.string()));
+    if (!S_ISDIR(st.st_mode)) throw bad_input(fmt::format("{}: {} is not a folder", url, shown.string()));
+  }
+  throw runtime_failure(fmt::format("{}: cannot open {}: {}", url, shown.string(), std::strerror(err)));
+}
+
+// open_folder, creating the folder first when it is missing.
+Fd make_folder(const std::string& url, int parent, const std::string& name, const fs::path& shown) {
+  if (::mkdirat(parent, name.c_str(), 0777) != 0 && errno != EEXIST)
+    throw runtime_failure(fmt::format("{}: cannot create {}: {}", url, shown.string(), std::strerror(errno)));
+  Fd fd = open_folder(url, parent, name, shown);
+  if (!fd) throw runtime_failure(fmt::format("{}: cannot create {}: it went as it was made", url, shown.string()));
+  return fd;
+}
+
+// Whether the folder open as `dir` holds an entry `name` (a link is not followed).
+bool has_entry(int dir, const char* name) {
+  struct stat st {};
+  return ::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// Empties the folder open as `dir`, its sub-folders too; a symbolic link in it
+// is removed, never followed.
+void remove_contents(const std::string& url, int dir, const fs::path& shown) {
+  std::vector<std::string> names;
+  if (DIR* d = ::fdopendir(::dup(dir))) {  // fdopendir owns (and closedir closes) the copy
+    ::rewinddir(d);
+    while (const dirent* e = ::readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  for (const std::string& name : names) {
+    if (::unlinkat(dir, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+    int err = errno;
+    if (err == EISDIR) {
+      if (Fd sub = open_folder(url, dir, name, shown / name)) remove_contents(url, sub.get(), shown / name);
+      if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) == 0) continue;
+      err = errno;
+    }
+    throw runtime_failure(fmt::format("{}: cannot remove {}: {}", url, (shown / name).string(), std::strerror(err)));
   }
 }
 
@@ -78,9 +136,9 @@ void refuse_symlinks(const std::string& url, const fs::path& root, const ModelRe
 // per open file): take it once per operation.
 class IndexLock {
  public:
-  IndexLock(const std::string& url, const fs::path& root) {
+  IndexLock(const std::string& url, int root_fd, const fs::path& root) {
     const fs::path p = root / ".index.lock";
-    fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    fd_ = ::openat(root_fd, ".index.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ < 0) throw runtime_failure(fmt::format("{}: cannot open {}: {}", url, p.string(), std::strerror(errno)));
     while (::flock(fd_, LOCK_EX) != 0) {
       if (errno == EINTR) continue;
@@ -122,64 +180,54 @@ class FileStore final : public RemoteStore {
     throw no_model(*this, r);
   }
 
-  std::vector<ModelMeta> list() override {
-    std::error_code ec;
-    if (!fs::is_directory(root_, ec)) throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
-    std::vector<ModelMeta> out;
-    for (const fs::directory_entry& name : fs::directory_iterator(root_)) {
-      if (!name.is_directory()) continue;
-      for (const fs::directory_entry& version : fs::directory_iterator(name.path())) {
-        if (!version.is_directory()) continue;
-        fs::path p = version.path() / "meta.json";
-        // No meta.json: a put under way or interrupted, not a version yet.
-        if (std::optional<std::string> text = read_file(p, kMaxMetaBytes))
-          out.push_back(parse_meta_json(*text, p.string()));
-      }
-    }
-    sort_metas(out);
-    return out;
-  }
+  std::vector<ModelMeta> list() override { return scan(false); }
 
   void put(const ModelRef& ref, std::string_view bytes) override {
     if (ref.version.empty())
       throw bad_input(fmt::format("{}: put needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
     if (bytes.empty()) throw bad_input(fmt::format("{}: {}: the model is empty (0 bytes)", url_, ref.str()));
-    refuse_symlinks(url_, root_, ref);
     std::error_code ec;
     fs::create_directories(root_, ec);  // the lock file lives in it
-    IndexLock lock(url_, root_);
-    fs::path dir = root_ / ref.name / ref.version;
-    if (fs::exists(dir / "meta.json"))
+    const Fd root = open_root();
+    if (!root) throw runtime_failure(fmt::format("{}: cannot create {}: {}", url_, root_.string(), ec.message()));
+    IndexLock lock(url_, root.get(), root_);
+    // Opened under the lock, without following links: the folder checked is the one written to.
+    const fs::path dir = root_ / ref.name / ref.version;
+    const Fd name_dir = make_folder(url_, root.get(), ref.name, root_ / ref.name);
+    const Fd version_dir = make_folder(url_, name_dir.get(), ref.version, dir);
+    if (has_entry(version_dir.get(), "meta.json"))
       throw bad_input(fmt::format(
           "{}: {} exists already (a version is immutable: put a new version, or rm this one first)", url_, ref.str()));
-    fs::create_directories(dir, ec);
-    if (ec) throw runtime_failure(fmt::format("{}: cannot create {}: {}", url_, dir.string(), ec.message()));
     ModelMeta m;
     m.name = ref.name;
     m.version = ref.version;
     m.size = bytes.size();
     m.sha256 = sha256_hex(bytes);
     m.created = utc_now_iso();
-    write_file_atomic(dir.string(), "model.pt", std::string(bytes));
-    write_file_atomic(dir.string(), "meta.json", meta_json(m));
-    write_index();
+    report::write_file_atomic_at(version_dir.get(), dir.string(), "model.pt", bytes);
+    report::write_file_atomic_at(version_dir.get(), dir.string(), "meta.json", meta_json(m));
+    write_index(root.get());
   }
 
   bool remove(const ModelRef& ref) override {
     if (ref.version.empty())
       throw bad_input(fmt::format("{}: rm needs NAME@VERSION, got '{}' (no version)", url_, ref.name));
-    refuse_symlinks(url_, root_, ref);
-    fs::path dir = root_ / ref.name / ref.version;
-    if (!fs::exists(dir / "meta.json")) return false;
-    IndexLock lock(url_, root_);
-    if (!fs::exists(dir / "meta.json")) return false;  // another rm got there first
+    const Fd root = open_root();
+    if (!root) return false;
+    IndexLock lock(url_, root.get(), root_);
+    const fs::path dir = root_ / ref.name / ref.version;
+    const Fd name_dir = open_folder(url_, root.get(), ref.name, root_ / ref.name);
+    if (!name_dir) return false;
+    const Fd version_dir = open_folder(url_, name_dir.get(), ref.version, dir);
+    if (!version_dir || !has_entry(version_dir.get(), "meta.json")) return false;  // or another rm got there first
     // The metadata first: from then on readers see no version, not a broken one.
-    std::error_code ec;
-    fs::remove(dir / "meta.json", ec);
-    if (!ec) fs::remove_all(dir, ec);
-    if (ec) throw runtime_failure(fmt::format("{}: cannot remove {}: {}", url_, dir.string(), ec.message()));
-    if (fs::is_empty(root_ / ref.name, ec)) fs::remove(root_ / ref.name, ec);
-    write_index();
+    if (::unlinkat(version_dir.get(), "meta.json", 0) != 0)
+      throw runtime_failure(fmt::format("{}: cannot remove {}: {}", url_, dir.string(), std::strerror(errno)));
+    remove_contents(url_, version_dir.get(), dir);
+    if (::unlinkat(name_dir.get(), ref.version.c_str(), AT_REMOVEDIR) != 0)
+      throw runtime_failure(fmt::format("{}: cannot remove {}: {}", url_, dir.string(), std::strerror(errno)));
+    ::unlinkat(root.get(), ref.name.c_str(), AT_REMOVEDIR);  // fails, as it should, while other versions remain
+    write_index(root.get());
     return true;
   }
 
@@ -188,8 +236,48 @@ class FileStore final : public RemoteStore {
     if (!ref.version.empty()) return ref;
     return ModelRef{ref.name, newest_version(*this, ref.name)};
   }
+
+  // The root folder (a link to it is the user's choice, and followed); an
+  // empty Fd when there is no such folder (`rm` then finds no model, and
+  // no_model says why).
+  Fd open_root() const {
+    Fd fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd && errno != ENOENT && errno != ENOTDIR)
+      throw runtime_failure(fmt::format("{}: cannot open {}: {}", url_, root_.string(), std::strerror(errno)));
+    return fd;
+  }
+
+  // Every version with a meta.json (without one: a put under way or
+  // interrupted, not a version yet). A meta.json that cannot be read or
+  // parsed is an error, or with `skip_bad` a warning naming it and left out:
+  // rebuilding index.json after a put's or rm's work is done keeps the rest
+  // true to the folders rather than failing with the work half-reported.
+  std::vector<ModelMeta> scan(bool skip_bad) {
+    std::error_code ec;
+    if (!fs::is_directory(root_, ec)) throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
+    std::vector<ModelMeta> out;
+    for (const fs::directory_entry& name : fs::directory_iterator(root_)) {
+      if (!name.is_directory()) continue;
+      for (const fs::directory_entry& version : fs::directory_iterator(name.path())) {
+        if (!version.is_directory()) continue;
+        const fs::path p = version.path() / "meta.json";
+        try {
+          if (std::optional<std::string> text = read_file(p, kMaxMetaBytes))
+            out.push_back(parse_meta_json(*text, p.string()));
+        } catch (const Error& e) {
+          if (!skip_bad) throw;
+          fmt::print(stderr, "inferprof: warning: {} (left out of index.json)\n", printable(e.what()));
+        }
+      }
+    }
+    sort_metas(out);
+    return out;
+  }
+
   // The caller holds the IndexLock.
-  void write_index() { write_file_atomic(root_.string(), "index.json", index_json(list())); }
+  void write_index(int root_fd) {
+    report::write_file_atomic_at(root_fd, root_.string(), "index.json", index_json(scan(true)));
+  }
 
   std::string url_;
   fs::path root_;

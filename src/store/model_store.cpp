@@ -5,8 +5,9 @@
 // (sha256) and compared with the remote's meta.json before it is returned or
 // cached; the memory tier holds only bytes that passed, so a memory hit is
 // not hashed again. A Redis copy that fails (a chunk checksum, or the sha256)
-// is counted as corrupt and the remote serves instead; remote bytes that fail
-// are an error and nothing is cached.
+// is counted as corrupt and the remote serves instead, as is a manifest whose
+// size is not the metadata's (checked before anything is allocated); remote
+// bytes that fail are an error and nothing is cached.
 //
 // Concurrency: one mutex guards the memory tier, the counters and a map of
 // loads in flight. The first fetch of a missing model loads it outside the
@@ -69,7 +70,7 @@ struct ModelStore::Impl {
     if (redis) {
       auto bytes = std::make_shared<std::string>();
       std::string why;
-      auto outcome = redis->get(name, bytes.get(), &why);
+      auto outcome = redis->get(name, meta.size, bytes.get(), &why);
       Nanos t1 = now_ns();
       if (outcome == store_detail::RedisModelTier::Outcome::hit) {
         bool ok = bytes->size() == meta.size && sha256_hex(*bytes) == meta.sha256;

@@ -91,8 +91,8 @@ std::optional<Manifest> decode(std::string_view b, std::string* why) {
     *why = "manifest checksum mismatch";
     return std::nullopt;
   }
-  std::uint64_t expected = m.chunk_bytes == 0 ? 0 : (m.size + m.chunk_bytes - 1) / m.chunk_bytes;
-  if (m.chunk_bytes == 0 || expected != n) {
+  // Rounded up without size + chunk_bytes - 1, which a forged size overflows.
+  if (m.chunk_bytes == 0 || m.size / m.chunk_bytes + (m.size % m.chunk_bytes != 0 ? 1 : 0) != n) {
     *why = "manifest chunk count does not match the model size";
     return std::nullopt;
   }
@@ -125,12 +125,19 @@ RedisModelTier::RedisModelTier(const std::string& url, const std::string& name_s
         fmt::format("model store: zstd level {} is outside {}..{}", zstd_level_, ZSTD_minCLevel(), ZSTD_maxCLevel()));
 }
 
-RedisModelTier::Outcome RedisModelTier::get(const std::string& ref, std::string* bytes, std::string* why) {
+RedisModelTier::Outcome RedisModelTier::get(const std::string& ref, std::uint64_t expected_size, std::string* bytes,
+                                            std::string* why) {
   try {
     std::optional<std::string> raw = backend_->get(manifest_key(ref));
     if (!raw || raw->empty()) return Outcome::miss;  // empty: evicted
     std::optional<Manifest> m = decode(*raw, why);
     if (!m) return Outcome::corrupt;
+    // Checked before anything of the claimed size is allocated: a manifest
+    // (valid checksum or not) is Redis's word, the remote's metadata the truth.
+    if (m->size != expected_size) {
+      *why = fmt::format("the manifest says {} bytes, the remote's metadata {}", m->size, expected_size);
+      return Outcome::corrupt;
+    }
     bytes->assign(m->size, '\0');
     const std::size_t n = m->chunks.size();
     // One GET at a time, not pipelined: Redis buffers every reply of a
@@ -168,6 +175,10 @@ RedisModelTier::Outcome RedisModelTier::get(const std::string& ref, std::string*
   } catch (const BackendError& e) {
     *why = e.what();
     return Outcome::error;
+  } catch (const std::exception& e) {
+    // Any other failure to put the bytes back together (out of memory): the remote serves.
+    *why = fmt::format("cannot decode: {}", e.what());
+    return Outcome::corrupt;
   }
 }
 

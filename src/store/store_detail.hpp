@@ -44,8 +44,9 @@ class RedisModelTier {
   enum class Outcome { hit, miss, error, corrupt };
   RedisModelTier(const std::string& url, const std::string& name_space, std::uint64_t chunk_bytes, bool zstd,
                  int zstd_level);
-  // `why` says what went wrong for error and corrupt.
-  Outcome get(const std::string& ref, std::string* bytes, std::string* why);
+  // `why` says what went wrong for error and corrupt. A manifest claiming other
+  // than `expected_size` bytes (the remote's metadata) is corrupt.
+  Outcome get(const std::string& ref, std::uint64_t expected_size, std::string* bytes, std::string* why);
   // false (with `why`) when Redis failed.
   bool put(const std::string& ref, std::string_view bytes, const std::string& sha256, std::string* why);
   // Overwrites the manifest and chunks with empty values that expire at once

@@ -1,14 +1,22 @@
 #pragma once
 // Runs the built inferprof binary as a user would and captures what it says.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <simdjson.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "temp_dir.hpp"
@@ -85,6 +93,73 @@ inline void make_model_and_trace(const std::string& model, const std::string& tr
   args.push_back(trace);
   auto t = run_cli(args);
   if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
+}
+
+// A test run in the background of a shell ignores SIGINT, and exec keeps
+// that: the binary gets the signals as a terminal's foreground job would.
+inline void default_signals() {
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// The binary running in the background, its output in files.
+struct Background {
+  pid_t pid = -1;
+  std::string out, err;
+  int code = -1;
+  ~Background() {
+    if (pid > 0 && code < 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  // Exit code (128 + signal when killed); -1 when still running after `limit`.
+  int wait(std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (code < 0 && std::chrono::steady_clock::now() < until) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return code;
+  }
+};
+
+inline std::unique_ptr<Background> start(const std::vector<std::string>& args, const TempDir& io,
+                                         const std::string& name = "bg") {
+  auto bg = std::make_unique<Background>();
+  bg->out = io.file(name + ".out");
+  bg->err = io.file(name + ".err");
+  std::vector<std::string> all = {INFERPROF_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    default_signals();
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(bg->out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(bg->err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  bg->pid = pid;
+  return bg;
 }
 
 }  // namespace inferprof::testing

@@ -2,12 +2,21 @@
 // through the binary: every case is one line on stderr, the right exit code,
 // and nothing left behind.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <simdjson.h>
+#include <sys/file.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <set>
+#include <thread>
 
 #include "cli_harness.hpp"
+#include "model_manifest.hpp"
+#include "redis_server.hpp"
+#include "sanitized.hpp"
+#include "test_util.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
@@ -58,6 +67,79 @@ int count_index_models(const std::string& root) {
   simdjson::dom::array models;
   if (doc["models"].get(models)) return -1;
   return static_cast<int>(models.size());
+}
+
+// Holds ROOT/.index.lock, as a second `store put` would, until release().
+struct IndexLockHolder {
+  int fd = -1;
+  explicit IndexLockHolder(const std::string& root) {
+    fd = ::open((root + "/.index.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);
+  }
+  ~IndexLockHolder() { release(); }
+  void release() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+// Whether process `pid` runs the binary and has `path` open: a store command
+// waiting for the lock has opened the lock file. (Between fork and exec the
+// child still holds this process's descriptors, the lock's among them.)
+bool has_open(pid_t pid, const fs::path& path) {
+  std::error_code ec;
+  if (fs::read_symlink(fmt::format("/proc/{}/exe", pid), ec) != fs::canonical(INFERPROF_BINARY)) return false;
+  for (fs::directory_iterator it(fmt::format("/proc/{}/fd", pid), ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code link;
+    if (fs::read_symlink(it->path(), link) == path) return true;
+  }
+  return false;
+}
+
+// Runs `args` (a store put or rm on ROOT) while this process holds ROOT's
+// index lock; once the command waits for it, ROOT/m is moved away and replaced
+// by a symbolic link to `outside`, then the lock is released: the swap lands
+// between any check the command made and what it does under the lock.
+CliResult swap_model_folder_under_lock(const TempDir& dir, const std::string& root, const std::string& outside,
+                                       const std::vector<std::string>& args) {
+  IndexLockHolder lock(root);
+  std::unique_ptr<Background> bg = start(args, dir, "swap");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!has_open(bg->pid, fs::path(root) / ".index.lock") && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(has_open(bg->pid, fs::path(root) / ".index.lock"));
+  fs::rename(root + "/m", dir.file("m.moved"));
+  fs::create_directory_symlink(outside, root + "/m");
+  lock.release();
+  CliResult r;
+  r.code = bg->wait(std::chrono::seconds(30));  // -1, and killed, if it hangs
+  r.out = slurp(bg->out);
+  r.err = slurp(bg->err);
+  return r;
+}
+
+// A shell prefix for run_cli: at every temporary name the old scheme gave the
+// next process's files, "DIR/.NAME.tmp.PID.N" with N counting from 0, it runs
+// `plant "PATH"`, then execs the binary as that PID. `files` are "DIR/NAME".
+std::string at_old_temp_names(const std::vector<std::string>& files, const std::string& plant) {
+  std::string paths;
+  for (const std::string& f : files) {
+    const fs::path p(f);
+    paths += " " + shell_quote((p.parent_path() / ("." + p.filename().string() + ".tmp")).string());
+  }
+  return "for n in $(seq 0 31); do for p in" + paths + "; do " + plant + " \"$p.$$.$n\"; done; done; exec";
+}
+
+// The models index.json lists, as "name@version".
+std::set<std::string> index_models(const std::string& root) {
+  simdjson::dom::parser parser;
+  std::set<std::string> out;
+  simdjson::dom::element doc;
+  REQUIRE(parser.load(root + "/index.json").get(doc) == simdjson::SUCCESS);
+  for (simdjson::dom::element m : doc["models"].get_array())
+    out.insert(std::string(std::string_view(m["name"])) + "@" + std::string(std::string_view(m["version"])));
+  return out;
 }
 
 }  // namespace
@@ -250,5 +332,160 @@ TEST_SUITE("e2e hardening") {
       auto ls = run_cli({"store", "ls", root, "--format", "csv"});
       CHECK(count_lines(ls.out) == 11);
     }
+  }
+
+  TEST_CASE("store rm: a model folder swapped for a symlink while rm waits for the lock deletes nothing outside") {
+    TempDir dir;
+    const std::string root = dir.file("st"), outside = dir.file("victim");
+    const std::string file = dir.write("m.pt", "model bytes");
+    REQUIRE(run_cli({"store", "put", root, "m@v1", file}).code == 0);
+    // The victim looks like a model folder: v1/model.pt and v1/meta.json.
+    REQUIRE(run_cli({"store", "put", dir.file("other"), "m@v1", file}).code == 0);
+    fs::rename(dir.file("other/m"), outside);
+    const CliResult r = swap_model_folder_under_lock(dir, root, outside, {"store", "rm", root, "m@v1"});
+    check_error(r, 2,
+                root + ": " + root + "/m is a symbolic link; a store's model and version folders must be real folders");
+    CHECK(slurp(outside + "/v1/model.pt") == "model bytes");
+    CHECK(fs::exists(outside + "/v1/meta.json"));
+  }
+
+  TEST_CASE("store put: a model folder swapped for a symlink while put waits for the lock writes nothing outside") {
+    TempDir dir;
+    const std::string root = dir.file("st"), outside = dir.file("victim");
+    const std::string file = dir.write("m.pt", "model bytes");
+    REQUIRE(run_cli({"store", "put", root, "m@v1", file}).code == 0);
+    fs::create_directories(outside);
+    const CliResult r = swap_model_folder_under_lock(dir, root, outside, {"store", "put", root, "m@v2", file});
+    check_error(r, 2,
+                root + ": " + root + "/m is a symbolic link; a store's model and version folders must be real folders");
+    CHECK(fs::is_empty(outside));
+    CHECK(index_models(root) == std::set<std::string>{"m@v1"});
+  }
+
+  TEST_CASE("store put: symlinks planted at temporary names redirect no write") {
+    TempDir dir;
+    const std::string root = dir.file("st"), victim = dir.write("v.txt", "victim");
+    const std::string file = dir.write("m.pt", "model bytes");
+    fs::create_directories(root + "/m/v1");
+    const std::vector<std::string> files = {root + "/m/v1/model.pt", root + "/m/v1/meta.json", root + "/index.json"};
+    auto r = run_cli({"store", "put", root, "m@v1", file}, at_old_temp_names(files, "ln -s " + shell_quote(victim)));
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(victim) == "victim");
+    for (const std::string& f : files)
+      CHECK_MESSAGE(fs::is_regular_file(fs::symlink_status(f)), f);
+    CHECK(slurp(root + "/m/v1/model.pt") == "model bytes");
+  }
+
+  TEST_CASE("store put: files already at temporary names are left as they were") {
+    TempDir dir;
+    const std::string root = dir.file("st"), file = dir.write("m.pt", "model bytes");
+    fs::create_directories(root + "/m/v1");
+    auto r = run_cli({"store", "put", root, "m@v1", file},
+                     at_old_temp_names({root + "/m/v1/model.pt"}, "printf precious >"));
+    CHECK_MESSAGE(r.code == 0, r.err);
+    int kept = 0;
+    for (const auto& e : fs::directory_iterator(root + "/m/v1")) {
+      if (e.path().filename().string().rfind(".model.pt.tmp.", 0) != 0) continue;
+      CHECK(slurp(e.path()) == "precious");
+      ++kept;
+    }
+    CHECK(kept == 32);
+    CHECK(slurp(root + "/m/v1/model.pt") == "model bytes");
+  }
+
+  TEST_CASE("run --out: symlinks planted at temporary names redirect no report") {
+    TempDir dir;
+    const std::string out = dir.file("out"), victim = dir.write("v.txt", "victim");
+    fs::create_directories(out);
+    std::vector<std::string> files;
+    for (const char* name :
+         {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
+      files.push_back(out + "/" + name);
+    // The probe that checks the folder is writable had a predictable name too.
+    const std::string probe = "ln -s " + shell_quote(victim) + " " + shell_quote(out + "/.inferprof-probe") + ".$$; ";
+    auto r = run_cli({"run", model().model, "--trace", model().trace, "--out", out, "--no-progress"},
+                     probe + at_old_temp_names(files, "ln -s " + shell_quote(victim)));
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(victim) == "victim");
+    for (const std::string& f : files)
+      CHECK_MESSAGE(fs::is_regular_file(fs::symlink_status(f)), f);
+  }
+
+  TEST_CASE("store: a forged Redis manifest claiming a huge model is corrupt, and the remote serves") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    TempDir dir;
+    const std::string root = dir.file("st");
+    auto put = run_cli({"store", "put", root, "m@v1", model().model});
+    REQUIRE(put.code == 0);
+    simdjson::dom::parser parser;
+    const std::string sha(std::string_view(parser.parse(put.out)["sha256"]));
+    std::uint64_t claim = 0;
+    std::string env;
+    SUBCASE("2^62 bytes") {
+      claim = std::uint64_t{1} << 62;
+    }
+    // Under 3 GB of address space (enough for libtorch): 4 GB zero-filled
+    // before the chunks are looked at would fail. ASan cannot start there.
+    if (!kSanitized) {
+      SUBCASE("4 GB, under ulimit -v") {
+        claim = 4'000'000'000;
+        env = "ulimit -v 3000000;";
+      }
+    }
+    REQUIRE(redis.set(redis_key("m@v1", "manifest"), forged_manifest(claim, sha)) == "+OK");
+    const std::vector<std::string> args = {"run",       "m@v1",    "--store",     root,           "--store-redis",
+                                           redis.url(), "--trace", model().trace, "--no-progress"};
+    auto r = run_cli(args, env);
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("(m@v1 from the store's remote tier)") != std::string::npos);
+    // The remote's copy replaced the forged one.
+    auto again = run_cli(args, env);
+    CHECK_MESSAGE(again.code == 0, again.err);
+    CHECK(again.out.find("(m@v1 from the store's redis tier)") != std::string::npos);
+  }
+
+  TEST_CASE("store: a bad meta.json elsewhere is a warning, and rm and put keep index.json true to the folders") {
+    TempDir dir;
+    const std::string root = dir.file("st"), file = dir.write("m.pt", "model bytes");
+    REQUIRE(run_cli({"store", "put", root, "m@v1", file}).code == 0);
+    REQUIRE(run_cli({"store", "put", root, "m@v2", file}).code == 0);
+    const std::string junk = dir.write("st/x/v9/meta.json", "junk\n");
+    const auto warned = [&](const CliResult& r) {
+      CHECK(count_lines(r.err) == 1);
+      CHECK_MESSAGE(r.err.rfind("inferprof: warning: " + junk + ": ", 0) == 0, r.err);
+    };
+    auto rm = run_cli({"store", "rm", root, "m@v1"});
+    CHECK(rm.code == 0);
+    CHECK(rm.out == "removed m@v1 from " + root + "\n");
+    warned(rm);
+    CHECK_FALSE(fs::exists(root + "/m/v1"));
+    CHECK(index_models(root) == std::set<std::string>{"m@v2"});
+    auto put = run_cli({"store", "put", root, "m@v3", file});
+    CHECK(put.code == 0);
+    warned(put);
+    CHECK(index_models(root) == std::set<std::string>{"m@v2", "m@v3"});
+  }
+
+  TEST_CASE("--replicas is bounded by the cores and ulimit -u, before any replica starts") {
+    TempDir dir;
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::vector<std::string> run = {"run", model().model, "--trace", model().trace, "--out", dir.file("out")};
+    auto with = [&](const std::string& n) {
+      std::vector<std::string> args = run;
+      args.insert(args.end(), {"--replicas", n});
+      return args;
+    };
+    SUBCASE("more than 8 per core") {
+      check_error(run_cli(with("100000")), 2,
+                  fmt::format("--replicas 100000: at most {} on this machine (8 per core, {} core{})", 8 * cores, cores,
+                              cores == 1 ? "" : "s"));
+    }
+    // Every thread of every replica counts against ulimit -u: 64 is 4 replicas of 16 threads.
+    SUBCASE("ulimit -u") {
+      check_error(run_cli(with("5"), "prlimit --nproc=64 --"), 2,
+                  "--replicas 5: at most 4 on this machine (ulimit -u 64 allows 4 processes of 16 threads)");
+    }
+    CHECK(dir_is_empty_or_missing(dir.file("out")));
   }
 }

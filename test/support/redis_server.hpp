@@ -133,6 +133,15 @@ class RedisServer {
     roundtrip(inline_command, &line, /*auth=*/true);
     return line;
   }
+  // SET of a binary value (RESP bulk strings, which an inline command cannot
+  // carry): "+OK", an error line, or "" when the server cannot be reached.
+  std::string set(const std::string& key, const std::string& value) const {
+    std::string cmd = "*3\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" +
+                      std::to_string(value.size()) + "\r\n" + value;  // roundtrip() adds the final CRLF
+    std::string line;
+    roundtrip(cmd, &line, /*auth=*/true);
+    return line;
+  }
   // ":N" replies as a number (-1 when the reply is something else).
   long long integer(const std::string& inline_command) const {
     std::string line = command(inline_command);

@@ -14,10 +14,12 @@
 #include <fstream>
 
 #include "inferprof/lifecycle.hpp"
+#include "report/atomic_file.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 namespace lifecycle = inferprof::lifecycle;
+namespace report = inferprof::report;
 using inferprof::testing::TempDir;
 
 namespace {
@@ -121,6 +123,19 @@ TEST_SUITE("lifecycle") {
                                      "summary.json"};
     std::sort(kept.begin(), kept.end());
     CHECK(dir.list() == kept);
+  }
+
+  TEST_CASE("temporary files: unguessable names that still carry the PID, found as this process's own") {
+    TempDir dir;
+    report::TempFile a, b;
+    a.open(dir.str(), "summary.json");
+    b.open(dir.str(), "summary.json");
+    const std::string prefix = fmt::format("{}/.summary.json.tmp.{}.", dir.str(), ::getpid());
+    CHECK(a.temp_path().rfind(prefix, 0) == 0);
+    CHECK(a.temp_path().size() == prefix.size() + 16);  // 64 random bits in hex
+    CHECK(a.temp_path() != b.temp_path());
+    lifecycle::remove_own_temp_files(dir.str());
+    CHECK(dir.list().empty());
   }
 
   TEST_CASE("cleanups run once each, those released or moved from not at all") {

@@ -18,6 +18,7 @@
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
+#include "model_manifest.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
 #include "test_util.hpp"
@@ -26,6 +27,7 @@ using namespace inferprof;
 using inferprof::testing::error_of;
 using inferprof::testing::HttpServer;
 using inferprof::testing::random_bytes;
+using inferprof::testing::redis_key;
 using inferprof::testing::RedisServer;
 using inferprof::testing::TempDir;
 namespace fs = std::filesystem;
@@ -44,11 +46,12 @@ ModelRef ref(const std::string& text) {
   return parse_model_ref(text, "test");
 }
 
-// The Redis key of a model's chunk (or "manifest"), as the store derives it.
-std::string redis_key(const std::string& model, const std::string& part, const std::string& ns = "models") {
-  std::string text = model + '\0' + part;
-  XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
-  return "inferprof:" + ns + ":" + to_hex(CacheKey{h.high64, h.low64});
+// A "VmRSS:" or "VmHWM:" line of /proc/self/status, in kB (-1 when missing).
+long status_kb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
+  return -1;
 }
 
 StoreOptions options(const std::string& remote, const std::string& redis = "") {
@@ -314,6 +317,43 @@ TEST_SUITE("store") {
     // The remote's copy was written back: the next instance is served by Redis.
     ModelStore again(o);
     CHECK(again.fetch(ref("m@v1")).tier == StoreTier::redis);
+  }
+
+  TEST_CASE("model store: a forged manifest claiming a huge model counts as corrupt, and the remote serves") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    TempDir dir;
+    auto remote = open_remote_store(dir.str());
+    const std::string model = random_bytes(10000, 8);
+    remote->put(ref("m@v1"), model);
+    StoreOptions o = options(dir.str(), redis.url());
+    { ModelStore(o).fetch(ref("m@v1")); }  // a real manifest and chunk 0
+    std::uint64_t claim = 0;
+    SUBCASE("2^62 bytes") {
+      claim = std::uint64_t{1} << 62;
+    }
+    SUBCASE("1.5e9 bytes") {
+      claim = 1'500'000'000;
+    }
+    REQUIRE(redis.set(redis_key("m@v1", "manifest"), inferprof::testing::forged_manifest(claim, sha256_hex(model))) ==
+            "+OK");
+    ModelStore store(o);
+    // Nothing of the claimed size is allocated and zero-filled first: the peak
+    // resident memory (reset through clear_refs) stays near where it was.
+    std::ofstream("/proc/self/clear_refs") << "5";
+    const long before = status_kb("VmRSS:");
+    const bool peak_reset = status_kb("VmHWM:") < before + 100'000;
+    FetchedModel f = store.fetch(ref("m@v1"));
+    if (peak_reset)
+      CHECK(status_kb("VmHWM:") - before < 500'000);
+    else
+      MESSAGE("the peak resident memory cannot be reset here: not checked");
+    CHECK(f.tier == StoreTier::remote);
+    CHECK(*f.bytes == model);
+    StoreCounters c = store.counters();
+    CHECK(c.redis_corrupt == 1);
+    CHECK(c.redis_errors == 0);
+    CHECK(c.remote_fetches == 1);
   }
 
   TEST_CASE("model store: Redis killed mid-way degrades to the remote, counted, no crash") {
