@@ -356,7 +356,6 @@ struct CompareRun {
   CompareMode mode;
   std::vector<Setup> setups;
   CompareResult result;
-  std::vector<std::string> folders;  // each configuration's report folder under --out
   std::vector<std::vector<double>> samples;
   std::vector<std::vector<std::pair<std::string, std::uint64_t>>> folded;
   PairedRequests paired;
@@ -376,7 +375,7 @@ struct CompareRun {
     return run;
   }
   std::string out_dir(std::size_t c) const {
-    return config.out_dir.empty() ? "" : (fs::path(config.out_dir) / folders[c]).string();
+    return config.out_dir.empty() ? "" : (fs::path(config.out_dir) / result.rows[c].folder).string();
   }
   // A completed replay (or lockstep pass) of configuration c: its figures, and the last one's reports.
   void keep(std::size_t c, RunOutcome outcome) {
@@ -454,8 +453,7 @@ void make_rows(CompareRun& run) {
     const std::string base = folder_name(run.result.rows[c].name);
     const auto before = std::count_if(run.result.rows.begin(), run.result.rows.begin() + static_cast<std::ptrdiff_t>(c),
                                       [&](const CompareRow& r) { return folder_name(r.name) == base; });
-    run.folders.push_back(before == 0 ? base : fmt::format("{}-{}", base, before + 1));
-    run.result.rows[c].folder = run.folders.back();
+    run.result.rows[c].folder = before == 0 ? base : fmt::format("{}-{}", base, before + 1);
   }
 }
 
@@ -636,8 +634,7 @@ void drop_unfinished(CompareRun& run) {
     std::error_code ec;
     if (!run.config.out_dir.empty()) fs::remove_all(run.out_dir(c), ec);
   }
-  keep_only(result.rows, kept), keep_only(run.samples, kept), keep_only(run.folded, kept), keep_only(run.folders, kept),
-      keep_only(run.setups, kept);
+  keep_only(result.rows, kept), keep_only(run.samples, kept), keep_only(run.folded, kept), keep_only(run.setups, kept);
   run.paired.keep(kept);
   if (result.rows.empty())
     throw Error(
@@ -738,7 +735,7 @@ void write_compare_files(CompareRun& run) {
   if (config.out_dir.empty()) return;
   if (config.flamegraph_diff) {
     for (std::size_t c = 1; c < result.rows.size(); ++c) {
-      std::string name = fmt::format("diff-{}-vs-{}.svg", run.folders[c], run.folders[0]);
+      std::string name = fmt::format("diff-{}-vs-{}.svg", result.rows[c].folder, result.rows[0].folder);
       write_file_atomic(config.out_dir, name,
                         render_diff_flamegraph_svg(
                             run.folded[0], result.rows[0].last.requests, run.folded[c], result.rows[c].last.requests,
@@ -779,7 +776,7 @@ CompareResult run_compare(const CompareConfig& config) {
     ~PartialReports() {
       if (keep || run.config.out_dir.empty()) return;
       std::error_code ec;
-      for (std::size_t c = 0; c < run.folders.size(); ++c)
+      for (std::size_t c = 0; c < run.result.rows.size(); ++c)
         fs::remove_all(run.out_dir(c), ec);
     }
   } partial{run};

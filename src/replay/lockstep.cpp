@@ -137,6 +137,40 @@ class LockstepFeed {
   std::uint64_t ignored_events_ = 0;
 };
 
+// Each target's lane: its pipeline's server, its caches, collector and --verify sample.
+struct Lanes {
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<std::unique_ptr<Verifier>> verifiers;
+  std::vector<LockstepLane> lanes;
+  Lanes(const RunConfig& base, const std::vector<LockstepTarget>& targets, const std::vector<Variant>& variants,
+        const std::vector<std::size_t>& variant_of, const std::vector<CacheState>& states)
+      : lanes(targets.size()) {
+    for (std::size_t c = 0; c < targets.size(); ++c) {
+      CollectorOptions copts;
+      copts.out_dir = targets[c].out_dir;
+      copts.trace_json_max_bytes = base.output.trace_json_max_bytes;
+      copts.copies_applicable = variants[variant_of[c]].info.copies_applicable;
+      collectors.push_back(std::make_unique<Collector>(copts));
+      lanes[c].server = variants[variant_of[c]].server.get();
+      lanes[c].caches = states[c].caches();
+      lanes[c].collector = collectors.back().get();
+      verifiers.push_back(std::make_unique<Verifier>(lanes[c].caches != nullptr, base.caches.verify_fraction));
+      lanes[c].verifier = verifiers.back().get();
+    }
+  }
+  // The per-request series of every lane, handed to the pass.
+  void move_series_into(LockstepPass& pass) {
+    pass.input = std::move(lanes.front().input);
+    for (auto& lane : lanes) {
+      pass.latency_us.push_back(std::move(lane.latency_us));
+      pass.outcome.push_back(std::move(lane.outcome));
+      pass.cpu_us.push_back(std::move(lane.cpu_us));
+      pass.stage_us.push_back(std::move(lane.stage_us));
+      pass.stage_cpu_us.push_back(std::move(lane.stage_cpu_us));
+    }
+  }
+};
+
 // What the pass learnt after its last request, for every variant's reports.
 void finish_infos(std::vector<Variant>& variants, const TraceReader& reader, const SkippedRequests& skipped,
                   std::uint64_t ignored_events, const CpuSampling& cpu) {
@@ -176,10 +210,6 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   std::vector<std::pair<std::string, const Profile*>> keys;
   const std::vector<std::size_t> variant_of = group_targets(base, targets, keys);
   check_one_thread_count(base, keys);
-  if (keys.size() > 1 && (!base.output.dump_inputs.empty() || !base.output.dump_outputs.empty()))
-    throw bad_input(
-        "--dump-inputs and --dump-outputs write one model's tensors: with several models or profiles, dump each "
-        "with 'inferprof run'");
   ReplayObserver* observer = base.output.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
   const ObserverFinish finished{observer};
@@ -200,21 +230,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     ensure_output_dir(t.out_dir);
     temp_files.emplace_back([dir = t.out_dir] { lifecycle::remove_own_temp_files(dir); });
   }
-  std::vector<std::unique_ptr<Collector>> collectors;
-  std::vector<LockstepLane> lanes(n);
-  std::vector<std::unique_ptr<Verifier>> verifiers;
-  for (std::size_t c = 0; c < n; ++c) {
-    CollectorOptions copts;
-    copts.out_dir = targets[c].out_dir;
-    copts.trace_json_max_bytes = base.output.trace_json_max_bytes;
-    copts.copies_applicable = variants[variant_of[c]].info.copies_applicable;
-    collectors.push_back(std::make_unique<Collector>(copts));
-    lanes[c].server = variants[variant_of[c]].server.get();
-    lanes[c].caches = states[c].caches();
-    lanes[c].collector = collectors.back().get();
-    verifiers.push_back(std::make_unique<Verifier>(lanes[c].caches != nullptr, base.caches.verify_fraction));
-    lanes[c].verifier = verifiers.back().get();
-  }
+  Lanes lanes(base, targets, variants, variant_of, states);
 
   // One warm-up per pipeline, shared by its configurations; the caches start empty.
   // It comes after everything else the pass allocates (collectors, lanes): the first forward
@@ -223,7 +239,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   // 0.15% on 60 requests in an A/A compare.
   const CpuSampling cpu = warm_up_variants(variants, warmup_request, base.replay.cpu_sample, observer);
   const Nanos epoch = now_ns();
-  for (auto& collector : collectors)
+  for (auto& collector : lanes.collectors)
     collector->set_epoch(epoch);
 
   if (base.replay.limit > 0) counters.estimate = base.replay.limit;
@@ -234,7 +250,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   LockstepFeed next(std::move(early), reader, counters);
   SkippedRequests skipped(base.replay.skip_invalid);
   const std::uint64_t served = drive_lockstep(
-      *variants.front().server, lanes, std::ref(next), [] { return lifecycle::interrupted(); }, base.replay.limit,
+      *variants.front().server, lanes.lanes, std::ref(next), [] { return lifecycle::interrupted(); }, base.replay.limit,
       &skipped, cpu);
   if (served == 0 && lifecycle::interrupted())
     throw Error(
@@ -253,22 +269,15 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   for (std::size_t c = 0; c < n; ++c) {
     RunInfo lane_info = variants[variant_of[c]].info;
     // A configuration's replay time: the time its requests took (the others' are not its own).
-    lane_info.wall_s = static_cast<double>(lanes[c].busy_ns) / 1e9;
-    pass.outcomes.push_back(collect_run(*collectors[c], lane_info, states[c], *verifiers[c]));
+    lane_info.wall_s = static_cast<double>(lanes.lanes[c].busy_ns) / 1e9;
+    pass.outcomes.push_back(collect_run(*lanes.collectors[c], lane_info, states[c], *lanes.verifiers[c]));
   }
   // Outside the measurement; before the reports, so that a failed dump leaves none.
   dump_model_io(base, *variants.front().loaded.pipeline);
   // Commit last: a failure before here leaves no configuration's reports.
   for (std::size_t c = 0; c < n; ++c)
-    commit_run(*collectors[c], pass.outcomes[c], targets[c].out_dir);
-  pass.input = std::move(lanes.front().input);
-  for (auto& lane : lanes) {
-    pass.latency_us.push_back(std::move(lane.latency_us));
-    pass.outcome.push_back(std::move(lane.outcome));
-    pass.cpu_us.push_back(std::move(lane.cpu_us));
-    pass.stage_us.push_back(std::move(lane.stage_us));
-    pass.stage_cpu_us.push_back(std::move(lane.stage_cpu_us));
-  }
+    commit_run(*lanes.collectors[c], pass.outcomes[c], targets[c].out_dir);
+  lanes.move_series_into(pass);
   return pass;
 }
 

@@ -35,6 +35,79 @@ void json_speedups(JsonWriter& w, const CompareResult& r, std::size_t i) {
   json_speedup(w, "wall_speedup", row.wall_speedup);
 }
 
+// Configuration i's figures (its caches, served_by and verify follow).
+void json_configuration(JsonWriter& w, const CompareResult& r, std::size_t i) {
+  const CompareRow& row = r.rows[i];
+  w.field("name", row.name);
+  w.field("folder", row.folder);
+  w.field("model", row.last.info.model_path);
+  w.field("model_sha256", row.last.info.model_sha256);
+  w.field("profile", row.last.info.profile_name);
+  w.key("tiers").begin_array();
+  for (const TierSpec& t : row.tiers) {
+    // Never the location: a Redis URL may hold a password. caches[].where says where.
+    w.begin_object();
+    w.field("tier", enum_name(t.tier));
+    w.field("policy", std::string(policy_name(t.policy)));
+    w.field("max_entries", t.max_entries);
+    w.field("max_bytes", t.max_bytes);
+    w.field_number("ttl_s", t.ttl_s);
+    w.field("backend", enum_name(t.backend));
+    w.field("spec", tier_spec_text(t));
+    w.end_object();
+  }
+  w.end_array();
+  w.field("requests", row.last.requests);
+  w.field("failed", row.last.failed);
+  w.field_number("mean_us", row.mean_us, 3);
+  if (row.last.total.cpu) w.field_number("cpu_mean_us", row.last.total.cpu_mean_us, 3);
+  w.field_number("p50_us", row.p50_us, 3);
+  w.field_number("p99_us", row.p99_us, 3);
+  w.field_number("rps", row.rps, 3);
+  w.field_number("wall_s", row.wall_s, 6);
+  w.key("means_us").begin_array(true);
+  for (double v : row.means_us)
+    w.number(v, 3);
+  w.end_array();
+  w.key("walls_s").begin_array(true);
+  for (double v : row.walls_s)
+    w.number(v, 6);
+  w.end_array();
+  json_speedups(w, r, i);
+  w.field("outliers_dominate", row.outliers_dominate);
+  // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.
+  w.key("outcome_costs").begin_object();
+  for (const OutcomeStats& o : row.outcome_costs) {
+    w.key(o.outcome).begin_object();
+    w.field("count", o.count);
+    w.field_number("mean_us", o.mean_us, 3);
+    w.end_object();
+  }
+  w.end_object();
+}
+
+// --gate: each gate on each configuration against the baseline.
+void json_gates(JsonWriter& w, const CompareResult& r) {
+  w.key("gates").begin_array();
+  for (const CompareGate& g : r.gates) {
+    w.begin_object();
+    w.field("configuration", g.configuration);
+    w.field("gate", g.gate);
+    w.field("stage", g.stage);
+    w.field("clock", g.clock);
+    w.field_number("base_us", g.change.base, 3);
+    w.field_number("now_us", g.change.now, 3);
+    if (g.change.interval) {
+      w.field_number("delta_low_us", g.change.interval->first, 3);
+      w.field_number("delta_high_us", g.change.interval->second, 3);
+    }
+    w.field_number("limit_us", g.limit, 3);
+    w.field("verdict", std::string(verdict_name(g.verdict)));
+    w.end_object();
+  }
+  w.end_array();
+}
+
 }  // namespace
 }  // namespace report
 
@@ -71,52 +144,7 @@ std::string render_compare_json(const CompareResult& r) {
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const CompareRow& row = r.rows[i];
     w.begin_object();
-    w.field("name", row.name);
-    w.field("folder", row.folder);
-    w.field("model", row.last.info.model_path);
-    w.field("model_sha256", row.last.info.model_sha256);
-    w.field("profile", row.last.info.profile_name);
-    w.key("tiers").begin_array();
-    for (const TierSpec& t : row.tiers) {
-      // Never the location: a Redis URL may hold a password. caches[].where says where.
-      w.begin_object();
-      w.field("tier", enum_name(t.tier));
-      w.field("policy", std::string(policy_name(t.policy)));
-      w.field("max_entries", t.max_entries);
-      w.field("max_bytes", t.max_bytes);
-      w.field_number("ttl_s", t.ttl_s);
-      w.field("backend", enum_name(t.backend));
-      w.field("spec", tier_spec_text(t));
-      w.end_object();
-    }
-    w.end_array();
-    w.field("requests", row.last.requests);
-    w.field("failed", row.last.failed);
-    w.field_number("mean_us", row.mean_us, 3);
-    if (row.last.total.cpu) w.field_number("cpu_mean_us", row.last.total.cpu_mean_us, 3);
-    w.field_number("p50_us", row.p50_us, 3);
-    w.field_number("p99_us", row.p99_us, 3);
-    w.field_number("rps", row.rps, 3);
-    w.field_number("wall_s", row.wall_s, 6);
-    w.key("means_us").begin_array(true);
-    for (double v : row.means_us)
-      w.number(v, 3);
-    w.end_array();
-    w.key("walls_s").begin_array(true);
-    for (double v : row.walls_s)
-      w.number(v, 6);
-    w.end_array();
-    json_speedups(w, r, i);
-    w.field("outliers_dominate", row.outliers_dominate);
-    // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.
-    w.key("outcome_costs").begin_object();
-    for (const OutcomeStats& o : row.outcome_costs) {
-      w.key(o.outcome).begin_object();
-      w.field("count", o.count);
-      w.field_number("mean_us", o.mean_us, 3);
-      w.end_object();
-    }
-    w.end_object();
+    json_configuration(w, r, i);
     write_cache_json(w, row.last);  // "caches", "served_by", "verify"
     w.end_object();
   }
@@ -126,25 +154,7 @@ std::string render_compare_json(const CompareResult& r) {
     w.value(warning);
   w.end_array();
   w.field("verify_mismatches", r.verify_mismatches);
-  // --gate: each gate on each configuration, and the exit code they give.
-  w.key("gates").begin_array();
-  for (const CompareGate& g : r.gates) {
-    w.begin_object();
-    w.field("configuration", g.configuration);
-    w.field("gate", g.gate);
-    w.field("stage", g.stage);
-    w.field("clock", g.clock);
-    w.field_number("base_us", g.change.base, 3);
-    w.field_number("now_us", g.change.now, 3);
-    if (g.change.interval) {
-      w.field_number("delta_low_us", g.change.interval->first, 3);
-      w.field_number("delta_high_us", g.change.interval->second, 3);
-    }
-    w.field_number("limit_us", g.limit, 3);
-    w.field("verdict", std::string(verdict_name(g.verdict)));
-    w.end_object();
-  }
-  w.end_array();
+  json_gates(w, r);  // --gate: each gate on each configuration
   w.field("gate_exit_code", r.gate_exit_code());
   // An interrupt keeps the configurations that completed; the others are named.
   w.field("interrupted", !r.interrupted_by.empty());
