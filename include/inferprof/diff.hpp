@@ -35,6 +35,14 @@ struct RunData {
   // Thread CPU µs of the requests whose CPU clock was read (CPU sampling: a
   // uniform sample of them; at most kMaxRows); empty when requests.csv has none.
   std::array<std::vector<double>, kStageCount + 1> per_request_cpu;
+  // The preprocess stage's parts (summary.json's stages.preprocess.ops), each
+  // with its per-request µs from requests.csv as above.
+  struct Part {
+    std::string name;  // "preprocess.resize"
+    StageStats stats;
+    std::vector<double> per_request, per_request_cpu;
+  };
+  std::vector<Part> preprocess_ops;
   std::uint64_t csv_rows = 0;  // successful rows read (before thinning)
   static constexpr std::size_t kMaxRows = 10000;
   SpeedProbe speed_before, speed_after;  // not measured in an older summary.json

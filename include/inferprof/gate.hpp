@@ -14,9 +14,11 @@ namespace inferprof {
 // One gate (diff's --max-regression, compare's --gate): "p99=10%" (every stage and the total),
 // "compute.p99=5%" (one stage), "total.cpu.p50=5%" (thread CPU time),
 // "total.mean=5%+0.05ms" (with an absolute allowance), "throughput=10%" (a
-// drop in requests/s).
+// drop in requests/s), "preprocess.resize.cpu.p50=5%" (one preprocessing op).
 struct GateSpec {
-  std::string stage;                  // a stage name, "total", or "*" (every stage and the total); "" for throughput
+  // A stage name, "total", a preprocessing op ("preprocess.resize"), or "*"
+  // (every stage and the total, not the ops); "" for throughput.
+  std::string stage;
   std::string clock = "wall";         // "wall" or "cpu" (thread CPU time: mean, p50, p99 only)
   std::string metric;                 // mean, p50, p90, p99, max or throughput
   double pct = 0;                     // allowed change, in percent of the base value

@@ -110,7 +110,13 @@ struct Profile {
   // A canonical text of everything that changes a preprocessed tensor, so the
   // preprocessed-input cache key changes when the profile does.
   std::string preprocess_fingerprint() const;
+  // The preprocess stage's parts (preprocess_op_names below).
+  std::vector<std::string> preprocess_op_names() const;
 };
+
+// The preprocess stage's parts, as the reports name them: each op's name
+// once, in the order ops first appear (two resize ops are one part).
+std::vector<std::string> preprocess_op_names(const std::vector<PreprocessOp>& ops);
 
 // Parses TOML text; `source` names it in errors ("profiles/x.toml:12: ...").
 // Throws Error(bad_input) for bad syntax, unknown ops, wrong types.

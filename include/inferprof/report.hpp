@@ -162,12 +162,20 @@ struct UpdateReport {
   std::string error;  // the update failed (e.g. unknown version): the old version kept serving
 };
 
+// A part of a stage: a preprocessing op, its wall and thread CPU time in each
+// request (all its runs in the request summed), as the stages are counted.
+struct StagePart {
+  std::string name;  // "preprocess.resize": the stage, a dot, the op
+  StageStats stats;
+};
+
 struct RunSummary {
   RunInfo info;
   std::uint64_t requests = 0;      // measured requests
   std::uint64_t cpu_requests = 0;  // of them, those whose thread CPU time was read (CPU figures are over these)
   std::uint64_t failed = 0;
   std::array<StageStats, kStageCount> stages{};
+  std::vector<StagePart> preprocess_ops;   // the preprocess stage's parts, in the profile's order
   StageStats total;                        // the request root: arrival to end
   double throughput_rps = 0;               // requests / info.wall_s
   std::vector<OpStats> top_ops;            // by self time, at most 25
@@ -195,6 +203,9 @@ struct CollectorOptions {
   std::uint64_t trace_json_max_bytes = 100'000'000;
   bool copies_applicable = false;
   Nanos epoch = 0;  // now_ns() at replay start; trace.json timestamps are relative to it
+  // The preprocess stage's parts (Profile::preprocess_op_names(); the
+  // records' preprocess_op index into it): each gets a row and columns.
+  std::vector<std::string> preprocess_ops;
 };
 
 // Aggregates request records as they complete: histograms per stage,

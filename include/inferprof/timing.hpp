@@ -138,6 +138,13 @@ struct RequestRecord {
   // (queue stays 0: waiting uses none; overhead is the rest, set by finish()).
   Nanos cpu_start = 0, cpu_end = 0;
   std::array<Nanos, kStageCount> stage_cpu{};
+  // The preprocess stage's parts: wall and thread CPU time of each op, summed
+  // over its runs in this request, by Profile::preprocess_op_names() index
+  // (sized by the preprocessing that ran: shorter, or empty, means 0).
+  std::vector<Nanos> preprocess_op, preprocess_op_cpu;
+  // What the decode op read (0: nothing decoded in this request): encoded
+  // bytes and decoded pixels (width x height), summed over the image inputs.
+  std::uint64_t image_bytes = 0, image_pixels = 0;
   std::vector<Span> spans;             // every span, parents before children
   std::string cache_outcome = "none";  // "none" when no cache tier is configured
   std::string model_version;           // the model version that served it
@@ -163,10 +170,11 @@ struct RequestRecord {
   // Opens a span now and returns its index; pair with close(). Top-level
   // stage spans (parent -1, name < kStageCount) add to stage[] when closed.
   // Top-level spans (the stages) of a request begun with CPU time also
-  // record thread CPU time; spans inside
-  // them (ops, preprocessing steps, cache tiers) record wall time only: each
-  // CPU clock read is a system call (~0.5 µs), more than a small op costs.
-  std::int32_t open(std::uint32_t name, std::int32_t parent = -1);
+  // record thread CPU time, and so do spans opened with `cpu` (preprocessing
+  // ops, reported as parts of their stage); other spans inside a stage (aten
+  // ops, cache tiers) record wall time only: each CPU clock read is a system
+  // call (~0.5 µs), more than a small op costs.
+  std::int32_t open(std::uint32_t name, std::int32_t parent = -1, bool cpu = false);
   void close(std::int32_t index) noexcept;
   // Records a finished span (e.g. from observer callbacks or the queue wait).
   std::int32_t add(std::uint32_t name, std::int32_t parent, Nanos start, Nanos dur);
@@ -179,8 +187,8 @@ struct RequestRecord {
 // RAII span: opens on construction, closes on destruction.
 class ScopedSpan {
  public:
-  ScopedSpan(RequestRecord& r, std::uint32_t name, std::int32_t parent = -1)
-      : record_(r), index_(r.open(name, parent)) {}
+  ScopedSpan(RequestRecord& r, std::uint32_t name, std::int32_t parent = -1, bool cpu = false)
+      : record_(r), index_(r.open(name, parent, cpu)) {}
   ScopedSpan(RequestRecord& r, Stage s) : ScopedSpan(r, name_id(s), -1) {}
   ~ScopedSpan() { record_.close(index_); }
   ScopedSpan(const ScopedSpan&) = delete;

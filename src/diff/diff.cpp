@@ -305,6 +305,116 @@ bool all_of_runs(const std::vector<RunData>& base, const std::vector<RunData>& n
   return std::all_of(base.begin(), base.end(), pred) && std::all_of(now.begin(), now.end(), pred);
 }
 
+// The figure `value` gives of each run, in order.
+template <typename Value>
+std::vector<double> figure_per_run(const std::vector<RunData>& runs, Value value) {
+  std::vector<double> out;
+  for (const RunData& d : runs)
+    out.push_back(value(d));
+  return out;
+}
+
+// What rows are made of: a stage, a preprocessing op (a part of the preprocess
+// stage) or the request total, as each run holds it.
+enum class SeriesKind { stage, part, total };
+struct Series {
+  std::string name;  // "compute", "preprocess.resize", "total"
+  std::function<const StageStats&(const RunData&)> stats;
+  std::function<const std::vector<double>&(const RunData&, bool cpu)> requests;  // per-request µs
+  SeriesKind kind = SeriesKind::stage;
+};
+
+// The wall and cpu rows of one series, gated. Each interval costs a
+// bootstrap: wall rows of stages and the total have one, cpu rows of the
+// total, and any row of a stage or part a gate names.
+void add_series_rows(DiffResult& r, const Series& series, bool have_csv, bool have_cpu_csv, const DiffConfig& config) {
+  const bool total = series.kind == SeriesKind::total;
+  const bool shown =
+      total || (all_of_runs(r.base, r.now, [&](const RunData& d) { return series.stats(d).applicable; }) &&
+                !all_of_runs(r.base, r.now, [&](const RunData& d) { return series.stats(d).max_us <= 0; }));
+  if (!shown) {
+    r.hidden.push_back(series.name);
+    return;
+  }
+  for (const std::string clock : {"wall", "cpu"}) {
+    const bool is_cpu = clock == "cpu";
+    if (is_cpu && !all_of_runs(r.base, r.now, [&](const RunData& d) { return series.stats(d).cpu; })) continue;
+    const bool gated = std::any_of(r.gates.begin(), r.gates.end(), [&](const GateSpec& g) {
+      return g.clock == clock && (g.stage == series.name || (g.stage == "*" && series.kind != SeriesKind::part));
+    });
+    const bool with_ci =
+        (is_cpu ? have_cpu_csv : have_csv) && (gated || total || (!is_cpu && series.kind == SeriesKind::stage));
+    MetricIntervals ci;
+    if (with_ci) {
+      auto requests = [&](const std::vector<RunData>& runs) {
+        std::vector<std::vector<double>> out;
+        for (const RunData& d : runs)
+          out.push_back(series.requests(d, is_cpu));
+        return out;
+      };
+      ci = hierarchical_intervals(requests(r.base), requests(r.now), config.confidence, config.resamples);
+    }
+    for (std::string_view metric :
+         is_cpu ? std::vector<std::string_view>(kCpuMetrics.begin(), kCpuMetrics.end())
+                : std::vector<std::string_view>(kLatencyMetrics.begin(), kLatencyMetrics.end())) {
+      DiffRow row;
+      row.stage = series.name;
+      row.clock = clock;
+      row.metric = std::string(metric);
+      auto value = [&](const RunData& d) { return metric_of(series.stats(d), clock, metric); };
+      set_runs(row, figure_per_run(r.base, value), figure_per_run(r.now, value));
+      const std::size_t m = interval_index(metric);
+      if (with_ci && m < 4) {
+        row.change.interval = ci.mean_p50_p90_p99[m];
+        row.relative = ci.relative[m];
+      }
+      if (have_csv && m == 4) row.note = "threshold only: a maximum has no bootstrap interval";
+      if (is_cpu && have_csv && !have_cpu_csv) row.note = "threshold only: requests.csv has no cpu times";
+      if (!with_ci && (is_cpu ? have_cpu_csv : have_csv) && m < 4)
+        row.note = series.kind == SeriesKind::part
+                       ? "no interval: a preprocessing op's rows get intervals when a gate names it"
+                       : "no interval: cpu intervals cover the total and gated stages";
+      // "*" gates every stage and the total, not the parts of a stage (its own row already holds them).
+      const GateSpec* gate = gate_for(r.gates, series.name, clock, metric);
+      if (gate && gate->stage == "*" && series.kind == SeriesKind::part) gate = nullptr;
+      apply(row, gate, r);
+      r.rows.push_back(std::move(row));
+    }
+  }
+}
+
+const RunData::Part* part_of(const RunData& d, const std::string& name) {
+  for (const RunData::Part& p : d.preprocess_ops)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// The preprocessing ops every run has, in the first base run's order; a gate
+// naming one that some run lacks is refused.
+void add_part_rows(DiffResult& r, bool have_csv, bool have_cpu_csv, const DiffConfig& config) {
+  for (const RunData::Part& part : r.base.front().preprocess_ops) {
+    if (!all_of_runs(r.base, r.now, [&](const RunData& d) { return part_of(d, part.name) != nullptr; })) continue;
+    add_series_rows(
+        r,
+        Series{part.name, [name = part.name](const RunData& d) -> const StageStats& { return part_of(d, name)->stats; },
+               [name = part.name](const RunData& d, bool cpu) -> const std::vector<double>& {
+                 return cpu ? part_of(d, name)->per_request_cpu : part_of(d, name)->per_request;
+               },
+               SeriesKind::part},
+        have_csv, have_cpu_csv, config);
+  }
+  for (const GateSpec& g : r.gates) {
+    if (g.stage.find('.') == std::string::npos) continue;
+    if (all_of_runs(r.base, r.now, [&](const RunData& d) { return part_of(d, g.stage) != nullptr; })) continue;
+    std::string have;
+    for (const RunData::Part& p : r.base.front().preprocess_ops)
+      if (all_of_runs(r.base, r.now, [&](const RunData& d) { return part_of(d, p.name) != nullptr; }))
+        have += (have.empty() ? "" : ", ") + p.name;
+    throw bad_input(fmt::format("--max-regression: gate '{}': not every run has {} (they have {})", g.text, g.stage,
+                                have.empty() ? "no preprocessing ops recorded" : have));
+  }
+}
+
 }  // namespace
 
 bool explained_by_machine(const Change& c, double slowdown, const GateSpec& gate, Verdict verdict,
@@ -447,61 +557,16 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
     r.notes.push_back(
         "no intervals on cpu rows: a requests.csv has no cpu_us column, so cpu gates use the threshold alone");
 
-  auto per_run = [](const std::vector<RunData>& runs, auto value) {
-    std::vector<double> out;
-    for (const RunData& d : runs)
-      out.push_back(value(d));
-    return out;
-  };
   for (std::size_t i = 0; i <= kStageCount; ++i) {
-    const std::string stage = stage_label(i);
-    const bool shown =
-        i == kStageCount || (all_of_runs(r.base, r.now, [i](const RunData& d) { return d.stages[i].applicable; }) &&
-                             !all_of_runs(r.base, r.now, [i](const RunData& d) { return d.stages[i].max_us <= 0; }));
-    if (!shown) {
-      r.hidden.push_back(stage);
-      continue;
-    }
-    for (const std::string clock : {"wall", "cpu"}) {
-      const bool is_cpu = clock == "cpu";
-      if (is_cpu && !all_of_runs(r.base, r.now, [i](const RunData& d) { return d.stages[i].cpu; })) continue;
-      // CPU intervals for the total and for gated stages: each costs a bootstrap.
-      const bool gated = std::any_of(r.gates.begin(), r.gates.end(), [&](const GateSpec& g) {
-        return g.clock == clock && (g.stage == stage || g.stage == "*");
-      });
-      MetricIntervals ci;
-      const bool with_ci = is_cpu ? have_cpu_csv && (i == kStageCount || gated) : have_csv;
-      if (with_ci) {
-        auto requests = [&](const std::vector<RunData>& runs) {
-          std::vector<std::vector<double>> out;
-          for (const RunData& d : runs)
-            out.push_back(is_cpu ? d.per_request_cpu[i] : d.per_request[i]);
-          return out;
-        };
-        ci = hierarchical_intervals(requests(r.base), requests(r.now), config.confidence, config.resamples);
-      }
-      for (std::string_view metric :
-           is_cpu ? std::vector<std::string_view>(kCpuMetrics.begin(), kCpuMetrics.end())
-                  : std::vector<std::string_view>(kLatencyMetrics.begin(), kLatencyMetrics.end())) {
-        DiffRow row;
-        row.stage = stage;
-        row.clock = clock;
-        row.metric = std::string(metric);
-        auto value = [&](const RunData& d) { return metric_of(d.stages[i], clock, metric); };
-        set_runs(row, per_run(r.base, value), per_run(r.now, value));
-        const std::size_t m = interval_index(metric);
-        if (with_ci && m < 4) {
-          row.change.interval = ci.mean_p50_p90_p99[m];
-          row.relative = ci.relative[m];
-        }
-        if (have_csv && m == 4) row.note = "threshold only: a maximum has no bootstrap interval";
-        if (is_cpu && have_csv && !have_cpu_csv) row.note = "threshold only: requests.csv has no cpu times";
-        if (is_cpu && have_cpu_csv && !with_ci)
-          row.note = "no interval: cpu intervals cover the total and gated stages";
-        apply(row, gate_for(r.gates, stage, clock, metric), r);
-        r.rows.push_back(std::move(row));
-      }
-    }
+    const bool total = i == kStageCount;
+    add_series_rows(r,
+                    Series{stage_label(i), [i](const RunData& d) -> const StageStats& { return d.stages[i]; },
+                           [i](const RunData& d, bool cpu) -> const std::vector<double>& {
+                             return cpu ? d.per_request_cpu[i] : d.per_request[i];
+                           },
+                           total ? SeriesKind::total : SeriesKind::stage},
+                    have_csv, have_cpu_csv, config);
+    if (i == static_cast<std::size_t>(Stage::preprocess)) add_part_rows(r, have_csv, have_cpu_csv, config);
   }
   for (const GateSpec& g : r.gates)
     if (g.stage != "*" && !g.stage.empty() && std::find(r.hidden.begin(), r.hidden.end(), g.stage) != r.hidden.end())
@@ -512,7 +577,7 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
   tp.metric = "req/s";
   tp.unit = "req/s";
   auto throughput = [](const RunData& d) { return d.throughput_rps; };
-  set_runs(tp, per_run(r.base, throughput), per_run(r.now, throughput));
+  set_runs(tp, figure_per_run(r.base, throughput), figure_per_run(r.now, throughput));
   tp.note = "threshold only: one figure per run";
   apply(tp, gate_for(r.gates, "", "wall", "throughput"), r, true);
   r.rows.push_back(std::move(tp));
@@ -530,7 +595,7 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
     row.metric = "ratio";
     row.unit = "ratio";
     auto ratio = [&](const RunData& d) { return *ratio_of(d, tier); };
-    set_runs(row, per_run(r.base, ratio), per_run(r.now, ratio));
+    set_runs(row, figure_per_run(r.base, ratio), figure_per_run(r.now, ratio));
     r.rows.push_back(std::move(row));
   }
   return r;

@@ -10,34 +10,50 @@
 namespace inferprof {
 namespace {
 
+// The intervals need the shape of the distribution, not every row: evenly
+// spaced rows keep the bootstrap's cost bounded on long runs (a wider,
+// conservative interval, never a narrower one).
+std::vector<double> thinned(const std::vector<double>& from) {
+  const std::size_t n = from.size();
+  const std::size_t keep = std::min(n, RunData::kMaxRows);
+  std::vector<double> out;
+  out.reserve(keep);
+  for (std::size_t k = 0; k < keep; ++k)
+    out.push_back(from[k * n / keep]);
+  return out;
+}
+
 void read_requests(RunData& run) {
-  std::vector<std::string> required;
+  std::vector<std::string> required, parts;
   for (std::size_t i = 0; i < kStageCount; ++i)
     required.push_back(fmt::format("{}_us", kStageNames[i]));
+  for (const RunData::Part& part : run.preprocess_ops)
+    parts.push_back(part.name);
   std::array<std::vector<double>, kStageCount + 1> all, cpu;
-  report::read_requests_csv(run.csv_path, required, [&](const report::RequestRow& r) {
-    if (!r.ok) return;  // failed requests have no meaningful stage times
-    for (std::size_t i = 0; i <= kStageCount; ++i) {
-      all[i].push_back(r.us[i]);
-      // CPU sampling: the rows whose CPU clock was read (empty cells: not read) are a uniform sample.
-      if (r.has_cpu) cpu[i].push_back(r.cpu_us[i]);
-    }
-  });
+  std::vector<std::vector<double>> part_all(parts.size()), part_cpu(parts.size());
+  report::read_requests_csv(
+      run.csv_path, required,
+      [&](const report::RequestRow& r) {
+        if (!r.ok) return;  // failed requests have no meaningful stage times
+        for (std::size_t i = 0; i <= kStageCount; ++i) {
+          all[i].push_back(r.us[i]);
+          // CPU sampling: the rows whose CPU clock was read (empty cells: not read) are a uniform sample.
+          if (r.has_cpu) cpu[i].push_back(r.cpu_us[i]);
+        }
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+          part_all[k].push_back(r.part_us[k]);
+          if (r.has_cpu) part_cpu[k].push_back(r.part_cpu_us[k]);
+        }
+      },
+      parts);
   run.csv_rows = all[kStageCount].size();
-  // The intervals need the shape of the distribution, not every row: evenly
-  // spaced rows keep the bootstrap's cost bounded on long runs (a wider,
-  // conservative interval, never a narrower one).
-  auto thin = [&](const std::vector<double>& from, std::vector<double>& out) {
-    const std::size_t n = from.size();
-    const std::size_t keep = std::min(n, RunData::kMaxRows);
-    out.clear();
-    out.reserve(keep);
-    for (std::size_t k = 0; k < keep; ++k)
-      out.push_back(from[k * n / keep]);
-  };
   for (std::size_t s = 0; s <= kStageCount; ++s) {
-    thin(all[s], run.per_request[s]);
-    thin(cpu[s], run.per_request_cpu[s]);
+    run.per_request[s] = thinned(all[s]);
+    run.per_request_cpu[s] = thinned(cpu[s]);
+  }
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    run.preprocess_ops[k].per_request = thinned(part_all[k]);
+    run.preprocess_ops[k].per_request_cpu = thinned(part_cpu[k]);
   }
 }
 
@@ -68,6 +84,8 @@ RunData load_run(const std::string& path) {
   run.requests = saved.requests;
   run.throughput_rps = saved.throughput_rps;
   run.stages = saved.stages;
+  for (StagePart& part : saved.preprocess_ops)
+    run.preprocess_ops.push_back(RunData::Part{std::move(part.name), part.stats, {}, {}});
   for (const auto& t : saved.caches)
     if (t.hit_ratio) run.hit_ratios.emplace_back(enum_name(t.tier), *t.hit_ratio);
   if (!run.csv_path.empty()) read_requests(run);

@@ -65,19 +65,33 @@ GateSpec parse_gate(std::string_view item, std::string_view option) {
     if (dot == std::string_view::npos) break;
     from = dot + 1;
   }
-  if (parts.size() > 3) throw gate_error(option, item, fmt::format("'{}' has more than three parts", lhs));
+  if (parts.size() > 4) throw gate_error(option, item, fmt::format("'{}' has more than four parts", lhs));
   const bool is_clock = parts.size() > 1 && (parts[parts.size() - 2] == "cpu" || parts[parts.size() - 2] == "wall");
-  if (parts.size() == 3 && !is_clock)
-    throw gate_error(option, item, fmt::format("unknown clock '{}' (expected cpu or wall)", parts[1]));
+  const std::size_t stage_parts = parts.size() - 1 - (is_clock ? 1 : 0);
+  // A stage has at most one part of its own: preprocess.OP, a preprocessing op.
+  if (stage_parts == 2 && parts[0] != "preprocess")
+    throw gate_error(option, item, fmt::format("unknown clock '{}' (expected cpu or wall)", parts[parts.size() - 2]));
+  if (stage_parts > 2)
+    throw gate_error(option, item, fmt::format("unknown clock '{}' (expected cpu or wall)", parts[2]));
   const std::string_view metric = parts.back();
   g.stage = "*";
-  if (parts.size() == 3 || (parts.size() == 2 && !is_clock)) {
+  if (stage_parts >= 1) {
     std::string_view stage = parts[0];
     const bool known =
         stage == "total" || std::find(kStageNames.begin(), kStageNames.end(), stage) != kStageNames.end();
     if (!known)
       throw gate_error(option, item, fmt::format("unknown stage '{}' (expected one of {})", stage, stage_list()));
     g.stage = std::string(stage);
+  }
+  if (stage_parts == 2) {
+    // Which ops the runs have is known only when they are read: there an unknown one is named.
+    const std::string_view op = parts[1];
+    const bool name = !op.empty() && std::all_of(op.begin(), op.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!name)
+      throw gate_error(option, item, fmt::format("'{}' is not a preprocessing op's name (e.g. preprocess.resize)", op));
+    g.stage = fmt::format("preprocess.{}", op);
   }
   if (is_clock) g.clock = std::string(parts[parts.size() - 2]);
   if (std::find(kMetrics.begin(), kMetrics.end(), metric) == kMetrics.end())

@@ -15,8 +15,11 @@ namespace inferprof::detail {
 Preprocessor::Preprocessor(const std::vector<PreprocessOp>& ops, std::string trace_path,
                            const std::string& profile_source)
     : trace_path_(std::move(trace_path)), truncate_name_(NameTable::global().intern("truncate")) {
+  const std::vector<std::string> parts = preprocess_op_names(ops);
+  parts_ = parts.size();
   for (const auto& op : ops) {
-    Step step{op, NameTable::global().intern(enum_name(op.op)), {}, {}, {}, {}, 0};
+    Step step{op, NameTable::global().intern(enum_name(op.op)), {}, {}, {}, {}, 0, 0};
+    step.part = static_cast<std::size_t>(std::find(parts.begin(), parts.end(), enum_name(op.op)) - parts.begin());
     if (op.op == PreprocessKind::tokenize) {
       try {
         step.tokenizer = std::make_shared<const text::Tokenizer>(op.model);
@@ -258,9 +261,38 @@ void Preprocessor::tokenize(const Step& step, Inputs& x, const TraceRequest& req
   }
 }
 
+namespace {
+// A step's span, which also reads thread CPU time (when the request does) and
+// adds both to the request's per-op sums as it closes, however the step ends.
+class StepSpan {
+ public:
+  StepSpan(RequestRecord& r, std::uint32_t name, std::int32_t parent, std::size_t part)
+      : record_(r), index_(r.open(name, parent, /*cpu=*/true)), part_(part) {}
+  ~StepSpan() {
+    record_.close(index_);
+    const Span& s = record_.spans[static_cast<std::size_t>(index_)];
+    record_.preprocess_op[part_] += s.dur;
+    if (s.cpu > 0) record_.preprocess_op_cpu[part_] += s.cpu;
+  }
+  StepSpan(const StepSpan&) = delete;
+  StepSpan& operator=(const StepSpan&) = delete;
+  std::int32_t index() const noexcept { return index_; }
+
+ private:
+  RequestRecord& record_;
+  std::int32_t index_;
+  std::size_t part_;
+};
+}  // namespace
+
 Inputs Preprocessor::run(Inputs x, const TraceRequest& request, RequestRecord& record, std::int32_t parent) const {
+  // Sized once per worker's record (reset() keeps the size and zeroes the sums).
+  if (record.preprocess_op.size() < parts_) {
+    record.preprocess_op.resize(parts_, 0);
+    record.preprocess_op_cpu.resize(parts_, 0);
+  }
   for (const auto& step : steps_) {
-    ScopedSpan span(record, step.name, parent);
+    StepSpan span(record, step.name, parent, step.part);
     if (step.tokenizer) {
       tokenize(step, x, request, record, span.index());
       continue;
@@ -268,7 +300,10 @@ Inputs Preprocessor::run(Inputs x, const TraceRequest& request, RequestRecord& r
     for (std::size_t i = 0; i < x.tensors.size(); ++i) {
       at::Tensor& t = x.tensors[i];
       try {
+        const bool decode = step.op.op == PreprocessKind::decode;
+        if (decode) record.image_bytes += static_cast<std::uint64_t>(t.numel());
         t = apply(t, step.op, step.mean, step.std, step.permutation, x.specs[i], request, trace_path_);
+        if (decode) record.image_pixels += static_cast<std::uint64_t>(t.size(2) * t.size(3));
       } catch (const Error&) {
         throw;
       } catch (const std::exception& e) {

@@ -73,10 +73,12 @@ class Preprocessor {
     std::vector<std::int64_t> permutation;             // layout
     std::shared_ptr<const text::Tokenizer> tokenizer;  // tokenize
     std::int64_t pad_id = 0;                           // tokenize
+    std::size_t part = 0;                              // index in preprocess_op_names(): its report row
   };
   void tokenize(const Step& step, Inputs& x, const TraceRequest& request, RequestRecord& record,
                 std::int32_t span) const;
   std::vector<Step> steps_;
+  std::size_t parts_ = 0;   // distinct op names
   std::string trace_path_;  // for decode errors
   std::uint32_t truncate_name_ = 0;
   mutable std::atomic<std::uint64_t> texts_{0}, truncated_{0}, empty_{0};

@@ -276,6 +276,19 @@ std::vector<fs::path> search_dirs() {
 
 }  // namespace
 
+std::vector<std::string> Profile::preprocess_op_names() const {
+  return inferprof::preprocess_op_names(preprocess);
+}
+
+std::vector<std::string> preprocess_op_names(const std::vector<PreprocessOp>& ops) {
+  std::vector<std::string> names;
+  for (const PreprocessOp& op : ops) {
+    std::string name(enum_name(op.op));
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+  }
+  return names;
+}
+
 std::string Profile::preprocess_fingerprint() const {
   std::string out;
   for (const auto& op : preprocess) {

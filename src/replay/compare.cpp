@@ -299,8 +299,12 @@ struct PairedRequests {
   std::vector<std::vector<double>> latency, cpu;
   std::vector<std::vector<std::string>> outcome;
   std::vector<std::array<std::vector<double>, kStageCount>> stage, stage_cpu;
+  // Per configuration, its preprocessing ops ("preprocess.resize") and their per-request µs.
+  std::vector<std::vector<std::string>> op_names;
+  std::vector<std::vector<std::vector<double>>> op, op_cpu;
 
-  explicit PairedRequests(std::size_t n) : latency(n), cpu(n), outcome(n), stage(n), stage_cpu(n) {}
+  explicit PairedRequests(std::size_t n)
+      : latency(n), cpu(n), outcome(n), stage(n), stage_cpu(n), op_names(n), op(n), op_cpu(n) {}
   void append(detail::LockstepPass& pass) {
     input.insert(input.end(), pass.input.begin(), pass.input.end());
     for (std::size_t c = 0; c < latency.size(); ++c) {
@@ -314,12 +318,33 @@ struct PairedRequests {
         add(stage[c][s], pass.stage_us[c][s]);
         add(stage_cpu[c][s], pass.stage_cpu_us[c][s]);
       }
+      op_names[c] = pass.op_names[c];
+      op[c].resize(op_names[c].size());
+      op_cpu[c].resize(op_names[c].size());
+      for (std::size_t k = 0; k < op_names[c].size(); ++k) {
+        add(op[c][k], pass.op_us[c][k]);
+        add(op_cpu[c][k], pass.op_cpu_us[c][k]);
+      }
     }
+  }
+  // Configuration c's per-request µs of `stage` ("total", a stage's name or a
+  // preprocessing op's); null when it has no such op.
+  const std::vector<double>* series(std::size_t c, const std::string& name, bool on_cpu) const {
+    if (name == "total") return on_cpu ? &cpu[c] : &latency[c];
+    const auto s = std::find(kStageNames.begin(), kStageNames.end(), name);
+    if (s != kStageNames.end()) {
+      const auto i = static_cast<std::size_t>(s - kStageNames.begin());
+      return on_cpu ? &stage_cpu[c][i] : &stage[c][i];
+    }
+    const auto k = std::find(op_names[c].begin(), op_names[c].end(), name);
+    if (k == op_names[c].end()) return nullptr;
+    const auto i = static_cast<std::size_t>(k - op_names[c].begin());
+    return on_cpu ? &op_cpu[c][i] : &op[c][i];
   }
   // Only the configurations `kept` (indices, in order) stay.
   void keep(const std::vector<std::size_t>& kept) {
     keep_only(latency, kept), keep_only(cpu, kept), keep_only(outcome, kept), keep_only(stage, kept),
-        keep_only(stage_cpu, kept);
+        keep_only(stage_cpu, kept), keep_only(op_names, kept), keep_only(op, kept), keep_only(op_cpu, kept);
   }
   std::vector<std::uint8_t> codes(std::size_t c) const {
     std::vector<std::uint8_t> out;
@@ -457,20 +482,46 @@ void make_rows(CompareRun& run) {
   }
 }
 
-// One gate on one configuration and one stage (kStageCount: the request total).
-CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spec, std::size_t stage,
+std::string op_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+// A gate on a preprocessing op needs it in every configuration's profile: refused before any replay.
+void check_gate_ops(const CompareRun& run) {
+  for (const GateSpec& g : run.config.gates) {
+    if (g.stage.find('.') == std::string::npos) continue;
+    for (const Setup& setup : run.setups) {
+      const Profile& profile = setup.profile ? *setup.profile : run.config.base.profile;
+      std::vector<std::string> names;
+      for (const std::string& op : profile.preprocess_op_names())
+        names.push_back("preprocess." + op);
+      if (std::find(names.begin(), names.end(), g.stage) == names.end())
+        throw bad_input(fmt::format("--gate {}: {} has no preprocessing op '{}' (its profile has {})", g.text,
+                                    setup.name, g.stage, op_list(names)));
+    }
+  }
+}
+
+// One gate on one configuration and one stage ("total", a stage, or a preprocessing op).
+CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spec, const std::string& stage,
                        const std::vector<double>& pace) {
   const PairedRequests& paired = run.paired;
   const bool cpu = spec.clock == "cpu";
-  const bool total = stage == kStageCount;
-  const std::vector<double>& b =
-      total ? (cpu ? paired.cpu[0] : paired.latency[0]) : (cpu ? paired.stage_cpu[0][stage] : paired.stage[0][stage]);
-  const std::vector<double>& o =
-      total ? (cpu ? paired.cpu[c] : paired.latency[c]) : (cpu ? paired.stage_cpu[c][stage] : paired.stage[c][stage]);
+  const std::vector<double>* base_series = paired.series(0, stage, cpu);
+  const std::vector<double>* other_series = paired.series(c, stage, cpu);
+  if (!base_series || !other_series)
+    throw bad_input(fmt::format("--gate {}: {} has no preprocessing op '{}' (its profile has {})", spec.text,
+                                run.result.rows[base_series ? c : 0].name, stage,
+                                op_list(paired.op_names[base_series ? c : 0])));
+  const std::vector<double>& b = *base_series;
+  const std::vector<double>& o = *other_series;
   CompareGate g;
   g.configuration = run.result.rows[c].name;
   g.gate = spec.text;
-  g.stage = total ? "total" : std::string(kStageNames[stage]);
+  g.stage = stage;
   g.clock = spec.clock;
   // The means over the pairs read in both (CPU time: the sampled requests).
   double sb = 0, so = 0;
@@ -498,17 +549,16 @@ std::vector<CompareGate> judge_gates(const CompareRun& run, const std::vector<do
   std::vector<CompareGate> out;
   for (std::size_t c = 1; c < result.rows.size(); ++c)
     for (const GateSpec& spec : run.config.gates) {
-      std::vector<std::size_t> stages;
+      std::vector<std::string> stages;
       if (spec.stage == "*") {
         for (std::size_t s = 0; s < kStageCount; ++s)
           if (result.rows[0].last.stages[s].mean_us > 0 || result.rows[c].last.stages[s].mean_us > 0)
-            stages.push_back(s);
-        stages.push_back(kStageCount);
+            stages.emplace_back(kStageNames[s]);
+        stages.emplace_back("total");
       } else {
-        const auto it = std::find(kStageNames.begin(), kStageNames.end(), spec.stage);
-        stages.push_back(static_cast<std::size_t>(it - kStageNames.begin()));  // "total": kStageCount
+        stages.push_back(spec.stage);
       }
-      for (std::size_t s : stages)
+      for (const std::string& s : stages)
         out.push_back(judge_gate(run, c, spec, s, pace));
     }
   return out;
@@ -768,6 +818,7 @@ CompareResult run_compare(const CompareConfig& config) {
   result.mode = run.mode;
   result.precision_pct = config.precision_pct;
   make_rows(run);
+  check_gate_ops(run);
 
   // A failed replay leaves no report behind, also none of the configurations already done.
   struct PartialReports {

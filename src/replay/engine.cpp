@@ -277,6 +277,13 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
         lane.stage_cpu_us[s].push_back(record.cpu_measured() ? static_cast<double>(record.stage_cpu[s]) / 1e3
                                                              : std::numeric_limits<double>::quiet_NaN());
       }
+      for (std::size_t k = 0; k < lane.op_us.size(); ++k) {
+        const bool ran = k < record.preprocess_op.size();  // a cache hit runs no preprocessing: 0
+        lane.op_us[k].push_back(ran ? static_cast<double>(record.preprocess_op[k]) / 1e3 : 0);
+        lane.op_cpu_us[k].push_back(!record.cpu_measured() ? std::numeric_limits<double>::quiet_NaN()
+                                    : ran                  ? static_cast<double>(record.preprocess_op_cpu[k]) / 1e3
+                                                           : 0);
+      }
       lane.busy_ns += record.total();
       if (lane.collector) lane.collector->add(record);
     }

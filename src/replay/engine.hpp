@@ -175,6 +175,8 @@ struct LockstepLane {
   std::vector<std::uint64_t> input;  // per request: a hash of its input key (the same in every lane)
   // Per stage, per request: wall µs, and thread CPU µs (NaN where not read).
   std::array<std::vector<double>, kStageCount> stage_us, stage_cpu_us;
+  // Per preprocessing op (its profile's preprocess_op_names() order), per request, the same way.
+  std::vector<std::vector<double>> op_us, op_cpu_us;
   Nanos busy_ns = 0;  // summed request time: this lane's replay time
 };
 // Serves requests from `next` (false: no more) through each lane's server
@@ -248,6 +250,9 @@ struct LockstepPass {
   std::vector<std::uint64_t> input;               // per request: a hash of its input key
   // Per target, per stage, per request: wall µs and thread CPU µs (NaN: not read).
   std::vector<std::array<std::vector<double>, kStageCount>> stage_us, stage_cpu_us;
+  // Per target, per preprocessing op ("preprocess.resize", its profile's order), per request.
+  std::vector<std::vector<std::string>> op_names;
+  std::vector<std::vector<std::vector<double>>> op_us, op_cpu_us;
 };
 // Set-up, one pipeline per distinct (model, profile) with its warm-up, drive,
 // collect, commit. Throws Error; a failure

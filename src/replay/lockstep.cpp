@@ -142,6 +142,7 @@ struct Lanes {
   std::vector<std::unique_ptr<Collector>> collectors;
   std::vector<std::unique_ptr<Verifier>> verifiers;
   std::vector<LockstepLane> lanes;
+  std::vector<std::vector<std::string>> op_names;  // per lane: "preprocess.resize", ...
   Lanes(const RunConfig& base, const std::vector<LockstepTarget>& targets, const std::vector<Variant>& variants,
         const std::vector<std::size_t>& variant_of, const std::vector<CacheState>& states)
       : lanes(targets.size()) {
@@ -150,6 +151,12 @@ struct Lanes {
       copts.out_dir = targets[c].out_dir;
       copts.trace_json_max_bytes = base.output.trace_json_max_bytes;
       copts.copies_applicable = variants[variant_of[c]].info.copies_applicable;
+      copts.preprocess_ops = variants[variant_of[c]].config.profile.preprocess_op_names();
+      lanes[c].op_us.resize(copts.preprocess_ops.size());
+      lanes[c].op_cpu_us.resize(copts.preprocess_ops.size());
+      op_names.push_back({});
+      for (const std::string& op : copts.preprocess_ops)
+        op_names.back().push_back("preprocess." + op);
       collectors.push_back(std::make_unique<Collector>(copts));
       lanes[c].server = variants[variant_of[c]].server.get();
       lanes[c].caches = states[c].caches();
@@ -167,7 +174,10 @@ struct Lanes {
       pass.cpu_us.push_back(std::move(lane.cpu_us));
       pass.stage_us.push_back(std::move(lane.stage_us));
       pass.stage_cpu_us.push_back(std::move(lane.stage_cpu_us));
+      pass.op_us.push_back(std::move(lane.op_us));
+      pass.op_cpu_us.push_back(std::move(lane.op_cpu_us));
     }
+    pass.op_names = op_names;
   }
 };
 

@@ -331,6 +331,7 @@ RunOutcome run_replay(const RunConfig& config) {
   copts.out_dir = config.output.out_dir;
   copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
   copts.copies_applicable = info.copies_applicable;
+  copts.preprocess_ops = config.profile.preprocess_op_names();
   auto collector = std::make_unique<Collector>(copts);
   info.speed_before = probe_machine_speed();
 

@@ -91,13 +91,63 @@ StageStats stats_of(const Histogram& h, std::uint64_t count, std::uint64_t reque
 }  // namespace
 
 struct Collector::Impl {
-  explicit Impl(CollectorOptions o) : options(std::move(o)), trace(options.epoch) { paths.push_back(PathNode{}); }
+  explicit Impl(CollectorOptions o)
+      : options(std::move(o)),
+        part_hist(options.preprocess_ops.size()),
+        part_cpu_hist(options.preprocess_ops.size()),
+        part_count(options.preprocess_ops.size()),
+        part_cpu_wall(options.preprocess_ops.size()),
+        trace(options.epoch) {
+    paths.push_back(PathNode{});
+  }
 
   std::uint32_t path_of(std::uint32_t parent, std::uint32_t name) {
     const std::uint64_t key = (static_cast<std::uint64_t>(parent) << 32) | name;
     auto [it, inserted] = path_ids.try_emplace(key, static_cast<std::uint32_t>(paths.size()));
     if (inserted) paths.push_back(PathNode{parent, name, 0});
     return it->second;
+  }
+
+  // Stage, part and total times of one request; `present`: the stages it has a span of. Under the lock.
+  void record_times(const RequestRecord& r, unsigned present) {
+    for (std::size_t i = 0; i < kStageCount; ++i) {
+      stage_hist[i].record(r.stage[i]);
+      if (i == kOverhead || r.stage[i] != 0 || (present & (1u << i)) != 0) ++stage_count[i];
+    }
+    // A part the request did not run (a cache hit skips preprocessing) counts as 0, as a stage does.
+    auto part = [](const std::vector<Nanos>& v, std::size_t k) { return k < v.size() ? v[k] : 0; };
+    for (std::size_t k = 0; k < part_hist.size(); ++k) {
+      part_hist[k].record(part(r.preprocess_op, k));
+      if (part(r.preprocess_op, k) != 0) ++part_count[k];
+    }
+    total_hist.record(r.total());
+    if (!r.cpu_measured()) return;
+    ++cpu_requests;
+    for (std::size_t i = 0; i < kStageCount; ++i) {
+      if (i == static_cast<std::size_t>(Stage::queue)) continue;
+      stage_cpu_hist[i].record(r.stage_cpu[i]);
+      stage_cpu_wall[i] += r.stage[i];
+    }
+    for (std::size_t k = 0; k < part_hist.size(); ++k) {
+      part_cpu_hist[k].record(part(r.preprocess_op_cpu, k));
+      part_cpu_wall[k] += part(r.preprocess_op, k);
+    }
+    total_cpu_hist.record(r.cpu_total());
+    // The root's CPU time covers start..end; the queue before it is off the CPU by definition.
+    total_cpu_wall += r.end - r.start;
+  }
+
+  // Reservoir sample of request totals (Vitter's algorithm R). Under the lock, after ++requests.
+  void sample_total(double total_us) {
+    if (sample.size() < kSample) {
+      sample.push_back(total_us);
+      return;
+    }
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    const std::uint64_t slot = rng % requests;  // requests already counts this record
+    if (slot < kSample) sample[slot] = total_us;
   }
 
   CollectorOptions options;  // epoch is set once more, before the first add()
@@ -119,6 +169,10 @@ struct Collector::Impl {
   std::array<Nanos, kStageCount> stage_cpu_wall{};
   Histogram total_cpu_hist;
   Nanos total_cpu_wall = 0;
+  // The preprocess stage's parts (options.preprocess_ops), counted as the stages are.
+  std::vector<Histogram> part_hist, part_cpu_hist;
+  std::vector<std::uint64_t> part_count;
+  std::vector<Nanos> part_cpu_wall;
   std::vector<std::string> failed_examples;
   // Latency by what served the request; a handful of outcomes, so a small map.
   std::map<std::string, Histogram> outcome_hist;
@@ -152,7 +206,7 @@ Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>(st
     impl_->trace_file.open(dir, "trace.json");
     impl_->trace_file.write(report::ChromeTraceWriter::header());
     impl_->csv_file.open(dir, "requests.csv");
-    impl_->csv_file.write(report::requests_csv_header(impl_->options.copies_applicable));
+    impl_->csv_file.write(report::requests_csv_header(impl_->options.copies_applicable, impl_->options.preprocess_ops));
   } catch (...) {
     discard();
     throw;
@@ -199,7 +253,8 @@ void Collector::add(const RequestRecord& r) {
   // out_dir is immutable, unlike `files`, so it may be read without the lock.
   if (!m.options.out_dir.empty()) {
     sc.csv_row.clear();
-    report::append_request_row(sc.csv_row, r, m.options.epoch, m.options.copies_applicable);
+    report::append_request_row(sc.csv_row, r, m.options.epoch, m.options.copies_applicable,
+                               m.options.preprocess_ops.size());
   }
 
   std::lock_guard<std::mutex> lock(m.mutex);
@@ -209,22 +264,7 @@ void Collector::add(const RequestRecord& r) {
     if (m.failed_examples.size() < kMaxFailedExamples)
       m.failed_examples.push_back(fmt::format("id {}: {}", r.id, r.error));
   }
-  for (std::size_t i = 0; i < kStageCount; ++i) {
-    m.stage_hist[i].record(r.stage[i]);
-    if (i == kOverhead || r.stage[i] != 0 || (present & (1u << i)) != 0) ++m.stage_count[i];
-  }
-  m.total_hist.record(r.total());
-  if (r.cpu_measured()) {
-    ++m.cpu_requests;
-    for (std::size_t i = 0; i < kStageCount; ++i) {
-      if (i == static_cast<std::size_t>(Stage::queue)) continue;
-      m.stage_cpu_hist[i].record(r.stage_cpu[i]);
-      m.stage_cpu_wall[i] += r.stage[i];
-    }
-    m.total_cpu_hist.record(r.cpu_total());
-    // The root's CPU time covers start..end; the queue before it is off the CPU by definition.
-    m.total_cpu_wall += r.end - r.start;
-  }
+  m.record_times(r, present);
   m.gpu_kernels += r.gpu.kernels;
   m.h2d_bytes += r.gpu.h2d_bytes;
   m.d2h_bytes += r.gpu.d2h_bytes;
@@ -236,16 +276,7 @@ void Collector::add(const RequestRecord& r) {
     if (m.update_hist.size() <= k) m.update_hist.resize(k + 1);
     m.update_hist[k][r.update_pending ? 1 : 0].record(r.total());
   }
-  const double total_us = static_cast<double>(r.total()) / 1e3;
-  if (m.sample.size() < Impl::kSample) {
-    m.sample.push_back(total_us);
-  } else {
-    m.rng ^= m.rng << 13;
-    m.rng ^= m.rng >> 7;
-    m.rng ^= m.rng << 17;
-    const std::uint64_t slot = m.rng % m.requests;  // m.requests already counts this record
-    if (slot < Impl::kSample) m.sample[slot] = total_us;
-  }
+  m.sample_total(static_cast<double>(r.total()) / 1e3);
 
   Nanos top_level_other = 0;  // top-level spans that are not stages: already inside overhead
   for (std::size_t i = 0; i < n; ++i) {
@@ -320,6 +351,12 @@ RunSummary Collector::summarize(const RunInfo& info) const {
       st.applicable = false;
     }
     s.stages[i] = st;
+  }
+  for (std::size_t k = 0; k < m.part_hist.size(); ++k) {
+    StagePart part{"preprocess." + m.options.preprocess_ops[k], stats_of(m.part_hist[k], m.part_count[k], m.requests)};
+    part.stats.share = s.total.total_us != 0 ? part.stats.total_us / s.total.total_us : 0;
+    add_cpu(part.stats, m.part_cpu_hist[k], m.part_cpu_wall[k], m.cpu_requests);
+    s.preprocess_ops.push_back(std::move(part));
   }
   {
     // The contention signal: with one intra-op thread on the CPU, compute

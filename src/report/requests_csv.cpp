@@ -7,7 +7,7 @@
 namespace inferprof {
 namespace report {
 
-std::string requests_csv_header(bool gpu) {
+std::string requests_csv_header(bool gpu, const std::vector<std::string>& preprocess_ops) {
   std::string h =
       "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
       "preprocess_us,h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version";
@@ -17,10 +17,16 @@ std::string requests_csv_header(bool gpu) {
   h += ",cpu_us";
   for (std::size_t i = 0; i < kStageCount; ++i)
     if (i != static_cast<std::size_t>(Stage::queue)) h += fmt::format(",{}_cpu_us", kStageNames[i]);
-  return h + "\n";
+  // The preprocess stage's parts, and what decode read (appended, as above).
+  for (const std::string& op : preprocess_ops)
+    h += fmt::format(",preprocess.{}_us", op);
+  for (const std::string& op : preprocess_ops)
+    h += fmt::format(",preprocess.{}_cpu_us", op);
+  return h + ",image_bytes,image_pixels\n";
 }
 
-void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable) {
+void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable,
+                        std::size_t preprocess_ops) {
   auto it = std::back_inserter(out);
   append_uint(out, r.seq);
   out.push_back(',');
@@ -63,6 +69,21 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
     if (!r.cpu_measured() || (copy && !copies_applicable)) continue;
     append_us3(out, r.stage_cpu[i]);
   }
+  // A part the request did not run (a cache hit skips preprocessing) is 0, as a stage is.
+  auto part = [&](const std::vector<Nanos>& v, std::size_t k) { return k < v.size() ? v[k] : 0; };
+  for (std::size_t k = 0; k < preprocess_ops; ++k) {
+    out.push_back(',');
+    append_us3(out, part(r.preprocess_op, k));
+  }
+  for (std::size_t k = 0; k < preprocess_ops; ++k) {
+    out.push_back(',');
+    if (r.cpu_measured()) append_us3(out, part(r.preprocess_op_cpu, k));
+  }
+  // Empty when nothing was decoded.
+  out.push_back(',');
+  if (r.image_bytes) append_uint(out, r.image_bytes);
+  out.push_back(',');
+  if (r.image_pixels) append_uint(out, r.image_pixels);
   out.push_back('\n');
 }
 

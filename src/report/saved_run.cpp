@@ -99,6 +99,17 @@ bool read_stage(const Doc& doc, simdjson::dom::object parent, std::string_view n
   return has_mean;
 }
 
+// "stages"."preprocess"."ops": the preprocess stage's parts, by op name, in the file's order.
+void read_preprocess_ops(const Doc& doc, simdjson::dom::object stages, std::vector<StagePart>& out) {
+  simdjson::dom::object ops;
+  if (stages["preprocess"]["ops"].get(ops) != simdjson::SUCCESS) return;
+  for (auto field : ops) {
+    StagePart part{fmt::format("preprocess.{}", printable(field.key)), {}};
+    read_stage(doc, ops, field.key, "stages." + part.name, part.stats);
+    out.push_back(std::move(part));
+  }
+}
+
 }  // namespace
 
 SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
@@ -166,6 +177,7 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
     for (std::size_t i = 0; i < kStageCount; ++i)
       run.has_stage[i] =
           read_stage(doc, stages, kStageNames[i], fmt::format("stages.{}", kStageNames[i]), run.stages[i]);
+    read_preprocess_ops(doc, stages, run.preprocess_ops);
   } else if (doc.complete || stages_field.error() != simdjson::NO_SUCH_FIELD) {
     // Partial readers may do without stages, but not with stages of the wrong type.
     throw doc.missing("stages", "an object");
@@ -223,7 +235,7 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
 }
 
 void read_requests_csv(const std::string& path, const std::vector<std::string>& required,
-                       const std::function<void(const RequestRow&)>& row) {
+                       const std::function<void(const RequestRow&)>& row, const std::vector<std::string>& parts) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
   CsvReader csv(in, path);
@@ -249,6 +261,11 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
   need("total_us");
   const std::size_t ok_col = need("ok");
   const int cache_col = CsvReader::column(fields, "cache");
+  std::vector<int> part_cols, part_cpu_cols;
+  for (const std::string& part : parts) {
+    part_cols.push_back(CsvReader::column(fields, part + "_us"));
+    part_cpu_cols.push_back(CsvReader::column(fields, part + "_cpu_us"));
+  }
   const std::size_t width = fields.size();
 
   RequestRow r;
@@ -277,6 +294,12 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
       r.cpu_us[i] = cell(cpu_cols[i], cpu_names[i]).value_or(0);
     }
     r.has_cpu = cell(cpu_cols[kStageCount], cpu_names[kStageCount]).has_value();
+    r.part_us.resize(parts.size());
+    r.part_cpu_us.resize(parts.size());
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      r.part_us[k] = cell(part_cols[k], parts[k] + "_us").value_or(0);
+      r.part_cpu_us[k] = cell(part_cpu_cols[k], parts[k] + "_cpu_us").value_or(0);
+    }
     row(r);
   }
 }

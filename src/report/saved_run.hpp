@@ -31,6 +31,7 @@ struct SavedRun {
   // SummaryCheck::partial, has_stage says which had a mean_us.
   std::array<StageStats, kStageCount + 1> stages{};
   std::array<bool, kStageCount + 1> has_stage{};
+  std::vector<StagePart> preprocess_ops;  // "stages"."preprocess"."ops"; empty in older summaries
   struct Tier {
     CacheLevel tier = CacheLevel::l1;
     std::optional<double> hit_ratio;
@@ -70,11 +71,14 @@ struct RequestRow {
   // Thread CPU µs (<stage>_cpu_us, then cpu_us), the same way; has_cpu: cpu_us has a value.
   std::array<double, kStageCount + 1> cpu_us{};
   bool has_cpu = false;
+  // The parts asked for (read_requests_csv's `parts`), wall then CPU µs, the same way.
+  std::vector<double> part_us, part_cpu_us;
 };
 // Reads a requests.csv row by row, columns found by name. The header must
-// name total_us, ok and every column in `required`. Throws Error(bad_input)
+// name total_us, ok and every column in `required`; `parts` ("preprocess.resize")
+// are read from PART_us and PART_cpu_us when present. Throws Error(bad_input)
 // naming FILE:LINE.
 void read_requests_csv(const std::string& path, const std::vector<std::string>& required,
-                       const std::function<void(const RequestRow&)>& row);
+                       const std::function<void(const RequestRow&)>& row, const std::vector<std::string>& parts = {});
 
 }  // namespace inferprof::report

@@ -44,8 +44,11 @@ class ChromeTraceWriter {
 };
 
 // requests.csv
-std::string requests_csv_header(bool gpu);
-void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable);
+// `preprocess_ops`: the preprocess stage's parts (CollectorOptions), each a
+// wall and a CPU column after the stages' (preprocess.resize_us, ..._cpu_us).
+std::string requests_csv_header(bool gpu, const std::vector<std::string>& preprocess_ops = {});
+void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable,
+                        std::size_t preprocess_ops = 0);
 
 // Rounds folded-stack values from ns to whole µs with the largest-remainder
 // method so they add up to round(total_ns / 1000) exactly; drops values that

@@ -63,8 +63,9 @@ std::string requests_text(const RunSummary& s);  // "1,000 in 0.52 s · 1,923.1 
 // The stage rows shown to people: queue..overhead always; cache and load only
 // when some request spent time there.
 struct StageRow {
-  std::string_view name;
+  std::string_view name;  // "compute", or a part's "preprocess.resize"
   const StageStats* stats;
+  std::string_view op;  // a part's op ("resize"), shown indented under its stage; "" for a stage
 };
 std::vector<StageRow> visible_stage_rows(const RunSummary& s);
 // Columns padded to their widest cell, two spaces apart, right-aligned except

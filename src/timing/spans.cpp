@@ -46,6 +46,9 @@ void RequestRecord::reset() {
   stage.fill(0);
   cpu_start = cpu_end = 0;
   stage_cpu.fill(0);
+  std::fill(preprocess_op.begin(), preprocess_op.end(), 0);
+  std::fill(preprocess_op_cpu.begin(), preprocess_op_cpu.end(), 0);
+  image_bytes = image_pixels = 0;
   spans.clear();
   cache_outcome = "none";
   model_version.clear();
@@ -100,11 +103,11 @@ void RequestRecord::begin(bool cpu) noexcept {
   cpu_start = read_cpu(start).cpu;
 }
 
-std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent) {
+std::int32_t RequestRecord::open(std::uint32_t name, std::int32_t parent, bool cpu_too) {
   // The CPU clock is read inside the wall interval (or reused from just before it).
   Nanos start_ns = now_ns();
   Nanos cpu = -1;
-  if (parent < 0 && cpu_start != 0) {
+  if ((parent < 0 || cpu_too) && cpu_start != 0) {
     if (last_cpu_wall != 0 && start_ns - last_cpu_wall < kReuseNs) {
       cpu = last_cpu;
     } else {

@@ -76,6 +76,83 @@ TEST_SUITE("e2e images") {
     CHECK(json_number(summary["requests"]) == 5);
   }
 
+  TEST_CASE("each preprocessing op is a part of preprocess in every report, with CPU time, and diff gates on it") {
+    auto& f = images();
+    TempDir dir;
+    const std::string trace =
+        dir.write("t.jsonl", fmt::format("{{\"id\": 1, \"input\": {{\"image\": \"{0}/300x200-0.jpg\"}}}}\n"
+                                         "{{\"id\": 2, \"input\": {{\"image\": \"{0}/64x48-0.png\"}}}}\n",
+                                         f.imgs));
+    const fs::path out = dir.file("r");
+    auto r = run_cli({"run", f.model, "--trace", trace, "--profile", "image-classification-jpeg", "--warmup", "1",
+                      "--cpu-sample", "1", "--out", out.string(), "--no-progress"},
+                     std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    // The table: each op indented under preprocess, in the profile's order.
+    const auto pre = r.out.find("\npreprocess ");
+    REQUIRE_MESSAGE(pre != std::string::npos, r.out);
+    CHECK(r.out.find("\n  decode ", pre) < r.out.find("\n  resize ", pre));
+    CHECK(r.out.find("\n  normalize ", pre) < r.out.find("\nh2d ", pre));
+
+    simdjson::dom::parser parser;
+    simdjson::dom::element summary;
+    REQUIRE(parser.parse(slurp(out / "summary.json")).get(summary) == simdjson::SUCCESS);
+    double parts = 0;
+    for (const char* op : {"decode", "resize", "center_crop", "to_tensor", "normalize"}) {
+      simdjson::dom::element e = summary["stages"]["preprocess"]["ops"][op];
+      CHECK_MESSAGE(json_number(e["count"]) == 2, op);
+      CHECK_MESSAGE(json_number(e["cpu_mean_us"]) > 0, op);
+      parts += json_number(e["mean_us"]);
+    }
+    // The parts lie inside their stage.
+    CHECK(parts <= json_number(summary["stages"]["preprocess"]["mean_us"]));
+    CHECK(parts > 0.5 * json_number(summary["stages"]["preprocess"]["mean_us"]));
+    const std::string stages = slurp(out / "stages.csv");
+    CHECK(stages.find("\npreprocess.resize,2,") != std::string::npos);
+
+    // requests.csv: the ops' columns, and what decode read: the file's bytes, width x height.
+    const std::string csv = slurp(out / "requests.csv");
+    const std::string header = csv.substr(0, csv.find('\n'));
+    CHECK(header.find(",preprocess.decode_us,preprocess.resize_us,") != std::string::npos);
+    CHECK(header.find(",preprocess.normalize_cpu_us,image_bytes,image_pixels") != std::string::npos);
+    const std::string jpeg_row = fmt::format(",{},{}\n", f.bytes("300x200-0.jpg").size(), 300 * 200);
+    const std::string png_row = fmt::format(",{},{}\n", f.bytes("64x48-0.png").size(), 64 * 48);
+    CHECK_MESSAGE(csv.find(jpeg_row) != std::string::npos, csv);
+    CHECK_MESSAGE(csv.find(png_row) != std::string::npos, csv);
+
+    // diff gates on an op; one the runs lack is named with those they have.
+    auto same = run_cli({"diff", out.string(), out.string(), "--max-regression", "preprocess.resize.cpu.p50=5%"});
+    CHECK_MESSAGE(same.code == 0, same.err);
+    CHECK(same.out.find("preprocess.resize") != std::string::npos);
+    auto unknown = run_cli({"diff", out.string(), out.string(), "--max-regression", "preprocess.tokenize.mean=5%"});
+    CHECK(unknown.code == 2);
+    CHECK_MESSAGE(unknown.err.find("not every run has preprocess.tokenize (they have preprocess.decode, "
+                                   "preprocess.resize, preprocess.center_crop, preprocess.to_tensor, "
+                                   "preprocess.normalize)") != std::string::npos,
+                  unknown.err);
+
+    // compare --gate reads the op from each configuration's paired requests; an op a profile lacks is refused
+    // before any replay.
+    const fs::path cmp = dir.file("c");
+    auto gated = run_cli(
+        {"compare", f.model, "--trace", trace, "--profile", "image-classification-jpeg", "--caches", "none", "--caches",
+         "none", "--warmup", "1", "--gate", "preprocess.resize.cpu.mean=400%", "--out", cmp.string(), "--no-progress"},
+        std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+    REQUIRE_MESSAGE(gated.code == 0, gated.err);
+    simdjson::dom::element compare;
+    REQUIRE(parser.parse(slurp(cmp / "compare.json")).get(compare) == simdjson::SUCCESS);
+    std::string_view stage;
+    REQUIRE(compare["gates"].at(0)["stage"].get(stage) == simdjson::SUCCESS);
+    CHECK(stage == "preprocess.resize");
+    CHECK(json_number(compare["gates"].at(0)["base_us"]) > 0);
+    auto lacking = run_cli({"compare", f.model, "--trace", trace, "--profile", "image-classification-jpeg", "--caches",
+                            "none", "--caches", "none", "--gate", "preprocess.tokenize.mean=5%", "--no-progress"},
+                           std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR);
+    CHECK(lacking.code == 2);
+    CHECK_MESSAGE(lacking.err.find("none has no preprocessing op 'preprocess.tokenize'") != std::string::npos,
+                  lacking.err);
+  }
+
   TEST_CASE("a relative image path resolves against the trace's folder") {
     auto& f = images();
     TempDir dir;

@@ -254,6 +254,55 @@ TEST_SUITE("diff over several runs") {
     CHECK(r.intervals_note.find("the base side has one run") != std::string::npos);
   }
 
+  TEST_CASE("gates on a preprocessing op: parsed, gated with an interval, refused when a run lacks it") {
+    auto g = parse_gates("preprocess.resize.cpu.p50=5%,preprocess.decode.mean=10%,preprocess.cpu.mean=5%");
+    REQUIRE(g.size() == 3);
+    CHECK((g[0].stage == "preprocess.resize" && g[0].clock == "cpu" && g[0].metric == "p50"));
+    CHECK((g[1].stage == "preprocess.decode" && g[1].clock == "wall" && g[1].metric == "mean"));
+    CHECK((g[2].stage == "preprocess" && g[2].clock == "cpu"));
+    CHECK_THROWS_WITH(parse_gates("compute.resize.p50=5%"), doctest::Contains("unknown clock 'resize'"));
+    CHECK_THROWS_WITH(parse_gates("preprocess.Re-size.p50=5%"),
+                      doctest::Contains("'Re-size' is not a preprocessing op's name"));
+    CHECK_THROWS_WITH(parse_gates("preprocess.resize.gpu.p50=5%"), doctest::Contains("unknown clock 'gpu'"));
+
+    // resize takes 40% more on the new side, CPU and wall; the rest is unchanged.
+    auto with_resize = [](std::vector<RunData> runs, double scale) {
+      for (std::size_t k = 0; k < runs.size(); ++k) {
+        RunData::Part part;
+        part.name = "preprocess.resize";
+        part.per_request = spread_values(200, 100 * scale, 5, 7 + static_cast<std::uint32_t>(k));
+        part.per_request_cpu = spread_values(200, 80 * scale, 4, 9 + static_cast<std::uint32_t>(k));
+        part.stats.count = 200;
+        part.stats.max_us = 110 * scale;
+        part.stats.mean_us = part.stats.p50_us = 100 * scale;
+        part.stats.cpu = true;
+        part.stats.cpu_mean_us = part.stats.cpu_p50_us = 80 * scale;
+        part.stats.cpu_p99_us = 84 * scale;
+        runs[k].preprocess_ops.push_back(part);
+      }
+      return runs;
+    };
+    const auto base = with_resize(side({0, 0, 0}, 1000, 1), 1.0);
+    const auto now = with_resize(side({0, 0, 0}, 1000, 11), 1.4);
+    DiffConfig config;
+    config.gates = "total.cpu.mean=5%,preprocess.resize.cpu.p50=10%";
+    const DiffResult r = diff_runs(base, now, config);
+    const DiffRow& resize = row_of(r, "preprocess.resize", "cpu", "p50");
+    REQUIRE(resize.change.interval);
+    CHECK(resize.verdict == Verdict::regression);
+    CHECK(row_of(r, "total", "cpu", "mean").verdict == Verdict::ok);
+    CHECK(r.exit_code() == 1);
+    // Ungated, an op's rows carry no interval (each would cost a bootstrap), and "*" leaves them alone.
+    config.gates = "cpu.mean=5%";
+    const DiffResult star = diff_runs(base, now, config);
+    CHECK_FALSE(row_of(star, "preprocess.resize", "cpu", "mean").change.interval);
+    CHECK(row_of(star, "preprocess.resize", "cpu", "mean").verdict == Verdict::none);
+
+    config.gates = "preprocess.tokenize.mean=5%";
+    CHECK_THROWS_WITH(diff_runs(base, now, config),
+                      doctest::Contains("not every run has preprocess.tokenize (they have preprocess.resize)"));
+  }
+
   TEST_CASE("gates on cpu or wall time") {
     auto g = parse_gates("total.cpu.p50=5%,cpu.mean=3%,total.wall.p99=10%,total.mean=5%,compute.cpu.p99=8%");
     REQUIRE(g.size() == 5);

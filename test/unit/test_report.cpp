@@ -435,16 +435,17 @@ TEST_SUITE("report") {
     c.commit(c.summarize(RunInfo{}));
     const auto lines = lines_of(read_file(dir.file("requests.csv")));
     REQUIRE(lines.size() == 4);
-    CHECK(lines[0] ==
-          "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
-          "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version,cpu_us,cache_cpu_us,load_cpu_us,"
-          "input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,d2h_cpu_us,overhead_cpu_us");
+    CHECK(
+        lines[0] ==
+        "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
+        "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version,cpu_us,cache_cpu_us,load_cpu_us,"
+        "input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,d2h_cpu_us,overhead_cpu_us,image_bytes,image_pixels");
     // Records without begin() measured no CPU time: empty CPU cells, not zeros.
     CHECK(lines[1] ==
           "0,1,1,\"img,\"\"7\"\"\",1,2.500,4.000,101.500,1.500,0.000,0.000,0.000,0.000,,90.000,,10.000,none,false,"
-          "\"shape mismatch, expected [1, 16]\",v2,,,,,,,,,");
+          "\"shape mismatch, expected [1, 16]\",v2,,,,,,,,,,,");
     CHECK(lines[2] ==
-          "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,,,,,,,,,,,");
+          "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,,,,,,,,,,,,,");
   }
 
   TEST_CASE("h2d and d2h print n/a on CPU, numbers on GPU") {
@@ -646,10 +647,83 @@ TEST_SUITE("report") {
 
     fmt::memory_buffer row;
     report::append_request_row(row, r, kBase, false);
-    CHECK(fmt::to_string(row).find(",55.000,0.000,0.000,10.000,0.000,,40.000,,5.000\n") != std::string::npos);
+    // No decode in this request: the image columns are empty.
+    CHECK(fmt::to_string(row).find(",55.000,0.000,0.000,10.000,0.000,,40.000,,5.000,,\n") != std::string::npos);
     CHECK(report::requests_csv_header(false).find(
               ",cpu_us,cache_cpu_us,load_cpu_us,input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,"
-              "d2h_cpu_us,overhead_cpu_us\n") != std::string::npos);
+              "d2h_cpu_us,overhead_cpu_us,image_bytes,image_pixels\n") != std::string::npos);
+  }
+
+  // A request that preprocessed in two ops (decode 30 µs wall / 20 µs CPU, resize 50 / 40) of a 60 µs
+  // preprocess stage, or (second) was served from a cache and ran none.
+  RequestRecord preprocess_record(std::uint64_t seq, bool ran) {
+    Rec rec(seq, 1'000'000 * seq, 1'000'000 * seq, 1'000'000 * seq + 200'000);
+    RequestRecord& r = rec.r;
+    r.cpu_start = 7'000'000;
+    r.cpu_end = r.cpu_start + 150'000;
+    if (ran) {
+      const auto pre = rec.span(Stage::preprocess, 0, 90'000);
+      rec.child("decode", pre, 0, 30'000);
+      rec.child("resize", pre, 30'000, 50'000);
+      r.stage_cpu[static_cast<std::size_t>(Stage::preprocess)] = 70'000;
+      r.preprocess_op = {30'000, 50'000};
+      r.preprocess_op_cpu = {20'000, 40'000};
+      r.image_bytes = 4321;
+      r.image_pixels = 640 * 480;
+    }
+    r.finish();
+    return r;
+  }
+
+  TEST_CASE(
+      "preprocessing ops are parts of the preprocess stage in the table, summary.json, stages.csv, requests.csv") {
+    CollectorOptions o;
+    o.preprocess_ops = {"decode", "resize"};
+    Collector c(o);
+    c.add(preprocess_record(0, true));
+    c.add(preprocess_record(1, false));
+    const RunSummary s = c.summarize(sample_info());
+    REQUIRE(s.preprocess_ops.size() == 2);
+    const StagePart& resize = s.preprocess_ops[1];
+    CHECK(resize.name == "preprocess.resize");
+    // As stages are counted: the mean over every request (a hit ran none), the count where it ran.
+    CHECK(resize.stats.count == 1);
+    CHECK(resize.stats.mean_us == doctest::Approx(25.0));
+    CHECK(resize.stats.max_us == doctest::Approx(50.0).epsilon(0.01));
+    REQUIRE(resize.stats.cpu);
+    CHECK(resize.stats.cpu_mean_us == doctest::Approx(20.0));
+    CHECK(resize.stats.off_cpu == doctest::Approx(0.2));
+    CHECK(s.preprocess_ops[0].stats.cpu_mean_us == doctest::Approx(10.0));
+
+    const std::string table = render_table(s);
+    const auto pre = table.find("\npreprocess ");
+    REQUIRE(pre != std::string::npos);
+    CHECK(table.find("\n  decode ", pre) != std::string::npos);
+    CHECK(table.find("\n  resize ", pre) != std::string::npos);
+    CHECK(render_markdown(s).find("| preprocess.resize | 1 |") != std::string::npos);
+
+    const std::string csv = render_stages_csv(s);
+    CHECK(csv.find("\npreprocess,1,") != std::string::npos);
+    CHECK(csv.find("\npreprocess.decode,1,") > csv.find("\npreprocess,1,"));
+    CHECK(csv.find("\npreprocess.resize,1,25.000,") < csv.find("\nh2d,"));
+
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    const std::string json = render_summary_json(s);
+    REQUIRE(parser.parse(json).get(doc) == simdjson::SUCCESS);
+    double v = 0;
+    CHECK(doc["stages"]["preprocess"]["ops"]["resize"]["cpu_mean_us"].get(v) == simdjson::SUCCESS);
+    CHECK(v == doctest::Approx(20.0));
+    CHECK(doc["stages"]["compute"]["ops"].error() == simdjson::NO_SUCH_FIELD);
+
+    CHECK(report::requests_csv_header(false, o.preprocess_ops)
+              .find(",overhead_cpu_us,preprocess.decode_us,preprocess.resize_us,preprocess.decode_cpu_us,"
+                    "preprocess.resize_cpu_us,image_bytes,image_pixels\n") != std::string::npos);
+    fmt::memory_buffer ran, hit;
+    report::append_request_row(ran, preprocess_record(0, true), 0, false, 2);
+    report::append_request_row(hit, preprocess_record(1, false), 0, false, 2);
+    CHECK(fmt::to_string(ran).find(",30.000,50.000,20.000,40.000,4321,307200\n") != std::string::npos);
+    CHECK(fmt::to_string(hit).find(",0.000,0.000,0.000,0.000,,\n") != std::string::npos);
   }
 
   TEST_CASE("thread CPU time: no noisy-run warning below the threshold or with several intra-op threads") {

@@ -98,6 +98,35 @@ TEST_SUITE("saved run") {
                       (path + ":1: no 'input_us' column in the header (is this an inferprof requests.csv?)").c_str());
   }
 
+  TEST_CASE("saved run: the preprocess stage's ops, from summary.json and requests.csv") {
+    TempDir dir;
+    dir.write("run/summary.json",
+              R"({"schema": "inferprof.summary/1", "total": {"mean_us": 100},
+                  "stages": {"preprocess": {"mean_us": 60, "ops": {"decode": {"mean_us": 20, "cpu_mean_us": 15,
+                  "cpu_p50_us": 14, "cpu_p99_us": 30}, "resize": {"mean_us": 35}}}}})");
+    const report::SavedRun r = report::read_saved_run(dir.file("run"), report::SummaryCheck::partial);
+    REQUIRE(r.preprocess_ops.size() == 2);
+    CHECK(r.preprocess_ops[0].name == "preprocess.decode");
+    CHECK(r.preprocess_ops[0].stats.cpu_p99_us == 30);
+    CHECK(r.preprocess_ops[1].name == "preprocess.resize");
+    CHECK(r.preprocess_ops[1].stats.mean_us == 35);
+    CHECK_FALSE(r.preprocess_ops[1].stats.cpu);
+
+    const std::string path = dir.write("requests.csv",
+                                       "total_us,ok,cpu_us,preprocess.resize_us,preprocess.resize_cpu_us\n"
+                                       "20,true,15,7.5,6\n"
+                                       "30,true,,0,\n");
+    std::vector<report::RequestRow> rows;
+    report::read_requests_csv(path, {}, [&](const report::RequestRow& row) { rows.push_back(row); },
+                              {"preprocess.resize", "preprocess.x"});
+    REQUIRE(rows.size() == 2);
+    REQUIRE(rows[0].part_us.size() == 2);
+    CHECK(rows[0].part_us[0] == 7.5);
+    CHECK(rows[0].part_cpu_us[0] == 6);
+    CHECK(rows[0].part_us[1] == 0);  // no such column
+    CHECK_FALSE(rows[1].has_cpu);
+  }
+
   TEST_CASE("atomic writer: the whole file or the old one, no temporary left") {
     TempDir dir;
     write_file_atomic(dir.path().string(), "a.txt", "first");

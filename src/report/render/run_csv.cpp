@@ -27,8 +27,13 @@ std::string render_stages_csv(const RunSummary& s) {
   out.append(
       std::string_view("stage,count,mean_us,p50_us,p90_us,p99_us,max_us,share,cpu_mean_us,cpu_p50_us,"
                        "cpu_p99_us,off_cpu\n"));
-  for (std::size_t i = 0; i < kStageCount; ++i)
+  // A preprocessing op's row ("preprocess.resize") follows its stage's: part of it, not added to the total.
+  for (std::size_t i = 0; i < kStageCount; ++i) {
     report::append_stage_row(out, kStageNames[i], s.stages[i]);
+    if (i == static_cast<std::size_t>(Stage::preprocess))
+      for (const StagePart& part : s.preprocess_ops)
+        report::append_stage_row(out, part.name, part.stats);
+  }
   report::append_stage_row(out, "total", s.total);
   return fmt::to_string(out);
 }

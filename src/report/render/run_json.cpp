@@ -95,13 +95,7 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.end_object();
 }
 
-void write_stage(JsonWriter& w, std::string_view name, const StageStats& s) {
-  w.key(name).begin_object();
-  if (!s.applicable) {
-    w.field("applicable", false);
-    w.end_object();
-    return;
-  }
+void write_stage_fields(JsonWriter& w, const StageStats& s) {
   w.field("count", s.count);
   w.field_number("mean_us", s.mean_us, 3);
   w.field_number("p50_us", s.p50_us, 3);
@@ -116,6 +110,26 @@ void write_stage(JsonWriter& w, std::string_view name, const StageStats& s) {
     w.field_number("cpu_p50_us", s.cpu_p50_us, 3);
     w.field_number("cpu_p99_us", s.cpu_p99_us, 3);
     w.field_number("off_cpu", s.off_cpu, 6);
+  }
+}
+
+void write_stage(JsonWriter& w, std::string_view name, const StageStats& s, const std::vector<StagePart>& parts = {}) {
+  w.key(name).begin_object();
+  if (!s.applicable) {
+    w.field("applicable", false);
+    w.end_object();
+    return;
+  }
+  write_stage_fields(w, s);
+  // The stage's parts (preprocessing ops), each with a stage's fields, under the op's name.
+  if (!parts.empty()) {
+    w.key("ops").begin_object();
+    for (const StagePart& part : parts) {
+      w.key(std::string_view(part.name).substr(part.name.find('.') + 1)).begin_object();
+      write_stage_fields(w, part.stats);
+      w.end_object();
+    }
+    w.end_object();
   }
   w.end_object();
 }
@@ -164,7 +178,8 @@ std::string render_summary_json(const RunSummary& s) {
   w.field_number("wall_s", s.info.wall_s, 6);
   w.key("stages").begin_object();
   for (std::size_t i = 0; i < kStageCount; ++i)
-    report::write_stage(w, kStageNames[i], s.stages[i]);
+    report::write_stage(w, kStageNames[i], s.stages[i],
+                        i == static_cast<std::size_t>(Stage::preprocess) ? s.preprocess_ops : std::vector<StagePart>{});
   w.end_object();
   report::write_stage(w, "total", s.total);
   report::write_ops(w, s.top_ops);

@@ -17,8 +17,8 @@ constexpr std::size_t kCell = 11;
 constexpr std::size_t kShare = 8;
 constexpr std::size_t kMaxOpName = 40;
 
-void stage_line(std::string& out, std::string_view name, const StageStats& s) {
-  out += pad_right(name, kName);
+void stage_line(std::string& out, std::string_view name, const StageStats& s, std::size_t width) {
+  out += pad_right(name, width);
   if (!s.applicable) {
     out += pad_left("n/a", kCount);
     out += '\n';
@@ -68,15 +68,20 @@ std::string render_table(const RunSummary& s) {
                        s.info.cpu_sample_every, group_thousands(s.cpu_requests), group_thousands(s.requests),
                        s.info.cpu_clock_read_ns);
   out += '\n';
-  out += pad_right("stage", kName) + pad_left("count", kCount);
+  // A preprocessing op's row is indented under preprocess; the column widens for a long op name.
+  const std::vector<StageRow> rows = visible_stage_rows(s);
+  std::size_t width = kName;
+  for (const StageRow& row : rows)
+    if (!row.op.empty()) width = std::max(width, display_width(row.op) + 3);
+  out += pad_right("stage", width) + pad_left("count", kCount);
   for (const char* h : {"mean", "p50", "p90", "p99", "max"})
     out += pad_left(h, kCell);
   out += pad_left("share", kShare);
   if (s.total.cpu) out += pad_left("cpu mean", kCell) + pad_left("off-cpu", kShare + 1);  // measured only
   out += '\n';
-  for (const StageRow& row : visible_stage_rows(s))
-    stage_line(out, row.name, *row.stats);
-  stage_line(out, "total", s.total);
+  for (const StageRow& row : rows)
+    stage_line(out, row.op.empty() ? std::string(row.name) : "  " + std::string(row.op), *row.stats, width);
+  stage_line(out, "total", s.total, width);
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);
   out += cache_table_lines(s, false);
   out += update_table_lines(s, false);
