@@ -9,7 +9,7 @@
 #
 #   bench/diff_stability.sh [build/inferprof]
 #   env: TRIES=20 RUNS=3 REQUESTS=60 SHAPE=1,3,32,32 WARMUP=5 CORES=0 BUSY=1
-#        PHASES="alone loaded" WALL_GATES=total.mean=5%,total.p50=5%
+#        PHASES="alone loaded" WALL_GATES=total.mean=5%,total.p50=5% ALTERNATE=0
 #
 # Timing lives here, not in ctest: the figures depend on the machine's load.
 set -euo pipefail
@@ -21,6 +21,7 @@ SHAPE=${SHAPE:-1,3,32,32}
 WARMUP=${WARMUP:-5}
 CORES=${CORES:-0}  # one core: a CI runner's share
 WALL_GATES=${WALL_GATES:-total.mean=5%,total.p50=5%}
+ALTERNATE=${ALTERNATE:-0}  # 1: base and new runs alternated (the README's CI recipe), not base first
 
 D=$(mktemp -d)
 source "$(dirname "$0")/busy_load.sh"
@@ -62,8 +63,16 @@ for mode in $PHASES; do
   for t in $(seq "$TRIES"); do
     rm -rf "$D/runs"
     base=() new=()
-    for i in $(seq "$RUNS"); do one_run "$D/runs/b$i"; base+=("$D/runs/b$i"); done
-    for i in $(seq "$RUNS"); do one_run "$D/runs/n$i"; new+=("$D/runs/n$i"); done
+    if [[ $ALTERNATE == 1 ]]; then
+      # The README's CI recipe: base and new runs alternated, so drift of the machine falls on both sides.
+      for i in $(seq "$RUNS"); do
+        one_run "$D/runs/b$i"; base+=("$D/runs/b$i")
+        one_run "$D/runs/n$i"; new+=("$D/runs/n$i")
+      done
+    else
+      for i in $(seq "$RUNS"); do one_run "$D/runs/b$i"; base+=("$D/runs/b$i"); done
+      for i in $(seq "$RUNS"); do one_run "$D/runs/n$i"; new+=("$D/runs/n$i"); done
+    fi
     code=0
     "$B" diff --base "${base[@]}" --new "${new[@]}" --format json >"$D/cpu.json" || code=$?
     wcode=0

@@ -389,11 +389,16 @@ const RunData::Part* part_of(const RunData& d, const std::string& name) {
   return nullptr;
 }
 
-// The preprocessing ops every run has, in the first base run's order; a gate
-// naming one that some run lacks is refused.
+// The preprocessing ops every run has, in the first base run's order (a lone
+// op only when a gate names it); a gate naming one that some run lacks is refused.
 void add_part_rows(DiffResult& r, bool have_csv, bool have_cpu_csv, const DiffConfig& config) {
+  const bool several = r.base.front().preprocess_ops.size() > 1;
   for (const RunData::Part& part : r.base.front().preprocess_ops) {
     if (!all_of_runs(r.base, r.now, [&](const RunData& d) { return part_of(d, part.name) != nullptr; })) continue;
+    // A lone op is the preprocess stage itself: its rows would repeat the stage's unless a gate names it.
+    const bool named =
+        std::any_of(r.gates.begin(), r.gates.end(), [&](const GateSpec& g) { return g.stage == part.name; });
+    if (!several && !named) continue;
     add_series_rows(
         r,
         Series{part.name, [name = part.name](const RunData& d) -> const StageStats& { return part_of(d, name)->stats; },

@@ -239,7 +239,8 @@ std::vector<StageRow> visible_stage_rows(const RunSummary& s) {
     const bool optional = i == static_cast<std::size_t>(Stage::cache) || i == static_cast<std::size_t>(Stage::load);
     if (optional && s.stages[i].count == 0) continue;
     rows.push_back(StageRow{kStageNames[i], &s.stages[i], {}});
-    if (i != static_cast<std::size_t>(Stage::preprocess)) continue;
+    // A lone op is the stage itself: its row would repeat the stage's.
+    if (i != static_cast<std::size_t>(Stage::preprocess) || s.preprocess_ops.size() < 2) continue;
     for (const StagePart& part : s.preprocess_ops) {
       const std::string_view name = part.name;
       rows.push_back(StageRow{name, &part.stats, name.substr(name.find('.') + 1)});
