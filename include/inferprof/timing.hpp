@@ -184,13 +184,27 @@ struct RequestRecord {
   void finish();
 };
 
-// RAII span: opens on construction, closes on destruction.
+// Where a closed span's wall and CPU time are also added (a stage's part,
+// e.g. RequestRecord::preprocess_op); null: nowhere.
+struct SpanSums {
+  Nanos* wall = nullptr;
+  Nanos* cpu = nullptr;
+};
+
+// RAII span: opens on construction, closes on destruction (however the scope
+// ends), adding its times to `sums`.
 class ScopedSpan {
  public:
-  ScopedSpan(RequestRecord& r, std::uint32_t name, std::int32_t parent = -1, bool cpu = false)
-      : record_(r), index_(r.open(name, parent, cpu)) {}
+  ScopedSpan(RequestRecord& r, std::uint32_t name, std::int32_t parent = -1, bool cpu = false, SpanSums sums = {})
+      : record_(r), index_(r.open(name, parent, cpu)), sums_(sums) {}
   ScopedSpan(RequestRecord& r, Stage s) : ScopedSpan(r, name_id(s), -1) {}
-  ~ScopedSpan() { record_.close(index_); }
+  ~ScopedSpan() {
+    record_.close(index_);
+    if (!sums_.wall) return;
+    const Span& s = record_.spans[static_cast<std::size_t>(index_)];
+    *sums_.wall += s.dur;
+    if (sums_.cpu && s.cpu > 0) *sums_.cpu += s.cpu;
+  }
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
   std::int32_t index() const noexcept { return index_; }
@@ -198,6 +212,7 @@ class ScopedSpan {
  private:
   RequestRecord& record_;
   std::int32_t index_;
+  SpanSums sums_;
 };
 
 }  // namespace inferprof

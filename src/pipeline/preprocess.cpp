@@ -261,30 +261,6 @@ void Preprocessor::tokenize(const Step& step, Inputs& x, const TraceRequest& req
   }
 }
 
-namespace {
-// A step's span, which also reads thread CPU time (when the request does) and
-// adds both to the request's per-op sums as it closes, however the step ends.
-class StepSpan {
- public:
-  StepSpan(RequestRecord& r, std::uint32_t name, std::int32_t parent, std::size_t part)
-      : record_(r), index_(r.open(name, parent, /*cpu=*/true)), part_(part) {}
-  ~StepSpan() {
-    record_.close(index_);
-    const Span& s = record_.spans[static_cast<std::size_t>(index_)];
-    record_.preprocess_op[part_] += s.dur;
-    if (s.cpu > 0) record_.preprocess_op_cpu[part_] += s.cpu;
-  }
-  StepSpan(const StepSpan&) = delete;
-  StepSpan& operator=(const StepSpan&) = delete;
-  std::int32_t index() const noexcept { return index_; }
-
- private:
-  RequestRecord& record_;
-  std::int32_t index_;
-  std::size_t part_;
-};
-}  // namespace
-
 Inputs Preprocessor::run(Inputs x, const TraceRequest& request, RequestRecord& record, std::int32_t parent) const {
   // Sized once per worker's record (reset() keeps the size and zeroes the sums).
   if (record.preprocess_op.size() < parts_) {
@@ -292,7 +268,9 @@ Inputs Preprocessor::run(Inputs x, const TraceRequest& request, RequestRecord& r
     record.preprocess_op_cpu.resize(parts_, 0);
   }
   for (const auto& step : steps_) {
-    StepSpan span(record, step.name, parent, step.part);
+    // Each op reads the CPU clock too (when the request does): the reports show it as a part of preprocess.
+    ScopedSpan span(record, step.name, parent, /*cpu=*/true,
+                    SpanSums{&record.preprocess_op[step.part], &record.preprocess_op_cpu[step.part]});
     if (step.tokenizer) {
       tokenize(step, x, request, record, span.index());
       continue;
