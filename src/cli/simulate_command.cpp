@@ -12,6 +12,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/simulate.hpp"
+#include "report/read_file.hpp"
 
 namespace inferprof::cli {
 
@@ -66,7 +67,7 @@ SimulateConfig make_config(const SimulateArgs& a) {
     c.configurations.push_back(tiers);
   }
   c.costs_path = a.costs;
-  if (!c.costs_path.empty() && std::filesystem::is_directory(c.costs_path))
+  if (!c.costs_path.empty() && std::filesystem::is_directory(report::path_status(a.costs, "--costs " + a.costs)))
     c.costs_path = (std::filesystem::path(c.costs_path) / "summary.json").string();
   c.warmup = a.warmup;
   if (!a.value_bytes.empty()) {

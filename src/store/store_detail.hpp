@@ -12,6 +12,11 @@
 
 namespace inferprof::store_detail {
 
+// The most a meta.json or index.json may hold, read from a folder or over
+// HTTP: a version's metadata is a few hundred bytes, so this lists thousands;
+// more is not one of ours (and a body that never ends stops here).
+constexpr std::uint64_t kMaxMetaBytes = 1 << 20;
+
 // meta.json: {"name", "version", "size", "sha256", "created"}, pretty-printed.
 std::string meta_json(const ModelMeta& m);
 // index.json at a store's root: {"models": [meta, ...]}, what `store put`

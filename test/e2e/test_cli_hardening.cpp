@@ -297,9 +297,8 @@ TEST_SUITE("e2e hardening") {
     const std::string root = dir.file("store");
     fs::create_directories(dir.file("folder"));
     check_error(run_cli({"store", "put", root, "m@v1", dir.file("folder")}), 2,
-                dir.file("folder") + ": the model file is not a regular file");
-    check_error(run_cli({"store", "put", root, "m@v1", "/dev/zero"}), 2,
-                "/dev/zero: the model file is not a regular file");
+                dir.file("folder") + ": not a regular file");
+    check_error(run_cli({"store", "put", root, "m@v1", "/dev/zero"}), 2, "/dev/zero: not a regular file");
     const std::string empty = dir.write("empty.pt", "");
     check_error(run_cli({"store", "put", root, "m@v1", empty}), 2, empty + ": the model file is empty");
     CHECK(dir_is_empty_or_missing(root));
@@ -487,5 +486,73 @@ TEST_SUITE("e2e hardening") {
                   "--replicas 5: at most 4 on this machine (ulimit -u 64 allows 4 processes of 16 threads)");
     }
     CHECK(dir_is_empty_or_missing(dir.file("out")));
+  }
+}
+
+// Issue 24, the rest: symbolic-link loops, a model larger than the address
+// space, report files a killed run left behind.
+TEST_SUITE("e2e hardening") {
+  TEST_CASE("a symbolic-link loop as a store, a store entry, --profile, --costs or the model is one line, exit 2") {
+    TempDir dir;
+    const std::string loop = dir.file("loop");
+    fs::create_symlink("loop", loop);
+    const std::string why = "Too many levels of symbolic links";
+    check_error(run_cli({"store", "ls", loop}), 2, loop + ": " + loop + ": " + why);
+    const std::string root = dir.file("st");
+    REQUIRE(run_cli({"store", "put", root, "m@v1", model().model}).code == 0);
+    fs::create_symlink("loop", root + "/loop");
+    check_error(run_cli({"store", "ls", root}), 2, root + ": " + root + "/loop: " + why);
+    // A put still publishes, and says what it left out of index.json.
+    auto put = run_cli({"store", "put", root, "m@v2", model().model});
+    CHECK_MESSAGE(put.code == 0, put.err);
+    CHECK(put.err == "inferprof: warning: " + root + ": " + root + "/loop: " + why + " (left out of index.json)\n");
+    CHECK(count_index_models(root) == 2);
+    check_error(run_cli({"run", model().model, "--trace", model().trace, "--profile", loop}), 2,
+                "profile '" + loop + "': " + why);
+    check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", loop}), 2,
+                "--costs " + loop + ": " + why);
+    check_error(run_cli({"run", loop, "--trace", model().trace}), 2, "model '" + loop + "': " + why);
+    check_error(run_cli({"inspect", loop}), 2, "model '" + loop + "': " + why);
+    check_error(run_cli({"store", "put", root, "m@v3", loop}), 2, loop + ": cannot open: " + why);
+  }
+
+  // ASan reserves terabytes of address space for its shadow memory: under `ulimit -v` it cannot start.
+  TEST_CASE("a model larger than the address space: store put, inspect and run name it and its size, exit 3" *
+            doctest::skip(kSanitized)) {
+    TempDir dir;
+    const std::string big = dir.write("big.pt", "");
+    fs::resize_file(big, 4'000'000'000);             // sparse: nothing to read, 4 GB to allocate
+    const std::string limit = "ulimit -v 3000000;";  // enough for libtorch, not for 4 GB more
+    const std::string message = big + ": 4000000000 bytes: not enough memory to read it (see ulimit -v)";
+    check_error(run_cli({"store", "put", dir.file("st"), "m@v1", big}, limit), 3, message);
+    CHECK(dir_is_empty_or_missing(dir.file("st")));
+    check_error(run_cli({"inspect", big}, limit), 3, message);
+    check_error(run_cli({"run", big, "--trace", model().trace, "--out", dir.file("out"), "--no-progress"}, limit), 3,
+                message);
+    CHECK(dir_is_empty_or_missing(dir.file("out")));
+  }
+
+  TEST_CASE("run --out sweeps the temporary files a killed run left, and no one else's") {
+    TempDir dir;
+    const std::string out = dir.file("out");
+    fs::create_directories(out);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(0);
+    REQUIRE(::waitpid(child, nullptr, 0) == child);  // a PID that runs nothing now, as a SIGKILLed run's
+    const std::vector<std::string> stale = {fmt::format(".requests.csv.tmp.{}.0123456789abcdef", child),
+                                            fmt::format(".trace.json.tmp.{}.fedcba9876543210", child)};
+    const std::vector<std::string> kept = {fmt::format(".requests.csv.tmp.{}.0123456789abcdef", ::getpid()),
+                                           "notes.txt"};
+    for (const std::string& name : stale)
+      dir.write("out/" + name, "half a report");
+    for (const std::string& name : kept)
+      dir.write("out/" + name, "someone's");
+    auto r = run_cli({"run", model().model, "--trace", model().trace, "--out", out, "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    for (const std::string& name : stale)
+      CHECK_MESSAGE(!fs::exists(out + "/" + name), name);
+    for (const std::string& name : kept)
+      CHECK_MESSAGE(fs::exists(out + "/" + name), name);
   }
 }
