@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <simdjson.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -530,6 +531,28 @@ TEST_SUITE("e2e hardening") {
     check_error(run_cli({"run", big, "--trace", model().trace, "--out", dir.file("out"), "--no-progress"}, limit), 3,
                 message);
     CHECK(dir_is_empty_or_missing(dir.file("out")));
+  }
+
+  TEST_CASE("a FIFO as simulate's trace or --costs, convert's trace, or a run's model is refused at once") {
+    TempDir dir;
+    for (const char* name : {"t.jsonl", "summary.json", "run/summary.json", "m.pt"}) {
+      fs::create_directories(fs::path(dir.file(name)).parent_path());
+      REQUIRE(::mkfifo(dir.file(name).c_str(), 0600) == 0);
+    }
+    const std::string timeout = "timeout 60";  // 124 when it waits for a writer
+    const std::string trace_fifo = "cannot read trace '" + dir.file("t.jsonl") +
+                                   "': not a regular file (a pipe or device is read only once, and a trace is read "
+                                   "several times: save it to a file first)";
+    check_error(run_cli({"simulate", "--trace", dir.file("t.jsonl"), "--tier", "l1=lru:10"}, timeout), 2, trace_fifo);
+    check_error(run_cli({"convert", dir.file("t.jsonl"), "-o", dir.file("t.iptrace")}, timeout), 2, trace_fifo);
+    CHECK_FALSE(fs::exists(dir.file("t.iptrace")));
+    // The file, or a run's folder holding it.
+    for (const auto& [costs, named] : {std::pair{dir.file("summary.json"), dir.file("summary.json")},
+                                       std::pair{dir.file("run"), dir.file("run/summary.json")}})
+      check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", costs}, timeout), 2,
+                  "--costs " + named + ": not a regular file (expected a run's summary.json or its --out folder)");
+    check_error(run_cli({"run", dir.file("m.pt"), "--trace", model().trace}, timeout), 2,
+                "model '" + dir.file("m.pt") + "' is not a regular file");
   }
 
   TEST_CASE("run --out sweeps the temporary files a killed run left, and no one else's") {
