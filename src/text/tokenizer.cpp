@@ -72,13 +72,12 @@ const Shim& shim() {
       if (s.error.empty() && why != nullptr) s.error = why;
     }
     if (handle == nullptr) {
-      std::string where;
-      for (const std::string& path : candidates)
-        where += (where.empty() ? "" : ", ") + path;
-      s.error = "cannot load " + std::string(kShim) + " (" +
-                (s.error.empty() ? "not in " + (where.empty() ? std::string("a folder of the installation") : where)
-                                 : s.error) +
-                ")";
+      if (s.error.empty()) {  // none of the candidates is there
+        s.error = "not in";
+        for (const std::string& path : candidates)
+          s.error += (&path == &candidates.front() ? " " : ", ") + path;
+      }
+      s.error = "cannot load " + std::string(kShim) + " (" + s.error + ")";
       return;
     }
     s.load_bytes = reinterpret_cast<decltype(s.load_bytes)>(::dlsym(handle, "inferprof_spm_load_bytes"));

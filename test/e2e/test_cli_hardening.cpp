@@ -533,9 +533,9 @@ TEST_SUITE("e2e hardening") {
     CHECK(dir_is_empty_or_missing(dir.file("out")));
   }
 
-  TEST_CASE("a FIFO as simulate's trace or --costs, convert's trace, or a run's model is refused at once") {
+  TEST_CASE("a FIFO as simulate's trace or --costs, convert's trace, a run's model or text_file is refused at once") {
     TempDir dir;
-    for (const char* name : {"t.jsonl", "summary.json", "run/summary.json", "m.pt"}) {
+    for (const char* name : {"t.jsonl", "summary.json", "run/summary.json", "m.pt", "f.txt"}) {
       fs::create_directories(fs::path(dir.file(name)).parent_path());
       REQUIRE(::mkfifo(dir.file(name).c_str(), 0600) == 0);
     }
@@ -553,6 +553,12 @@ TEST_SUITE("e2e hardening") {
                   "--costs " + named + ": not a regular file (expected a run's summary.json or its --out folder)");
     check_error(run_cli({"run", dir.file("m.pt"), "--trace", model().trace}, timeout), 2,
                 "model '" + dir.file("m.pt") + "' is not a regular file");
+    const std::string text_trace = dir.write("x.jsonl", "{\"input\": {\"text_file\": \"f.txt\"}}\n");
+    check_error(
+        run_cli({"run", model().model, "--trace", text_trace, "--warmup", "0", "--out", dir.file("r"), "--no-progress"},
+                timeout),
+        2, text_trace + ":1: text file 'f.txt': not a regular file");
+    CHECK(dir_is_empty_or_missing(dir.file("r")));
   }
 
   TEST_CASE("run --out sweeps the temporary files a killed run left, and no one else's") {
