@@ -127,10 +127,7 @@ RedisModelTier::RedisModelTier(const std::string& url, const std::string& name_s
 
 RedisModelTier::RedisModelTier(std::unique_ptr<BlobBackend> backend, std::uint64_t chunk_bytes, bool zstd,
                                int zstd_level)
-    : backend_(std::move(backend)),
-      chunk_bytes_(chunk_bytes),
-      zstd_(zstd),
-      zstd_level_(zstd_level) {
+    : backend_(std::move(backend)), chunk_bytes_(chunk_bytes), zstd_(zstd), zstd_level_(zstd_level) {
   if (chunk_bytes_ == 0) throw bad_input("model store: redis_chunk_bytes must be positive");
   if (zstd_ && (zstd_level_ < ZSTD_minCLevel() || zstd_level_ > ZSTD_maxCLevel()))
     throw bad_input(
@@ -274,8 +271,8 @@ RedisModelTier::Outcome read_stored_model(std::string_view input, bool reseal, s
   std::string_view rest = input.substr(manifest.size());
   std::vector<std::string> chunks;
   for (std::uint32_t i = 0; i < n && kHeader + 16ull * i + 16 <= manifest.size(); ++i) {
-    const std::uint64_t len = std::min<std::uint64_t>(get_le<std::uint64_t>(manifest.data() + kHeader + 16ull * i),
-                                                      rest.size());
+    const std::uint64_t len =
+        std::min<std::uint64_t>(get_le<std::uint64_t>(manifest.data() + kHeader + 16ull * i), rest.size());
     chunks.emplace_back(rest.substr(0, len));
     rest.remove_prefix(len);
     if (reseal) put_le_at(manifest, kHeader + 16ull * i + 8, XXH3_64bits(chunks.back().data(), chunks.back().size()));

@@ -119,7 +119,8 @@ TEST_SUITE("plugin") {
     fs::create_directories(cwd);
     fs::create_symlink(INFERPROF_PLUGIN, cwd + "/libinferprof_pipeline.so");  // planted
     // A /proc of its own with nothing in it: /proc/self/exe cannot be read.
-    const std::string cmd = "cd " + shell_quote(cwd) + " && exec unshare -rm sh -c 'mount -t tmpfs none /proc && exec " +
+    const std::string cmd = "cd " + shell_quote(cwd) +
+                            " && exec unshare -rm sh -c 'mount -t tmpfs none /proc && exec " +
                             shell_quote(INFERPROF_BINARY) + " gen-model -o m.pt'";
     auto r = run_binary("sh", {"-c", cmd});
     CHECK(r.code == 3);
@@ -152,8 +153,8 @@ TEST_SUITE("plugin") {
     const std::string profile =
         dir.write("text.toml", "[[preprocess]]\nop = \"tokenize\"\nmodel = \"tok.model\"\nmax_length = 8\n");
     const std::string trace = dir.write("t.jsonl", "{\"input\": {\"text\": \"the model serves\"}}\n");
-    const std::vector<std::string> args = {"run", model, "--trace", trace, "--profile", profile, "--warmup", "0",
-                                           "--no-progress"};
+    const std::vector<std::string> args = {"run",   model,      "--trace", trace,          "--profile",
+                                           profile, "--warmup", "0",       "--no-progress"};
     const std::string env = "cd " + shell_quote(cwd) + " && LD_LIBRARY_PATH=:";
     auto r = run_binary(bin + "/inferprof", args, env);
     CHECK(r.code == 2);

@@ -224,12 +224,14 @@ TEST_SUITE("image") {
     CHECK(decode_error("GIF89a....") == "not a JPEG, PNG or WebP (starts with bytes 47494638)");
     CHECK(decode_error("") == "empty (0 bytes): not a JPEG, PNG or WebP");
     CHECK(decode_error(png_claiming(30000, 30000)) ==
-          "30000x30000 PNG is 900000000 pixels, over the limit of 89478485 (checked before decoding; the decode op's max_pixels sets it)");
+          "30000x30000 PNG is 900000000 pixels, over the limit of 89478485 (checked before decoding; the decode op's "
+          "max_pixels sets it)");
     CHECK(decode_error(jpeg_claiming(30000, 30000)) ==
-          "30000x30000 JPEG is 900000000 pixels, over the limit of 89478485 (checked before decoding; the decode op's max_pixels sets it)");
+          "30000x30000 JPEG is 900000000 pixels, over the limit of 89478485 (checked before decoding; the decode op's "
+          "max_pixels sets it)");
     // PIL's limit: 10000 x 9999 (99,990,000 pixels, 1.67 GB and 12 s to decode its 97 KB as a PNG) is over it.
-    CHECK(decode_error(png_claiming(10000, 9999)).rfind("10000x9999 PNG is 99990000 pixels, over the limit of 89478485",
-                                                        0) == 0);
+    CHECK(decode_error(png_claiming(10000, 9999))
+              .rfind("10000x9999 PNG is 99990000 pixels, over the limit of 89478485", 0) == 0);
     // The limit is the profile's to set.
     CHECK_THROWS_AS(decode(png, 64 * 48 - 1), image::DecodeError);
     CHECK_NOTHROW(decode(png, 64 * 48));

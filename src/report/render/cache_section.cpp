@@ -55,8 +55,9 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
       out += pad_right(enum_name(t.spec.tier), 7) + pad_right(tier_spec_text(t.spec), 18) +
              pad_left(group_thousands(st.lookups), 10) + pad_left(group_thousands(st.hits), 10) +
              pad_left(ratio(st.hits, st.lookups), 8) + pad_left(group_thousands(st.evictions), 10) +
-             pad_left(group_thousands(st.entries), 10) + pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) +
-             ' ' + pad_left(errors, errors_width) + "  " + t.where + '\n';
+             pad_left(group_thousands(st.entries), 10) +
+             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + ' ' + pad_left(errors, errors_width) +
+             "  " + t.where + '\n';
     }
   }
   if (markdown) out += markdown_table(tiers, {0, 1, 2});
