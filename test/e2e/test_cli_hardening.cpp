@@ -533,7 +533,7 @@ TEST_SUITE("e2e hardening") {
     CHECK(dir_is_empty_or_missing(dir.file("out")));
   }
 
-  TEST_CASE("a FIFO as simulate's trace or --costs, convert's trace, a run's model or text_file is refused at once") {
+  TEST_CASE("a FIFO as simulate's trace or --costs, convert's trace, a model or a text_file is refused at once") {
     TempDir dir;
     for (const char* name : {"t.jsonl", "summary.json", "run/summary.json", "m.pt", "f.txt"}) {
       fs::create_directories(fs::path(dir.file(name)).parent_path());
@@ -553,6 +553,10 @@ TEST_SUITE("e2e hardening") {
                   "--costs " + named + ": not a regular file (expected a run's summary.json or its --out folder)");
     check_error(run_cli({"run", dir.file("m.pt"), "--trace", model().trace}, timeout), 2,
                 "model '" + dir.file("m.pt") + "' is not a regular file");
+    check_error(run_cli({"inspect", dir.file("m.pt")}, timeout), 2,
+                "model '" + dir.file("m.pt") + "' is not a regular file");
+    check_error(run_cli({"store", "put", dir.file("st"), "m@v1", dir.file("m.pt")}, timeout), 2,
+                dir.file("m.pt") + ": not a regular file");
     const std::string text_trace = dir.write("x.jsonl", "{\"input\": {\"text_file\": \"f.txt\"}}\n");
     check_error(
         run_cli({"run", model().model, "--trace", text_trace, "--warmup", "0", "--out", dir.file("r"), "--no-progress"},
