@@ -125,7 +125,7 @@ TEST_SUITE("lifecycle") {
     CHECK(dir.list() == kept);
   }
 
-  TEST_CASE("stale temp files of processes that are gone are swept; a running process's, and other names, stay") {
+  TEST_CASE("stale temp files of processes that are gone are swept, a running process's and other names stay") {
     TempDir dir;
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
