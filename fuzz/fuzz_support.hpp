@@ -18,17 +18,21 @@
 
 namespace inferprof::fuzz {
 
+// Never destroyed: the atexit handler that removes the folder runs after the
+// destructors of statics constructed later, and a static path would be one
+// of them (it was: the handler read a destroyed path and removed nothing).
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
+  static const std::filesystem::path* const dir = [] {
     std::string tmpl = (std::filesystem::temp_directory_path() / "inferprof-fuzz-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("fuzz: cannot create a temporary folder");
+    auto* path = new std::filesystem::path(tmpl);
     std::atexit([] {
       std::error_code ec;
       std::filesystem::remove_all(scratch_dir(), ec);
     });
-    return std::filesystem::path(tmpl);
+    return path;
   }();
-  return dir;
+  return *dir;
 }
 
 // Writes the bytes to scratch_dir()/name, replacing what was there.

@@ -93,6 +93,12 @@ int sweep_stale_folders(const std::string& dir, const std::string& prefix);
 // (".NAME.tmp.PID.RANDOM", report::TempFile's; also ".NAME.tmp.PID"):
 // removed by a Cleanup action.
 void remove_own_temp_files(const std::string& dir) noexcept;
+// The same of processes no longer running (a SIGKILL leaves them): removed.
+// Only files of that naming, and only when their PID runs nothing.
+void sweep_stale_temp_files(const std::string& dir) noexcept;
+// For a command writing reports into `dir`: sweeps the stale temporary
+// files, and returns the Cleanup that removes this process's own.
+Cleanup temp_files_cleanup(const std::string& dir);
 
 // For tests: what the first signal does (without a signal), what a second one
 // does before it exits, and back to the start.

@@ -1,6 +1,9 @@
 // One exit path: every failure is an inferprof::Error carrying its exit code.
+#include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
 
 #include "cli/commands.hpp"
 #include "inferprof/error.hpp"
@@ -15,6 +18,17 @@ int main(int argc, char** argv) {
     // One line whatever user text a message quotes (most sites escape it already).
     std::fprintf(stderr, "inferprof: error: %s\n", inferprof::printable(e.what()).c_str());
     return e.exit_code();
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the library could not look at (a symbolic-link loop, say) where no caller named it: the path, not
+    // "internal".
+    const int err = e.code().value();
+    const bool input = err == ELOOP || err == ENOENT || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG;
+    std::fprintf(stderr, "inferprof: error: %s: %s\n", inferprof::printable(e.path1().string()).c_str(),
+                 inferprof::printable(e.code().message()).c_str());
+    return static_cast<int>(input ? inferprof::ExitCode::bad_input : inferprof::ExitCode::runtime);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "inferprof: error: out of memory (more than this process may allocate: see ulimit -v)\n");
+    return static_cast<int>(inferprof::ExitCode::runtime);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "inferprof: error: internal: %s\n", inferprof::printable(e.what()).c_str());
     return static_cast<int>(inferprof::ExitCode::runtime);

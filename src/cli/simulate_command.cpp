@@ -12,6 +12,8 @@
 #include "inferprof/error.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/simulate.hpp"
+#include "inferprof/trace.hpp"
+#include "report/read_file.hpp"
 
 namespace inferprof::cli {
 
@@ -41,6 +43,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 SimulateConfig make_config(const SimulateArgs& a) {
   SimulateConfig c;
+  TraceReader::check_regular(a.trace);  // a FIFO would be waited on
   c.trace_path = a.trace;
   if (!a.csv_columns.empty()) c.csv = parse_csv_columns(a.csv_columns);
   // A later --tier for the same tier replaces the earlier one, as in `run`.
@@ -66,8 +69,15 @@ SimulateConfig make_config(const SimulateArgs& a) {
     c.configurations.push_back(tiers);
   }
   c.costs_path = a.costs;
-  if (!c.costs_path.empty() && std::filesystem::is_directory(c.costs_path))
-    c.costs_path = (std::filesystem::path(c.costs_path) / "summary.json").string();
+  if (!c.costs_path.empty()) {
+    if (std::filesystem::is_directory(report::path_status(a.costs, "--costs " + a.costs)))
+      c.costs_path = (std::filesystem::path(c.costs_path) / "summary.json").string();
+    // A FIFO would be waited on for ever: a run's summary.json is a file.
+    const std::filesystem::file_status st = report::path_status(c.costs_path, "--costs " + c.costs_path);
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      throw bad_input(fmt::format("--costs {}: not a regular file (expected a run's summary.json or its --out folder)",
+                                  c.costs_path));
+  }
   c.warmup = a.warmup;
   if (!a.value_bytes.empty()) {
     auto b = parse_byte_size(a.value_bytes);
@@ -171,6 +181,7 @@ Runner add_convert_command(CLI::App& app) {
   cmd->add_option("--csv-columns", *cols, "CSV column names, e.g. ts=time,key=obj_id,size=bytes");
   return [in, out, cols] {
     CsvColumns csv = cols->empty() ? CsvColumns{} : parse_csv_columns(*cols);
+    TraceReader::check_regular(*in);  // a FIFO would be waited on
     ConvertStats s = convert_trace(*in, *out, csv);
     std::fprintf(stdout, "wrote %s: %s requests, %s model updates from %s (%s), %s bytes\n", out->c_str(),
                  fmt::format("{:L}", s.requests).c_str(), fmt::format("{:L}", s.model_updates).c_str(), in->c_str(),

@@ -4,15 +4,15 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <limits>
 #include <memory>
-#include <sstream>
+#include <optional>
 
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
+#include "report/read_file.hpp"
 #include "report/text.hpp"
 #include "store/store_detail.hpp"
 
@@ -26,18 +26,10 @@ struct StoreArgs {
 // A folder would read as 0 bytes and a device (/dev/zero) without end: only a
 // non-empty regular file is a model.
 std::string read_model_file(const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::file_status st = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(st)) throw bad_input(fmt::format("{}: cannot read the model file", path));
-  if (!std::filesystem::is_regular_file(st))
-    throw bad_input(fmt::format("{}: the model file is not a regular file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw bad_input(fmt::format("{}: cannot read the model file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw bad_input(fmt::format("{}: cannot read the model file", path));
-  if (ss.str().empty()) throw bad_input(fmt::format("{}: the model file is empty", path));
-  return ss.str();
+  std::optional<std::string> bytes = report::read_regular_file(path, std::numeric_limits<std::uint64_t>::max());
+  if (!bytes) throw bad_input(fmt::format("{}: cannot read the model file", path));
+  if (bytes->empty()) throw bad_input(fmt::format("{}: the model file is empty", path));
+  return std::move(*bytes);
 }
 
 std::string render_table(const std::vector<ModelMeta>& metas) {

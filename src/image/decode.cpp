@@ -23,9 +23,10 @@ constexpr std::uint8_t kJpegMagic[] = {0xFF, 0xD8, 0xFF};
 constexpr std::uint8_t kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
 
 [[noreturn]] void too_large(const Header& h, std::uint64_t max_pixels) {
-  throw DecodeError{fmt::format("{}x{} {} is {} pixels, over the limit of {} (checked before decoding)", h.width,
-                                h.height, format_name(h.format), static_cast<std::uint64_t>(h.width) * h.height,
-                                max_pixels)};
+  throw DecodeError{fmt::format(
+      "{}x{} {} is {} pixels, over the limit of {} (checked before decoding; the decode op's "
+      "max_pixels sets it)",
+      h.width, h.height, format_name(h.format), static_cast<std::uint64_t>(h.width) * h.height, max_pixels)};
 }
 
 // Warnings (level -1) are "Premature end of JPEG file" and "Corrupt JPEG

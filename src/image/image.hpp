@@ -20,8 +20,10 @@ struct Header {
   std::uint32_t width = 0, height = 0;
 };
 
-// Refused before any pixel buffer exists (a 30000 x 30000 image is 2.7 GB of RGB).
-inline constexpr std::uint64_t kDefaultMaxPixels = 100'000'000;
+// Refused before any pixel buffer exists (a 30000 x 30000 image is 2.7 GB of
+// RGB): PIL's limit (Image.MAX_IMAGE_PIXELS, past which it warns of a
+// decompression bomb), so that what a PIL service would flag is refused here.
+inline constexpr std::uint64_t kDefaultMaxPixels = 89'478'485;
 
 // Thrown for anything wrong with the bytes (not an image, corrupt, truncated,
 // too large); the caller adds which request and file.

@@ -12,11 +12,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
 #include "pipeline/plugin_api.hpp"
+#include "report/read_file.hpp"
 
 namespace inferprof {
 
@@ -25,10 +27,17 @@ namespace fs = std::filesystem;
 namespace plugin {
 namespace {
 
+// The folder of the running executable's real file. Never "." or a path from
+// the environment: a library planted there would run its constructors.
 std::string executable_dir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : exe.parent_path().string();
+  if (ec || !exe.is_absolute())
+    throw runtime_failure(fmt::format(
+        "cannot find this executable's folder, where the model pipeline is installed (/proc/self/exe: {}): is /proc "
+        "mounted?",
+        ec ? ec.message() : "not an absolute path"));
+  return exe.parent_path().string();
 }
 
 const Api* checked(const Api* table, const std::string& where) {
@@ -157,21 +166,16 @@ const std::vector<std::string>& model_archs() {
 }
 
 ModelBytes read_model_file(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
+  const fs::file_status st = report::path_status(path, fmt::format("model '{}'", path));
   if (!fs::exists(st)) throw bad_input(fmt::format("model '{}' not found", path));
   if (fs::is_directory(st)) throw bad_input(fmt::format("model '{}' is a folder, not a TorchScript file", path));
   // A device or a FIFO (/dev/zero) has no size and would be read without end.
   if (!fs::is_regular_file(st)) throw bad_input(fmt::format("model '{}' is not a regular file", path));
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) throw bad_input(fmt::format("model '{}': cannot read it ({})", path, ec.message()));
-  if (size == 0) throw bad_input(fmt::format("model '{}' is empty, not a TorchScript file", path));
   Nanos t0 = now_ns();
-  std::ifstream in(path, std::ios::binary);
-  auto bytes = std::make_shared<std::string>();
-  bytes->resize(static_cast<std::size_t>(size));
-  if (!in.read(bytes->data(), static_cast<std::streamsize>(bytes->size())))
-    throw bad_input(fmt::format("model '{}': cannot read it", path));
+  std::optional<std::string> read = report::read_regular_file(path, std::numeric_limits<std::uint64_t>::max());
+  if (!read) throw bad_input(fmt::format("model '{}' not found", path));
+  if (read->empty()) throw bad_input(fmt::format("model '{}' is empty, not a TorchScript file", path));
+  auto bytes = std::make_shared<std::string>(std::move(*read));
   ModelBytes m;
   m.name = path;
   // Identifies the model's bytes: a changed file changes every result key.

@@ -17,6 +17,7 @@
 
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
+#include "report/read_file.hpp"
 
 namespace inferprof {
 namespace embedded {
@@ -403,10 +404,10 @@ Profile load_profile(const std::string& spec) {
   if (spec.empty()) return parse_profile(embedded::default_profile_toml, "<embedded default>");
   bool is_path = spec.find('/') != std::string::npos || fs::path(spec).extension() == ".toml";
   if (is_path) {
-    if (!fs::exists(spec)) throw bad_input(fmt::format("profile '{}' not found", spec));
+    const fs::file_status st = report::path_status(spec, fmt::format("profile '{}'", spec));
+    if (!fs::exists(st)) throw bad_input(fmt::format("profile '{}' not found", spec));
     // Reading a FIFO would wait for a writer; a folder reads as nothing.
-    std::error_code ec;
-    if (!fs::is_regular_file(spec, ec)) throw bad_input(fmt::format("profile '{}': not a regular file", spec));
+    if (!fs::is_regular_file(st)) throw bad_input(fmt::format("profile '{}': not a regular file", spec));
     return parse_profile(read_file(spec), spec);
   }
   for (const auto& dir : search_dirs()) {

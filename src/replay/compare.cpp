@@ -811,8 +811,7 @@ CompareResult run_compare(const CompareConfig& config) {
   // The tensors do not depend on the caches: the first pass (or replay) dumps them, once.
   const RunConfig later = detail::without_dumps(config.base);
   lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
-  if (!config.out_dir.empty())
-    temp_files = lifecycle::Cleanup([dir = config.out_dir] { lifecycle::remove_own_temp_files(dir); });
+  if (!config.out_dir.empty()) temp_files = lifecycle::temp_files_cleanup(config.out_dir);
   CompareResult& result = run.result;
   result.repeat = config.repeat;
   result.mode = run.mode;

@@ -11,7 +11,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -310,18 +312,49 @@ void PrivateFolder::remove() noexcept {
   cleanup_.release();
 }
 
-void remove_own_temp_files(const std::string& dir) noexcept {
-  const std::string mark = fmt::format(".tmp.{}", ::getpid());
+namespace {
+
+// The PID in a temporary file's name, ".NAME.tmp.PID.RANDOM" (report::TempFile's,
+// RANDOM letters and digits) or ".NAME.tmp.PID"; 0 for any other name.
+long temp_file_pid(const std::string& name) {
+  const std::size_t mark = name.rfind(".tmp.");
+  if (name.empty() || name[0] != '.' || mark == 0 || mark == std::string::npos) return 0;
+  const std::size_t digits = mark + 5, dot = name.find('.', digits);
+  const std::size_t len = (dot == std::string::npos ? name.size() : dot) - digits;
+  if (len == 0 || len > 9 || name.find_first_not_of("0123456789", digits) < digits + len) return 0;
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (dot != std::string::npos &&
+      (dot + 1 == name.size() || !std::all_of(name.begin() + static_cast<long>(dot) + 1, name.end(), alnum)))
+    return 0;
+  return std::stol(name.substr(digits, len));
+}
+
+// Removes the temporary report files in `dir` whose writer `stale` says is gone.
+template <class Stale>
+void remove_temp_files(const std::string& dir, Stale stale) noexcept {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    const auto at = name.rfind(mark);
-    if (name.empty() || name[0] != '.' || at == std::string::npos) continue;
-    const char after = at + mark.size() < name.size() ? name[at + mark.size()] : '\0';
-    if (after != '\0' && after != '.') continue;  // another PID that starts with ours
+    const long pid = temp_file_pid(it->path().filename().string());
     std::error_code rm;
-    fs::remove(it->path(), rm);
+    if (pid > 0 && stale(pid) && it->is_regular_file(rm)) fs::remove(it->path(), rm);
   }
+}
+
+}  // namespace
+
+void remove_own_temp_files(const std::string& dir) noexcept {
+  const long self = ::getpid();
+  remove_temp_files(dir, [self](long pid) { return pid == self; });
+}
+
+void sweep_stale_temp_files(const std::string& dir) noexcept {
+  // A process killed (SIGKILL, a crash the Cleanup actions did not outlive) left them.
+  remove_temp_files(dir, [](long pid) { return pid != ::getpid() && !pid_running(pid); });
+}
+
+Cleanup temp_files_cleanup(const std::string& dir) {
+  sweep_stale_temp_files(dir);
+  return Cleanup([dir] { remove_own_temp_files(dir); });
 }
 
 void request_stop(int sig) {

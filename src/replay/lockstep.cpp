@@ -238,7 +238,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   for (const LockstepTarget& t : targets) {
     if (t.out_dir.empty()) continue;
     ensure_output_dir(t.out_dir);
-    temp_files.emplace_back([dir = t.out_dir] { lifecycle::remove_own_temp_files(dir); });
+    temp_files.push_back(lifecycle::temp_files_cleanup(t.out_dir));
   }
   Lanes lanes(base, targets, variants, variant_of, states);
 

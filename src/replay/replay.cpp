@@ -244,8 +244,7 @@ RunOutcome run_replay(const RunConfig& config) {
   detail::check_dump_dirs(config.output);
   // Killed by a signal, the run's half-written reports go with it.
   lifecycle::Cleanup temp_files;
-  if (!config.output.out_dir.empty())
-    temp_files = lifecycle::Cleanup([dir = config.output.out_dir] { lifecycle::remove_own_temp_files(dir); });
+  if (!config.output.out_dir.empty()) temp_files = lifecycle::temp_files_cleanup(config.output.out_dir);
   ReplayObserver* observer = config.output.observer.get();
   ReplayCounters counters;  // before `finished`: the observer lets go of them there
   const detail::ObserverFinish finished{observer};

@@ -18,15 +18,13 @@
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
 #include "report/atomic_file.hpp"
+#include "report/read_file.hpp"
 #include "store/store_detail.hpp"
 
 namespace fs = std::filesystem;
 
 namespace inferprof::store_detail {
 namespace {
-
-// Metadata files are a few hundred bytes; more is not one of ours.
-constexpr std::uint64_t kMaxMetaBytes = 1 << 20;
 
 // A file descriptor, closed when it goes; -1 for none.
 class Fd {
@@ -43,34 +41,6 @@ class Fd {
  private:
   int fd_;
 };
-
-// nullopt when the file does not exist; throws Error(runtime) on other
-// failures. Reads at most `max_bytes`, and only a regular file: a FIFO or a
-// device in the store would otherwise be read without end.
-std::optional<std::string> read_file(const fs::path& p, std::uint64_t max_bytes) {
-  const Fd file(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  const int fd = file.get();
-  if (fd < 0) {
-    if (errno == ENOENT) return std::nullopt;
-    throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    throw runtime_failure(fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
-  if (!S_ISREG(st.st_mode)) throw runtime_failure(fmt::format("{}: not a regular file", p.string()));
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size > max_bytes)
-    throw runtime_failure(fmt::format("{}: {} bytes, more than the {} expected", p.string(), size, max_bytes));
-  std::string out(static_cast<std::size_t>(size), '\0');
-  std::size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t got = ::read(fd, out.data() + done, out.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) throw runtime_failure(fmt::format("{}: cannot read all of it", p.string()));
-    done += static_cast<std::size_t>(got);
-  }
-  return out;
-}
 
 // The store's own folders are never symbolic links: `rm` would delete, and
 // `put` write, wherever one points. Each is opened relative to its parent's
@@ -164,7 +134,7 @@ class FileStore final : public RemoteStore {
   ModelMeta meta(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     fs::path p = root_ / r.name / r.version / "meta.json";
-    std::optional<std::string> text = read_file(p, kMaxMetaBytes);
+    std::optional<std::string> text = report::read_regular_file(p.string(), kMaxMetaBytes);
     if (!text) throw no_model(*this, r);
     return parse_meta_json(*text, p.string());
   }
@@ -172,7 +142,8 @@ class FileStore final : public RemoteStore {
   std::string fetch(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     fs::path dir = root_ / r.name / r.version;
-    std::optional<std::string> bytes = read_file(dir / "model.pt", std::numeric_limits<std::uint64_t>::max());
+    std::optional<std::string> bytes =
+        report::read_regular_file((dir / "model.pt").string(), std::numeric_limits<std::uint64_t>::max());
     if (bytes) return std::move(*bytes);
     if (fs::exists(dir / "meta.json"))
       throw runtime_failure(
@@ -253,24 +224,48 @@ class FileStore final : public RemoteStore {
   // rebuilding index.json after a put's or rm's work is done keeps the rest
   // true to the folders rather than failing with the work half-reported.
   std::vector<ModelMeta> scan(bool skip_bad) {
-    std::error_code ec;
-    if (!fs::is_directory(root_, ec)) throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
+    if (!is_folder(root_)) throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
     std::vector<ModelMeta> out;
-    for (const fs::directory_entry& name : fs::directory_iterator(root_)) {
-      if (!name.is_directory()) continue;
-      for (const fs::directory_entry& version : fs::directory_iterator(name.path())) {
-        if (!version.is_directory()) continue;
-        const fs::path p = version.path() / "meta.json";
-        try {
-          if (std::optional<std::string> text = read_file(p, kMaxMetaBytes))
-            out.push_back(parse_meta_json(*text, p.string()));
-        } catch (const Error& e) {
-          if (!skip_bad) throw;
-          fmt::print(stderr, "inferprof: warning: {} (left out of index.json)\n", printable(e.what()));
-        }
+    const auto guarded = [&](auto&& work) {
+      try {
+        work();
+      } catch (const Error& e) {
+        if (!skip_bad) throw;
+        fmt::print(stderr, "inferprof: warning: {} (left out of index.json)\n", printable(e.what()));
       }
-    }
+    };
+    for (const fs::path& name : entries(root_))
+      guarded([&] {
+        if (!is_folder(name)) return;
+        for (const fs::path& version : entries(name))
+          guarded([&] {
+            if (!is_folder(version)) return;
+            const fs::path p = version / "meta.json";
+            if (std::optional<std::string> text = report::read_regular_file(p.string(), kMaxMetaBytes))
+              out.push_back(parse_meta_json(*text, p.string()));
+          });
+      });
     sort_metas(out);
+    return out;
+  }
+
+  // Whether `p` is a folder (a link to one is followed); a link loop, or what
+  // cannot be looked at, is bad input naming it; a missing `p` is no folder.
+  bool is_folder(const fs::path& p) const {
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    const bool gone = ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
+    if (ec && !gone) throw bad_input(fmt::format("{}: {}: {}", url_, p.string(), ec.message()));
+    return fs::is_directory(st);
+  }
+
+  // What the folder `dir` holds.
+  std::vector<fs::path> entries(const fs::path& dir) const {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      out.push_back(it->path());
+    if (ec) throw bad_input(fmt::format("{}: {}: cannot list it: {}", url_, dir.string(), ec.message()));
     return out;
   }
 

@@ -7,7 +7,10 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
 #include <mutex>
+#include <new>
 
 #include "inferprof/error.hpp"
 #include "store/store_detail.hpp"
@@ -23,11 +26,27 @@ constexpr long kLowSpeedBytes = 1024, kLowSpeedSeconds = 30;
 struct Response {
   long status = 0;
   std::string body;
+  std::uint64_t max_bytes = 0;  // more stops the transfer (a body that never ends)
+  bool over = false;            // it did
+  bool out_of_memory = false;
 };
 
+// Returning less than it was given makes libcurl stop with CURLE_WRITE_ERROR;
+// nothing may be thrown through libcurl's C frames.
 std::size_t on_data(char* data, std::size_t size, std::size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
+  auto* resp = static_cast<Response*>(user);
+  const std::size_t len = size * n;
+  if (resp->body.size() + len > resp->max_bytes) {
+    resp->over = true;
+    return 0;
+  }
+  try {
+    resp->body.append(data, len);
+  } catch (const std::bad_alloc&) {
+    resp->out_of_memory = true;
+    return 0;
+  }
+  return len;
 }
 
 // The libcurl functions used here, from the library's stable ABI (soname 4).
@@ -85,7 +104,7 @@ class HttpStore final : public RemoteStore {
   ModelMeta meta(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     std::string u = object_url(r, "meta.json");
-    Response resp = get(u);
+    Response resp = get(u, kMaxMetaBytes);
     if (resp.status == 404) throw no_model(*this, r);
     expect_ok(u, resp);
     return parse_meta_json(resp.body, u);
@@ -94,7 +113,7 @@ class HttpStore final : public RemoteStore {
   std::string fetch(const ModelRef& ref) override {
     ModelRef r = resolved(ref);
     std::string u = object_url(r, "model.pt");
-    Response resp = get(u);
+    Response resp = get(u, std::numeric_limits<std::uint64_t>::max());
     if (resp.status == 404)
       throw runtime_failure(fmt::format("{}: {}: GET {}: HTTP 404 (the model file is missing)", url_, r.str(), u));
     expect_ok(u, resp);
@@ -103,7 +122,7 @@ class HttpStore final : public RemoteStore {
 
   std::vector<ModelMeta> list() override {
     std::string u = base_ + "/index.json";
-    Response resp = get(u);
+    Response resp = get(u, kMaxMetaBytes);
     if (resp.status == 404)
       throw runtime_failure(fmt::format(
           "{}: GET {}: HTTP 404: an http store is a file store's folder served over HTTP, and `inferprof store put` "
@@ -135,11 +154,13 @@ class HttpStore final : public RemoteStore {
 
   // One handle per request: requests may come from several threads, and on a
   // model-sized transfer the connection set-up is noise.
-  Response get(const std::string& u) const {
+  // At most `max_bytes` of body: more is an error naming the URL.
+  Response get(const std::string& u, std::uint64_t max_bytes) const {
     const Curl& lib = curl();
     std::unique_ptr<CURL, CurlFree> c(lib.easy_init());
     if (!c) throw runtime_failure(fmt::format("{}: cannot start libcurl", url_));
     Response resp;
+    resp.max_bytes = max_bytes;
     char errbuf[CURL_ERROR_SIZE] = "";
     lib.easy_setopt(c.get(), CURLOPT_URL, u.c_str());
     lib.easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: threads
@@ -148,9 +169,15 @@ class HttpStore final : public RemoteStore {
     lib.easy_setopt(c.get(), CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);
     lib.easy_setopt(c.get(), CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
     lib.easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, on_data);
-    lib.easy_setopt(c.get(), CURLOPT_WRITEDATA, &resp.body);
+    lib.easy_setopt(c.get(), CURLOPT_WRITEDATA, &resp);
     lib.easy_setopt(c.get(), CURLOPT_ERRORBUFFER, errbuf);
     CURLcode rc = lib.easy_perform(c.get());
+    if (resp.over)
+      throw runtime_failure(
+          fmt::format("{}: GET {}: the body is over {} bytes, more than the file can be", url_, u, max_bytes));
+    if (resp.out_of_memory)
+      throw runtime_failure(fmt::format("{}: GET {}: not enough memory for the body after {} bytes (see ulimit -v)",
+                                        url_, u, resp.body.size()));
     if (rc != CURLE_OK)
       throw runtime_failure(
           fmt::format("{}: GET {}: {}", url_, u, errbuf[0] ? std::string(errbuf) : lib.easy_strerror(rc)));

@@ -12,7 +12,10 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "inferprof/error.hpp"
 #include "store/store_detail.hpp"
@@ -39,6 +42,11 @@ template <class T>
 void put_le(std::string& out, T v) {
   for (std::size_t i = 0; i < sizeof(T); ++i)
     out.push_back(static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff));
+}
+// Overwrites 8 bytes of `out` at `at` with `v`, little-endian.
+void put_le_at(std::string& out, std::size_t at, std::uint64_t v) {
+  for (std::size_t i = 0; i < 8; ++i)
+    out[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
 template <class T>
 T get_le(const char* p) {
@@ -115,10 +123,11 @@ std::string backend_namespace(const std::string& ns) {
 
 RedisModelTier::RedisModelTier(const std::string& url, const std::string& name_space, std::uint64_t chunk_bytes,
                                bool zstd, int zstd_level)
-    : backend_(make_redis_backend(url, backend_namespace(name_space))),
-      chunk_bytes_(chunk_bytes),
-      zstd_(zstd),
-      zstd_level_(zstd_level) {
+    : RedisModelTier(make_redis_backend(url, backend_namespace(name_space)), chunk_bytes, zstd, zstd_level) {}
+
+RedisModelTier::RedisModelTier(std::unique_ptr<BlobBackend> backend, std::uint64_t chunk_bytes, bool zstd,
+                               int zstd_level)
+    : backend_(std::move(backend)), chunk_bytes_(chunk_bytes), zstd_(zstd), zstd_level_(zstd_level) {
   if (chunk_bytes_ == 0) throw bad_input("model store: redis_chunk_bytes must be positive");
   if (zstd_ && (zstd_level_ < ZSTD_minCLevel() || zstd_level_ > ZSTD_maxCLevel()))
     throw bad_input(
@@ -229,6 +238,56 @@ bool RedisModelTier::evict(const std::string& ref, std::string* why) {
     *why = e.what();
     return false;
   }
+}
+
+namespace {
+
+// Values by key, in memory: what Redis would hold.
+class MemoryBackend final : public BlobBackend {
+ public:
+  std::string describe() const override { return "memory"; }
+  std::optional<std::string> get(const CacheKey& key) override {
+    const auto it = values_.find({key.hi, key.lo});
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+  }
+  void put(const CacheKey& key, std::string_view value, double) override { values_[{key.hi, key.lo}] = value; }
+  void clear() override { values_.clear(); }
+  std::uint64_t entries() override { return values_.size(); }
+  std::uint64_t bytes() override { return 0; }
+
+ private:
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> values_;
+};
+
+}  // namespace
+
+RedisModelTier::Outcome read_stored_model(std::string_view input, bool reseal, std::string* bytes, std::string* why) {
+  // The manifest: its header, then as many entries as its count says (fewer when the input ends first).
+  std::string manifest(input.substr(0, kHeader));
+  const std::uint32_t n = manifest.size() == kHeader ? get_le<std::uint32_t>(manifest.data() + 24) : 0;
+  const std::uint64_t tail = std::min<std::uint64_t>(16ull * n + 8, input.size() - manifest.size());
+  manifest += input.substr(manifest.size(), tail);
+  std::string_view rest = input.substr(manifest.size());
+  std::vector<std::string> chunks;
+  for (std::uint32_t i = 0; i < n && kHeader + 16ull * i + 16 <= manifest.size(); ++i) {
+    const std::uint64_t len =
+        std::min<std::uint64_t>(get_le<std::uint64_t>(manifest.data() + kHeader + 16ull * i), rest.size());
+    chunks.emplace_back(rest.substr(0, len));
+    rest.remove_prefix(len);
+    if (reseal) put_le_at(manifest, kHeader + 16ull * i + 8, XXH3_64bits(chunks.back().data(), chunks.back().size()));
+  }
+  if (reseal && manifest.size() >= kHeader + 8)
+    put_le_at(manifest, manifest.size() - 8, XXH3_64bits(manifest.data(), manifest.size() - 8));
+  auto backend = std::make_unique<MemoryBackend>();
+  const std::string ref = "fuzz@1";
+  backend->put(manifest_key(ref), manifest, 0);
+  for (std::size_t i = 0; i < chunks.size(); ++i)
+    backend->put(chunk_key(ref, i), chunks[i], 0);
+  RedisModelTier tier(std::move(backend), 1 << 20, false, 3);
+  // The remote's metadata agrees with a manifest claiming up to 1 MiB: deeper paths; a larger claim disagrees.
+  const std::uint64_t claimed = manifest.size() >= kHeader ? get_le<std::uint64_t>(manifest.data() + 8) : 0;
+  return tier.get(ref, claimed <= (1u << 20) ? claimed : 1, bytes, why);
 }
 
 }  // namespace inferprof::store_detail

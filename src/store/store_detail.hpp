@@ -12,6 +12,11 @@
 
 namespace inferprof::store_detail {
 
+// The most a meta.json or index.json may hold, read from a folder or over
+// HTTP: a version's metadata is a few hundred bytes, so this lists thousands;
+// more is not one of ours (and a body that never ends stops here).
+constexpr std::uint64_t kMaxMetaBytes = 1 << 20;
+
 // meta.json: {"name", "version", "size", "sha256", "created"}, pretty-printed.
 std::string meta_json(const ModelMeta& m);
 // index.json at a store's root: {"models": [meta, ...]}, what `store put`
@@ -44,6 +49,8 @@ class RedisModelTier {
   enum class Outcome { hit, miss, error, corrupt };
   RedisModelTier(const std::string& url, const std::string& name_space, std::uint64_t chunk_bytes, bool zstd,
                  int zstd_level);
+  // Over any backend (the fuzz target's, in memory).
+  RedisModelTier(std::unique_ptr<BlobBackend> backend, std::uint64_t chunk_bytes, bool zstd, int zstd_level);
   // `why` says what went wrong for error and corrupt. A manifest claiming other
   // than `expected_size` bytes (the remote's metadata) is corrupt.
   Outcome get(const std::string& ref, std::uint64_t expected_size, std::string* bytes, std::string* why);
@@ -60,5 +67,12 @@ class RedisModelTier {
   bool zstd_;
   int zstd_level_;
 };
+
+// For the fuzz target: `input` read as what a Redis holding one model would
+// serve, a manifest followed by its chunks' bytes (each as long as its
+// manifest entry says), through RedisModelTier::get with the remote's size the
+// manifest's own (1 when it claims over 1 MiB). `reseal` recomputes the chunk
+// and manifest checksums first, so that mutated inputs reach past them.
+RedisModelTier::Outcome read_stored_model(std::string_view input, bool reseal, std::string* bytes, std::string* why);
 
 }  // namespace inferprof::store_detail

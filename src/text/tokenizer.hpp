@@ -1,6 +1,7 @@
 #pragma once
 // SentencePiece behind a small interface: the pipeline's `tokenize` op and the
 // text bench use it; nothing else sees SentencePiece. No libtorch here.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,12 +24,20 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // The ids spm_encode --output_format=id prints for `text`. Throws TokenizerError.
-  void encode(std::string_view text, std::vector<int>& ids) const;
+  // A SentencePiece model is a few MB (large vocabularies: 5 MB); more is not one.
+  static constexpr std::uint64_t kMaxModelBytes = 64ull << 20;
+
+  // The ids spm_encode --output_format=id prints for `text`. With `max_ids`,
+  // only a prefix of a long text is tokenized: its ids start with the whole
+  // text's first max_ids (at least max_ids + 1 of them when there are more),
+  // so that a 10 MB text for 128 slots costs what a few KB do. Throws
+  // TokenizerError.
+  void encode(std::string_view text, std::vector<int>& ids, std::size_t max_ids = SIZE_MAX) const;
   int vocab_size() const;
   int pad_id() const;  // the model's pad id (-1 when it defines none)
 
  private:
+  void encode_whole(std::string_view text, std::vector<int>& ids) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

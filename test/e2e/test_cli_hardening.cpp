@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <simdjson.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -297,9 +298,8 @@ TEST_SUITE("e2e hardening") {
     const std::string root = dir.file("store");
     fs::create_directories(dir.file("folder"));
     check_error(run_cli({"store", "put", root, "m@v1", dir.file("folder")}), 2,
-                dir.file("folder") + ": the model file is not a regular file");
-    check_error(run_cli({"store", "put", root, "m@v1", "/dev/zero"}), 2,
-                "/dev/zero: the model file is not a regular file");
+                dir.file("folder") + ": not a regular file");
+    check_error(run_cli({"store", "put", root, "m@v1", "/dev/zero"}), 2, "/dev/zero: not a regular file");
     const std::string empty = dir.write("empty.pt", "");
     check_error(run_cli({"store", "put", root, "m@v1", empty}), 2, empty + ": the model file is empty");
     CHECK(dir_is_empty_or_missing(root));
@@ -487,5 +487,105 @@ TEST_SUITE("e2e hardening") {
                   "--replicas 5: at most 4 on this machine (ulimit -u 64 allows 4 processes of 16 threads)");
     }
     CHECK(dir_is_empty_or_missing(dir.file("out")));
+  }
+}
+
+// Issue 24, the rest: symbolic-link loops, a model larger than the address
+// space, report files a killed run left behind.
+TEST_SUITE("e2e hardening") {
+  TEST_CASE("a symbolic-link loop as a store, a store entry, --profile, --costs or the model is one line, exit 2") {
+    TempDir dir;
+    const std::string loop = dir.file("loop");
+    fs::create_symlink("loop", loop);
+    const std::string why = "Too many levels of symbolic links";
+    check_error(run_cli({"store", "ls", loop}), 2, loop + ": " + loop + ": " + why);
+    const std::string root = dir.file("st");
+    REQUIRE(run_cli({"store", "put", root, "m@v1", model().model}).code == 0);
+    fs::create_symlink("loop", root + "/loop");
+    check_error(run_cli({"store", "ls", root}), 2, root + ": " + root + "/loop: " + why);
+    // A put still publishes, and says what it left out of index.json.
+    auto put = run_cli({"store", "put", root, "m@v2", model().model});
+    CHECK_MESSAGE(put.code == 0, put.err);
+    CHECK(put.err == "inferprof: warning: " + root + ": " + root + "/loop: " + why + " (left out of index.json)\n");
+    CHECK(count_index_models(root) == 2);
+    check_error(run_cli({"run", model().model, "--trace", model().trace, "--profile", loop}), 2,
+                "profile '" + loop + "': " + why);
+    check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", loop}), 2,
+                "--costs " + loop + ": " + why);
+    check_error(run_cli({"run", loop, "--trace", model().trace}), 2, "model '" + loop + "': " + why);
+    check_error(run_cli({"inspect", loop}), 2, "model '" + loop + "': " + why);
+    check_error(run_cli({"store", "put", root, "m@v3", loop}), 2, loop + ": cannot open: " + why);
+  }
+
+  // ASan reserves terabytes of address space for its shadow memory: under `ulimit -v` it cannot start.
+  TEST_CASE("a model larger than the address space: store put, inspect and run name it and its size, exit 3" *
+            doctest::skip(kSanitized)) {
+    TempDir dir;
+    const std::string big = dir.write("big.pt", "");
+    fs::resize_file(big, 4'000'000'000);             // sparse: nothing to read, 4 GB to allocate
+    const std::string limit = "ulimit -v 3000000;";  // enough for libtorch, not for 4 GB more
+    const std::string message = big + ": 4000000000 bytes: not enough memory to read it (see ulimit -v)";
+    check_error(run_cli({"store", "put", dir.file("st"), "m@v1", big}, limit), 3, message);
+    CHECK(dir_is_empty_or_missing(dir.file("st")));
+    check_error(run_cli({"inspect", big}, limit), 3, message);
+    check_error(run_cli({"run", big, "--trace", model().trace, "--out", dir.file("out"), "--no-progress"}, limit), 3,
+                message);
+    CHECK(dir_is_empty_or_missing(dir.file("out")));
+  }
+
+  TEST_CASE("a FIFO as simulate's trace or --costs, convert's trace, a model or a text_file is refused at once") {
+    TempDir dir;
+    for (const char* name : {"t.jsonl", "summary.json", "run/summary.json", "m.pt", "f.txt"}) {
+      fs::create_directories(fs::path(dir.file(name)).parent_path());
+      REQUIRE(::mkfifo(dir.file(name).c_str(), 0600) == 0);
+    }
+    const std::string timeout = "timeout 60";  // 124 when it waits for a writer
+    const std::string trace_fifo = "cannot read trace '" + dir.file("t.jsonl") +
+                                   "': not a regular file (a pipe or device is read only once, and a trace is read "
+                                   "several times: save it to a file first)";
+    check_error(run_cli({"simulate", "--trace", dir.file("t.jsonl"), "--tier", "l1=lru:10"}, timeout), 2, trace_fifo);
+    check_error(run_cli({"convert", dir.file("t.jsonl"), "-o", dir.file("t.iptrace")}, timeout), 2, trace_fifo);
+    CHECK_FALSE(fs::exists(dir.file("t.iptrace")));
+    // The file, or a run's folder holding it.
+    for (const auto& [costs, named] : {std::pair{dir.file("summary.json"), dir.file("summary.json")},
+                                       std::pair{dir.file("run"), dir.file("run/summary.json")}})
+      check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", costs}, timeout), 2,
+                  "--costs " + named + ": not a regular file (expected a run's summary.json or its --out folder)");
+    check_error(run_cli({"run", dir.file("m.pt"), "--trace", model().trace}, timeout), 2,
+                "model '" + dir.file("m.pt") + "' is not a regular file");
+    check_error(run_cli({"inspect", dir.file("m.pt")}, timeout), 2,
+                "model '" + dir.file("m.pt") + "' is not a regular file");
+    check_error(run_cli({"store", "put", dir.file("st"), "m@v1", dir.file("m.pt")}, timeout), 2,
+                dir.file("m.pt") + ": not a regular file");
+    const std::string text_trace = dir.write("x.jsonl", "{\"input\": {\"text_file\": \"f.txt\"}}\n");
+    check_error(
+        run_cli({"run", model().model, "--trace", text_trace, "--warmup", "0", "--out", dir.file("r"), "--no-progress"},
+                timeout),
+        2, text_trace + ":1: text file '" + dir.file("f.txt") + "': not a regular file");
+    CHECK(dir_is_empty_or_missing(dir.file("r")));
+  }
+
+  TEST_CASE("run --out sweeps the temporary files a killed run left, and no one else's") {
+    TempDir dir;
+    const std::string out = dir.file("out");
+    fs::create_directories(out);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(0);
+    REQUIRE(::waitpid(child, nullptr, 0) == child);  // a PID that runs nothing now, as a SIGKILLed run's
+    const std::vector<std::string> stale = {fmt::format(".requests.csv.tmp.{}.0123456789abcdef", child),
+                                            fmt::format(".trace.json.tmp.{}.fedcba9876543210", child)};
+    const std::vector<std::string> kept = {fmt::format(".requests.csv.tmp.{}.0123456789abcdef", ::getpid()),
+                                           "notes.txt"};
+    for (const std::string& name : stale)
+      dir.write("out/" + name, "half a report");
+    for (const std::string& name : kept)
+      dir.write("out/" + name, "someone's");
+    auto r = run_cli({"run", model().model, "--trace", model().trace, "--out", out, "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    for (const std::string& name : stale)
+      CHECK_MESSAGE(!fs::exists(out + "/" + name), name);
+    for (const std::string& name : kept)
+      CHECK_MESSAGE(fs::exists(out + "/" + name), name);
   }
 }

@@ -200,8 +200,8 @@ TEST_SUITE("e2e images") {
         {"{\"input\": {\"image\": \"crc.png\"}}",
          fmt::format("image '{}': corrupt or truncated PNG (libpng: IDAT: CRC error)", crc)},
         {"{\"input\": {\"image\": \"big.jpg\"}}",
-         fmt::format("image '{}': 30000x30000 JPEG is 900000000 pixels, over the limit of 100000000 (checked before "
-                     "decoding)",
+         fmt::format("image '{}': 30000x30000 JPEG is 900000000 pixels, over the limit of 89478485 (checked before "
+                     "decoding; the decode op's max_pixels sets it)",
                      big)},
         {"{\"input\": {\"image\": \"text.jpg\"}}",
          fmt::format("image '{}': not a JPEG, PNG or WebP (starts with bytes 68656c6c)", text)},

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "cli_harness.hpp"
+#include "sanitized.hpp"
+#include "spm_model.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
@@ -103,5 +105,66 @@ TEST_SUITE("plugin") {
     CHECK(bad.err.rfind("inferprof: error: cannot load the model pipeline '" + bin + "/libinferprof_pipeline.so': ",
                         0) == 0);
     CHECK(count_lines(bad.err) == 1);
+  }
+
+  // Issue 24 I: a library in the working directory (an empty LD_LIBRARY_PATH entry is that folder) is never
+  // loaded as part of inferprof.
+  TEST_CASE("plugin: without /proc/self/exe, no pipeline is loaded from the working directory") {
+    if (std::system("unshare -rm true >/dev/null 2>&1") != 0) {
+      MESSAGE("no user and mount namespaces here (unshare -rm): skipped");
+      return;
+    }
+    TempDir dir;
+    const std::string cwd = dir.file("cwd");
+    fs::create_directories(cwd);
+    fs::create_symlink(INFERPROF_PLUGIN, cwd + "/libinferprof_pipeline.so");  // planted
+    // A /proc of its own with nothing in it: /proc/self/exe cannot be read.
+    const std::string cmd = "cd " + shell_quote(cwd) +
+                            " && exec unshare -rm sh -c 'mount -t tmpfs none /proc && exec " +
+                            shell_quote(INFERPROF_BINARY) + " gen-model -o m.pt'";
+    auto r = run_binary("sh", {"-c", cmd});
+    CHECK(r.code == 3);
+    CHECK_MESSAGE(r.err.rfind("inferprof: error: cannot find this executable's folder", 0) == 0, r.err);
+    CHECK(count_lines(r.err) == 1);
+    CHECK_FALSE(fs::exists(cwd + "/m.pt"));
+  }
+
+  TEST_CASE("plugin: the SentencePiece library only from the installation's folders, never by bare name" *
+            doctest::skip(kSanitized)) {
+    TempDir dir;
+    const fs::path root = fs::canonical(dir.path());
+    const std::string bin = (root / "bin").string();
+    const std::string installed = (root / "bin" / INFERPROF_PLUGIN_RELATIVE_DIR).lexically_normal().string();
+    const std::string cwd = (root / "cwd").string();
+    fs::create_directories(bin);
+    fs::create_directories(installed);
+    fs::create_directories(cwd);
+    fs::copy_file(INFERPROF_BINARY, bin + "/inferprof");
+    // A copy, not a link: the library is looked for beside the plugin's real file too.
+    fs::copy_file(INFERPROF_PLUGIN, installed + "/libinferprof_pipeline.so");
+    const std::string shim = (fs::path(INFERPROF_PLUGIN).parent_path() / "libinferprof_spm.so").string();
+    fs::copy_file(shim, cwd + "/libinferprof_spm.so");  // planted where LD_LIBRARY_PATH's empty entry points
+    const std::string model = dir.file("text.pt");
+    REQUIRE(run_cli({"gen-model", "--arch", "text", "-o", model}).code == 0);
+    if (train_spm_model(dir, "tok").empty()) {
+      MESSAGE("spm_train is not installed: skipped");
+      return;
+    }
+    const std::string profile =
+        dir.write("text.toml", "[[preprocess]]\nop = \"tokenize\"\nmodel = \"tok.model\"\nmax_length = 8\n");
+    const std::string trace = dir.write("t.jsonl", "{\"input\": {\"text\": \"the model serves\"}}\n");
+    const std::vector<std::string> args = {"run",   model,      "--trace", trace,          "--profile",
+                                           profile, "--warmup", "0",       "--no-progress"};
+    const std::string env = "cd " + shell_quote(cwd) + " && LD_LIBRARY_PATH=:";
+    auto r = run_binary(bin + "/inferprof", args, env);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.err.find("cannot load libinferprof_spm.so (not in " + installed + "/libinferprof_spm.so") !=
+                      std::string::npos,
+                  r.err);
+    CHECK(count_lines(r.err) == 1);
+    // Installed beside the plugin, it is found.
+    fs::copy_file(shim, installed + "/libinferprof_spm.so");
+    auto ok = run_binary(bin + "/inferprof", args, env);
+    CHECK_MESSAGE(ok.code == 0, ok.err);
   }
 }

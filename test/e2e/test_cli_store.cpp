@@ -106,5 +106,10 @@ TEST_SUITE("e2e store") {
     CHECK(down.code == 3);
     CHECK(down.err ==
           "inferprof: error: " + http.url() + "/status-503: GET " + http.url() + "/status-503/index.json: HTTP 503\n");
+    // An index.json that never ends stops at the file store's cap on metadata (1 MiB), not at the memory's end.
+    auto endless = run_cli({"store", "ls", http.url() + "/endless"});
+    CHECK(endless.code == 3);
+    CHECK(endless.err == "inferprof: error: " + http.url() + "/endless: GET " + http.url() +
+                             "/endless/index.json: the body is over 1048576 bytes, more than the file can be\n");
   }
 }

@@ -1,9 +1,10 @@
 #pragma once
 // A real HTTP server for one test (or benchmark): Python's http.server
 // serving a folder on a free loopback port, ready once it accepts a
-// connection, stopped when the object goes. One addition to the stock
+// connection, stopped when the object goes. Two additions to the stock
 // handler: any path under /status-503/ answers 503, so a test can meet an
-// HTTP error status that is not 404.
+// HTTP error status that is not 404, and any path under /endless/ answers
+// with a body that never ends (until the client hangs up).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -35,6 +36,15 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         if self.path.startswith('/status-503/'):
             self.send_error(503, 'unavailable (test)')
             return
+        if self.path.startswith('/endless/'):
+            self.send_response(200)
+            self.end_headers()
+            try:
+                self.wfile.write(b'{"models": [')
+                while True:
+                    self.wfile.write(b' ' * 65536)
+            except (BrokenPipeError, ConnectionResetError):
+                return
         super().do_GET()
     def log_message(self, *args):
         pass

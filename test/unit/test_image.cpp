@@ -224,9 +224,14 @@ TEST_SUITE("image") {
     CHECK(decode_error("GIF89a....") == "not a JPEG, PNG or WebP (starts with bytes 47494638)");
     CHECK(decode_error("") == "empty (0 bytes): not a JPEG, PNG or WebP");
     CHECK(decode_error(png_claiming(30000, 30000)) ==
-          "30000x30000 PNG is 900000000 pixels, over the limit of 100000000 (checked before decoding)");
+          "30000x30000 PNG is 900000000 pixels, over the limit of 89478485 (checked before decoding; the decode op's "
+          "max_pixels sets it)");
     CHECK(decode_error(jpeg_claiming(30000, 30000)) ==
-          "30000x30000 JPEG is 900000000 pixels, over the limit of 100000000 (checked before decoding)");
+          "30000x30000 JPEG is 900000000 pixels, over the limit of 89478485 (checked before decoding; the decode op's "
+          "max_pixels sets it)");
+    // PIL's limit: 10000 x 9999 (99,990,000 pixels, 1.67 GB and 12 s to decode its 97 KB as a PNG) is over it.
+    CHECK(decode_error(png_claiming(10000, 9999))
+              .rfind("10000x9999 PNG is 99990000 pixels, over the limit of 89478485", 0) == 0);
     // The limit is the profile's to set.
     CHECK_THROWS_AS(decode(png, 64 * 48 - 1), image::DecodeError);
     CHECK_NOTHROW(decode(png, 64 * 48));
@@ -359,7 +364,7 @@ size = [2, 2]
     CHECK_THROWS_WITH(inferprof::detail::Preprocessor(thin.preprocess)
                           .run(at::zeros({1, 3, 1, 100000}, at::kByte), TraceRequest{}, r, -1),
                       "request 0: preprocessing op 'resize' cannot apply to input of shape [1, 3, 1, 100000]: the "
-                      "resized image would be 4096x409600000, over 100000000 pixels");
+                      "resized image would be 4096x409600000, over 89478485 pixels");
   }
 
   TEST_CASE("image-classification-jpeg matches PIL + torchvision (skipped without them)") {

@@ -125,6 +125,34 @@ TEST_SUITE("lifecycle") {
     CHECK(dir.list() == kept);
   }
 
+  TEST_CASE("stale temp files of processes that are gone are swept, a running process's and other names stay") {
+    TempDir dir;
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(0);
+    REQUIRE(::waitpid(child, nullptr, 0) == child);  // its PID runs nothing now
+    const int me = ::getpid(), parent = ::getppid();
+    const std::vector<std::string> gone = {fmt::format(".requests.csv.tmp.{}.00ff00ff00ff00ff", child),
+                                           fmt::format(".trace.json.tmp.{}.0", child),
+                                           fmt::format(".summary.json.tmp.{}", child)};
+    const std::vector<std::string> stay = {fmt::format(".requests.csv.tmp.{}.00ff00ff00ff00ff", me),
+                                           fmt::format(".trace.json.tmp.{}.0", parent),
+                                           fmt::format("requests.csv.tmp.{}.0", child),
+                                           fmt::format(".requests.csv.tmp.{}.a.b", child),
+                                           fmt::format(".requests.csv.tmp.{}x", child),
+                                           "summary.json"};
+    for (const std::string& name : gone)
+      touch(dir.path() / name);
+    for (const std::string& name : stay)
+      touch(dir.path() / name);
+    fs::create_directory(dir.path() / fmt::format(".dump.tmp.{}.abcdef", child));  // not a report file
+    lifecycle::sweep_stale_temp_files(dir.str());
+    std::vector<std::string> kept = stay;
+    kept.push_back(fmt::format(".dump.tmp.{}.abcdef", child));
+    std::sort(kept.begin(), kept.end());
+    CHECK(dir.list() == kept);
+  }
+
   TEST_CASE("temporary files: unguessable names that still carry the PID, found as this process's own") {
     TempDir dir;
     report::TempFile a, b;

@@ -507,6 +507,30 @@ TEST_SUITE("report") {
           "warning: no warm-up\n");
   }
 
+  TEST_CASE("the cache table: a degraded tier's errors cell keeps the 'where' column in line") {
+    Collector c(CollectorOptions{});
+    c.add(nested_record());
+    RunSummary s = c.summarize(sample_info());
+    CacheTierReport l1, l2;
+    l1.spec.tier = CacheLevel::l1;
+    l1.where = "in-process";
+    l2.spec.tier = CacheLevel::l2;
+    l2.where = "redis://127.0.0.1:6379/0";
+    l2.stats.errors = 603;
+    l2.stats.degraded = true;
+    s.caches = {l1, l2};
+    const std::string table = render_table(s);
+    std::vector<std::size_t> where_at;
+    for (const std::string& line : {std::string("  where"), std::string("  in-process"), std::string("  redis://")}) {
+      const auto at = table.find(line);
+      REQUIRE_MESSAGE(at != std::string::npos, table);
+      where_at.push_back(at - table.rfind('\n', at));  // its column
+    }
+    CHECK_MESSAGE(where_at[0] == where_at[1], table);
+    CHECK_MESSAGE(where_at[0] == where_at[2], table);
+    CHECK(table.find(" 603 (degraded)  redis://") != std::string::npos);
+  }
+
   TEST_CASE("durations pick their unit") {
     using report::human_duration_us;
     CHECK(human_duration_us(0) == "0 µs");

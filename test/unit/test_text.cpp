@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
@@ -112,6 +114,61 @@ TEST_SUITE("text" * doctest::skip(kSanitized)) {
       CHECK_MESSAGE(ids == reference[i], texts[i]);
       CHECK(!ids.empty());
     }
+  }
+
+  TEST_CASE("with max_ids, a long text's first ids are its whole tokenization's, from a prefix") {
+    if (spm().path.empty()) {
+      MESSAGE("spm_train is not installed: skipped");
+      return;
+    }
+    text::Tokenizer tok(spm().path);
+    // Prose, a text without whitespace, multi-byte characters, runs of spaces and newlines.
+    std::string words = inferprof::testing::spm_corpus(60), solid, wide, spaced;
+    for (int i = 0; i < 800; ++i) {
+      solid += "modelcachelatency";
+      wide += "東京ü ";
+      spaced += "hit   miss\n\n  ";
+    }
+    std::vector<int> whole, first;
+    for (const std::string& t : {words, solid, wide, spaced, std::string("short text")}) {
+      tok.encode(t, whole);
+      for (std::size_t max_ids : {std::size_t{1}, std::size_t{8}, std::size_t{128}, std::size_t{512}}) {
+        tok.encode(t, first, max_ids);
+        CAPTURE(max_ids);
+        CAPTURE(t.substr(0, 20));
+        const std::size_t n = std::min(max_ids, whole.size());
+        REQUIRE(first.size() >= n);
+        CHECK(std::equal(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(n), first.begin()));
+        // Longer than max_ids: still seen as longer (the caller counts a truncation).
+        CHECK((first.size() > max_ids) == (whole.size() > max_ids));
+      }
+    }
+    // A 10 MB text for 128 slots tokenizes a prefix only.
+    std::string big;
+    while (big.size() < (10u << 20))
+      big += words;
+    tok.encode(big, first, 128);
+    CHECK(first.size() > 128);
+    CHECK(first.size() < 10000);
+  }
+
+  TEST_CASE("a tokenizer model that is a folder, a device or too large is refused before it is read") {
+    TempDir dir;
+    std::filesystem::create_directories(dir.file("folder.model"));
+    const std::string huge = dir.write("huge.model", "");
+    std::filesystem::resize_file(huge, text::Tokenizer::kMaxModelBytes + 1);  // sparse: nothing to read
+    auto why = [](const std::string& path) {
+      try {
+        text::Tokenizer tok(path);
+      } catch (const text::TokenizerError& e) {
+        return e.what;
+      }
+      return std::string("no error");
+    };
+    CHECK(why(dir.file("folder.model")) == "not a regular file");
+    CHECK(why("/dev/zero") == "not a regular file");
+    CHECK(why(huge) == "67108865 bytes, more than the 67108864 expected");
+    CHECK(why(dir.file("missing.model")) == "no such file");
   }
 
   TEST_CASE("a file that is not a SentencePiece model is refused, naming the profile line") {

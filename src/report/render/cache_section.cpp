@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "report/text.hpp"
 
 namespace inferprof::report {
@@ -29,14 +31,21 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
   std::string out = "\n";
   std::vector<std::vector<std::string>> tiers{{"tier", "policy", "where", "lookups", "hits", "hit ratio", "inserts",
                                                "evictions", "entries", "bytes", "errors"}};
+  const auto errors_cell = [](const TierStats& st) {
+    return group_thousands(st.errors) + (st.degraded ? " (degraded)" : "");
+  };
+  // As wide as its widest cell: "603 (degraded)" would push `where` out of line.
+  std::size_t errors_width = 7;
+  for (const CacheTierReport& t : s.caches)
+    errors_width = std::max(errors_width, display_width(errors_cell(t.stats)));
   if (!markdown) {
     out += pad_right("cache", 7) + pad_right("policy", 18) + pad_left("lookups", 10) + pad_left("hits", 10) +
-           pad_left("hit %", 8) + pad_left("evicted", 10) + pad_left("entries", 10) + pad_left("bytes", 11) +
-           pad_left("errors", 8) + "  where\n";
+           pad_left("hit %", 8) + pad_left("evicted", 10) + pad_left("entries", 10) + pad_left("bytes", 11) + ' ' +
+           pad_left("errors", errors_width) + "  where\n";
   }
   for (const CacheTierReport& t : s.caches) {
     const TierStats& st = t.stats;
-    std::string errors = group_thousands(st.errors) + (st.degraded ? " (degraded)" : "");
+    std::string errors = errors_cell(st);
     if (markdown) {
       tiers.push_back({std::string(enum_name(t.spec.tier)), tier_spec_text(t.spec), t.where,
                        group_thousands(st.lookups), group_thousands(st.hits), ratio(st.hits, st.lookups),
@@ -47,9 +56,8 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
              pad_left(group_thousands(st.lookups), 10) + pad_left(group_thousands(st.hits), 10) +
              pad_left(ratio(st.hits, st.lookups), 8) + pad_left(group_thousands(st.evictions), 10) +
              pad_left(group_thousands(st.entries), 10) +
-             // One blank at least: "603 (degraded)" is wider than the column.
-             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + ' ' + pad_left(errors, 7) + "  " +
-             t.where + '\n';
+             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + ' ' + pad_left(errors, errors_width) +
+             "  " + t.where + '\n';
     }
   }
   if (markdown) out += markdown_table(tiers, {0, 1, 2});

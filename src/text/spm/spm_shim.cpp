@@ -26,9 +26,12 @@ void set_error(const std::string& what, char* err, std::size_t err_len) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) void* inferprof_spm_load(const char* path, char* err, std::size_t err_len) {
+// A model from its serialized bytes: the caller read the file (a regular
+// file, its size checked first), so SentencePiece opens nothing itself.
+__attribute__((visibility("default"))) void* inferprof_spm_load_bytes(const char* data, std::size_t len, char* err,
+                                                                      std::size_t err_len) {
   auto* sp = new sentencepiece::SentencePieceProcessor();
-  const auto status = sp->Load(path);
+  const auto status = sp->LoadFromSerializedProto(std::string_view(data, len));
   if (!status.ok()) {
     set_error(status.ToString(), err, err_len);
     delete sp;
