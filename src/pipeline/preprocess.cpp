@@ -227,8 +227,10 @@ void Preprocessor::tokenize(const Step& step, Inputs& x, const TraceRequest& req
     if (!is_text(x.specs[i])) continue;
     const at::Tensor& bytes = x.tensors[i];
     try {
+      // Only what max_length can use is tokenized: a 10 MB text costs what a few KB do.
       step.tokenizer->encode(
-          std::string_view(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel())), ids);
+          std::string_view(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel())), ids,
+          static_cast<std::size_t>(op.max_length));
     } catch (const text::TokenizerError& e) {
       throw runtime_failure(fmt::format("{}: tokenize: {}", request_where(trace_path_, request), printable(e.what)));
     }
@@ -247,8 +249,9 @@ void Preprocessor::tokenize(const Step& step, Inputs& x, const TraceRequest& req
       // A child span per truncated text: the report counts them.
       record.add(truncate_name_, span, t0, now_ns() - t0);
       if (truncated_++ == 0)
-        fmt::print(stderr, "inferprof: warning: {}: text of {} tokens truncated to max_length {} (more are counted)\n",
-                   request_where(trace_path_, request), ids.size(), op.max_length);
+        fmt::print(stderr,
+                   "inferprof: warning: {}: text of more than {} tokens truncated to max_length (more are counted)\n",
+                   request_where(trace_path_, request), op.max_length);
     }
     x.tensors[i] = std::move(out);
     x.specs[i] = nullptr;
