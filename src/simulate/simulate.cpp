@@ -238,8 +238,10 @@ SimulateResult run_simulate(const SimulateConfig& config) {
   SimulateResult res;
   res.trace_path = config.trace_path;
   res.warmup = config.warmup;
-  if (config.tiers.empty() && config.mrc.empty())
-    throw bad_input("simulate: nothing to simulate: give at least one --tier (e.g. --tier l1=lru:10000) or --mrc");
+  if (config.tiers.empty() && config.mrc.empty() && !config.grid)
+    throw bad_input(
+        "simulate: nothing to simulate: give at least one --tier (e.g. --tier l1=lru:10000), --mrc, or --policies "
+        "with --sizes");
   if (!(config.sample_rate > 0 && config.sample_rate <= 1))
     throw bad_input(fmt::format("--sample {}: expected a rate in (0, 1]", config.sample_rate));
   for (const auto& t : config.tiers)
@@ -304,6 +306,13 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     curves.push_back(std::move(s));
   }
 
+  std::optional<detail::GridRun> grid;
+  if (config.grid) {
+    grid.emplace(*config.grid, config.threads ? config.threads : hw);
+    bool& limits = config.grid->tier == CacheLevel::l3 ? preprocessed_limits : result_limits;
+    limits = limits || grid->byte_limits();
+  }
+
   auto source = open_sim_source(config.trace_path, config.csv);
   res.trace_format = source->format();
   const std::uint64_t fallback_r = config.value_bytes ? config.value_bytes : res.costs ? res.costs->result_bytes : 0;
@@ -330,6 +339,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
           s.invalidate(version);
         for (auto& m : curves)
           m.invalidate(version);
+        if (grid) grid->invalidate(version);
       }
       version = rec.key;
       ++res.model_updates;
@@ -350,7 +360,9 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       s.serve(rkey, pkey, rbytes, pbytes, now);
     for (auto& m : curves)
       m.access(m.spec.tier == CacheLevel::l3 ? pkey : rkey, now);
+    if (grid) config.grid->tier == CacheLevel::l3 ? grid->access(pkey, now, pbytes) : grid->access(rkey, now, rbytes);
     if (++res.requests == config.warmup) {
+      if (grid) grid->reset();
       for (auto& s : states)
         s.reset();
       for (auto& m : curves)
@@ -360,6 +372,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
   res.seconds = seconds_since(t0);
   for (auto& m : curves)
     m.flush();
+  if (grid) res.grid = grid->finish(res.costs);
   res.measured = res.requests > config.warmup ? res.requests - config.warmup : 0;
   if (config.warmup > 0 && res.requests <= config.warmup)
     res.warnings.push_back(fmt::format("--warmup {} covers the whole trace ({} requests): nothing was measured",

@@ -54,6 +54,64 @@ void write_prediction_json(JsonWriter& w, const SimPrediction& p) {
   w.end_object();
 }
 
+void write_cell_json(JsonWriter& w, const PolicyGridResult& g, const GridCell& c) {
+  const GridSize& s = g.spec.sizes[c.size];
+  w.begin_object();
+  w.field("policy", g.spec.policies[c.policy].label);
+  w.field("size", s.label);
+  w.field("max_entries", s.entries);
+  w.field("max_bytes", s.bytes);
+  w.field("lookups", c.lookups);
+  w.field("hits", c.hits);
+  w.field_number("miss_ratio", c.miss_ratio, 6);
+  w.field("requested_bytes", c.requested_bytes);
+  w.field("missed_bytes", c.missed_bytes);
+  w.key("byte_miss_ratio");
+  if (c.byte_miss_ratio)
+    w.number(*c.byte_miss_ratio, 6);
+  else
+    w.null();
+  w.field("evictions", c.evictions);
+  write_prediction_json(w, c.predicted);
+  w.end_object();
+}
+
+void write_grid_json(JsonWriter& w, const PolicyGridResult& g) {
+  w.begin_object();
+  w.field("tier", enum_name(g.spec.tier));
+  w.field("threads", static_cast<std::uint64_t>(g.threads));
+  w.field_number("seconds", g.seconds, 3);
+  w.key("cells").begin_array();
+  for (const auto& c : g.cells)
+    write_cell_json(w, g, c);
+  w.end_array();
+  w.key("recommendation");
+  if (!g.recommendation) {
+    w.null();
+  } else {
+    const GridRecommendation& r = *g.recommendation;
+    w.begin_object();
+    w.field("by", std::string(r.by_latency ? "predicted_mean_us" : "miss_ratio"));
+    w.field("budget", g.spec.budget ? g.spec.budget->label : std::string("largest size"));
+    w.field("policy", g.spec.policies[g.cells[r.best].policy].label);
+    w.field("size", g.spec.sizes[g.cells[r.best].size].label);
+    w.key("runner_up");
+    if (r.runner_up) {
+      w.begin_object();
+      w.field("policy", g.spec.policies[g.cells[*r.runner_up].policy].label);
+      w.field("size", g.spec.sizes[g.cells[*r.runner_up].size].label);
+      w.end_object();
+    } else {
+      w.null();
+    }
+    w.field_number("margin", r.margin, 6);
+    w.field_number("margin_pct", r.margin_pct, 3);
+    w.field("line", simulate_parts::recommendation_line(g));
+    w.end_object();
+  }
+  w.end_object();
+}
+
 }  // namespace
 }  // namespace report
 
@@ -173,6 +231,11 @@ std::string render_simulate_json(const SimulateResult& r) {
     w.end_object();
   }
   w.end_array();
+  w.key("policies");
+  if (r.grid)
+    write_grid_json(w, *r.grid);
+  else
+    w.null();
   w.key("warnings").begin_array();
   for (const auto& s : r.warnings)
     w.value(s);

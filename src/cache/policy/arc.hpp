@@ -1,0 +1,120 @@
+#pragma once
+// arc: ARC (Megiddo and Modha, FAST '03), as libCacheSim's ARC. T1 holds
+// keys seen once recently, T2 keys seen at least twice, both LRU; ghosts B1
+// and B2 remember keys evicted from each. A hit in T1 or T2 moves the entry to
+// T2's most recent end. A new key found in B1 raises the target size p of T1
+// by max(|B2| / |B1|, 1) (up to the capacity), one found in B2 lowers it by
+// max(|B1| / |B2|, 1); either way it enters T2, else T1. To make room
+// (REPLACE): T1's LRU goes to B1 if T1 is larger than p (or equal to p and the
+// key came from B2) or T2 is empty, else T2's LRU goes to B2. On a key in no
+// list, first: if T1 + B1 would pass the capacity, B1's oldest is dropped (or,
+// with B1 empty, T1's LRU is evicted with no ghost); else if all four lists
+// hold twice the capacity, B2's oldest is dropped. No parameters. Sizes count
+// entries, or bytes under a byte limit. Replacing puts count as hits.
+#include <algorithm>
+#include <cstdint>
+
+#include "cache/policy/common.hpp"
+#include "cache/policy/ghost.hpp"
+
+namespace inferprof::policy {
+
+template <class Node, class GhostCache>
+class Arc {
+  enum : std::uint32_t { kT1 = 0, kT2 = 1 };
+
+ public:
+  Arc() = default;
+  Arc(Units units, std::uint64_t capacity) : units_(units), cap_(capacity) {
+    b1_.open(units, 0);
+    b2_.open(units, 0);
+  }
+  void admit(const CacheKey& key, std::uint64_t units) {
+    incoming_ = units;
+    in_b1_ = in_b2_ = false;
+    const double b1 = static_cast<double>(b1_.units()), b2 = static_cast<double>(b2_.units());
+    if (b1_.contains(key)) {
+      p_ = std::min(p_ + std::max(b2 / b1, 1.0), static_cast<double>(cap_));
+      b1_.take(key);
+      in_b1_ = true;
+    } else if (b2_.contains(key)) {
+      p_ = std::max(p_ - std::max(b1 / b2, 1.0), 0.0);
+      b2_.take(key);
+      in_b2_ = true;
+    }
+  }
+  void insert(Node* n, std::uint32_t i) noexcept {
+    place(n, i, in_b1_ || in_b2_ ? kT2 : kT1);
+    in_b1_ = in_b2_ = false;
+  }
+  void hit(Node* n, std::uint32_t i) noexcept {
+    take(n, i);
+    place(n, i, kT2);
+  }
+  void replace(Node* n, std::uint32_t i, std::uint64_t old_bytes) noexcept {
+    (queue_of(n[i].meta) == kT1 ? t1_units_ : t2_units_) += units_.of(n[i]) - (units_.by_bytes ? old_bytes : 1);
+    hit(n, i);
+  }
+  std::uint32_t victim(Node* n, std::uint32_t skip) {
+    no_ghost_ = false;
+    if (!in_b1_ && !in_b2_) {
+      const std::uint64_t b1 = b1_.units();
+      if (t1_units_ + b1 + incoming_ > cap_) {
+        if (b1 == 0) {
+          no_ghost_ = true;
+          return either(n, t1_, t2_, skip);
+        }
+        b1_.drop_oldest();
+      } else if (t1_units_ + b1 + t2_units_ + b2_.units() >= 2 * cap_ && b2_.units() > 0) {
+        b2_.drop_oldest();
+      }
+    }
+    const double t1 = static_cast<double>(t1_units_);
+    const bool from_t1 = (t1_units_ > 0 && (t1 > p_ || (t1 == p_ && in_b2_))) || t2_units_ == 0;
+    return from_t1 ? either(n, t1_, t2_, skip) : either(n, t2_, t1_, skip);
+  }
+  void remove(Node* n, std::uint32_t i, bool evicted) {
+    const bool t1 = queue_of(n[i].meta) == kT1;
+    take(n, i);
+    if (evicted && !no_ghost_) (t1 ? b1_ : b2_).add(n[i].key, n[i].bytes);
+    no_ghost_ = false;
+  }
+  bool more() const noexcept { return false; }
+  void clear() {
+    t1_ = t2_ = List{};
+    t1_units_ = t2_units_ = 0;
+    p_ = 0;
+    in_b1_ = in_b2_ = no_ghost_ = false;
+    b1_.clear();
+    b2_.clear();
+  }
+
+ private:
+  // The LRU of `first`, else (only `skip` there) of `second`.
+  static std::uint32_t either(const Node* n, const List& first, const List& second, std::uint32_t skip) noexcept {
+    const std::uint32_t v = first_but(n, first, skip);
+    return v != kNil ? v : first_but(n, second, skip);
+  }
+  void place(Node* n, std::uint32_t i, std::uint32_t q) noexcept {
+    n[i].meta = make_meta(q, 0);
+    push_back(n, q == kT1 ? t1_ : t2_, i);
+    (q == kT1 ? t1_units_ : t2_units_) += units_.of(n[i]);
+  }
+  void take(Node* n, std::uint32_t i) noexcept {
+    const bool t1 = queue_of(n[i].meta) == kT1;
+    unlink(n, t1 ? t1_ : t2_, i);
+    (t1 ? t1_units_ : t2_units_) -= units_.of(n[i]);
+  }
+
+  Units units_;
+  std::uint64_t cap_ = 0;
+  List t1_, t2_;  // least recently used first
+  std::uint64_t t1_units_ = 0, t2_units_ = 0;
+  double p_ = 0;                        // T1's target size
+  std::uint64_t incoming_ = 1;          // the size of the key being put
+  bool in_b1_ = false, in_b2_ = false;  // where the key being put was found
+  bool no_ghost_ = false;               // the victim leaves no ghost
+  Ghost<GhostCache> b1_, b2_;
+};
+
+}  // namespace inferprof::policy

@@ -1,0 +1,194 @@
+#pragma once
+// wtinylfu(window=W,protected=P): W-TinyLFU (Einziger et al., TOS '17; the
+// policy of Caffeine), as libCacheSim's WTinyLFU with its default SLRU main.
+// A window LRU (W of the capacity, default 0.01) takes every new key; the
+// main cache (the rest) is an SLRU: probation, and protected (P of main,
+// default 0.80). A hit in the window refreshes it there; a hit in probation
+// moves the entry to protected (whose LRU, when protected is over its share,
+// goes back to probation's most recent end); a hit in protected refreshes it.
+// A frequency sketch counts each new key, each hit in main and each window
+// entry weighed for main; it halves every 32 x main-capacity hits in main. To
+// make room: while the window is not empty, its LRU moves to main if main has
+// room; else it goes to main only if the sketch counts it more often than
+// main's victim (probation's LRU, else protected's), which is evicted, and the
+// next window LRU is weighed the same way; else it is evicted. With an empty
+// window, main's victim goes. Replacing puts count as hits.
+//
+// Where libCacheSim differs: its sketch is a counting Bloom filter hashed
+// with its own functions, so estimates (and a few admissions) differ by hash
+// collisions; under 100 entries (an empty window) it admits nothing.
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "cache/policy/common.hpp"
+
+namespace inferprof::policy {
+
+// Counting Bloom filter with minimal increment (only the smallest of a key's
+// counters grow), 10 counters per key over 14.4 per expected key: a 0.1%
+// false-positive rate, as libCacheSim sizes its own.
+class FrequencySketch {
+ public:
+  FrequencySketch() = default;
+  explicit FrequencySketch(std::uint64_t keys) {
+    std::size_t size = 64;
+    while (static_cast<double>(size) < 14.4 * static_cast<double>(keys))
+      size *= 2;
+    counters_.assign(size, 0);
+  }
+  void add(const CacheKey& key) noexcept {
+    const std::uint32_t m = estimate(key);
+    if (m == 0xFFFF) return;
+    for_each(key, [m](std::uint16_t& c) {
+      if (c == m) ++c;
+    });
+  }
+  std::uint32_t estimate(const CacheKey& key) const noexcept {
+    std::uint32_t m = 0xFFFF;
+    const_cast<FrequencySketch*>(this)->for_each(key, [&m](std::uint16_t& c) { m = std::min<std::uint32_t>(m, c); });
+    return m;
+  }
+  void halve() noexcept {
+    for (auto& c : counters_)
+      c = static_cast<std::uint16_t>(c / 2);
+  }
+  void clear() noexcept { std::fill(counters_.begin(), counters_.end(), 0); }
+
+ private:
+  static constexpr int kHashes = 10;
+  template <class F>
+  void for_each(const CacheKey& key, F&& f) noexcept {
+    std::uint64_t h = key.lo ^ (key.hi * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    const std::uint64_t h1 = h, h2 = (h * 0xC4CEB9FE1A85EC53ull) | 1;
+    const std::size_t mask = counters_.size() - 1;
+    for (int j = 0; j < kHashes; ++j)
+      f(counters_[(h1 + static_cast<std::uint64_t>(j) * h2) & mask]);
+  }
+  std::vector<std::uint16_t> counters_;
+};
+
+template <class Node>
+class WTinyLfu : public NoGhosts {
+  enum : std::uint32_t { kWindow = 0, kProbation = 1, kProtected = 2 };
+
+ public:
+  WTinyLfu() = default;
+  WTinyLfu(const PolicyParams& p, Units units, std::uint64_t capacity)
+      : units_(units),
+        cap_{static_cast<std::uint64_t>(static_cast<double>(capacity) * p.window), 0, 0},
+        sketch_(capacity - cap_[kWindow]) {
+    main_cap_ = capacity - cap_[kWindow];
+    cap_[kProtected] = static_cast<std::uint64_t>(static_cast<double>(main_cap_) * p.protected_share);
+    cap_[kProbation] = main_cap_ - cap_[kProtected];
+    decay_every_ = 32 * std::max<std::uint64_t>(main_cap_, 1);
+  }
+  void insert(Node* n, std::uint32_t i) noexcept {
+    place(n, i, kWindow);
+    sketch_.add(n[i].key);
+  }
+  void hit(Node* n, std::uint32_t i) noexcept {
+    const std::uint32_t q = queue_of(n[i].meta);
+    if (q == kWindow) {
+      move_to_back(n, lists_[kWindow], i);
+      return;
+    }
+    if (q == kProbation) {
+      take(n, i);
+      place(n, i, kProtected);
+      while (units_in_[kProtected] > cap_[kProtected]) {
+        const std::uint32_t c = lists_[kProtected].head;
+        take(n, c);
+        place(n, c, kProbation);
+      }
+    } else {
+      move_to_back(n, lists_[kProtected], i);
+    }
+    sketch_.add(n[i].key);
+    if (++main_hits_ >= decay_every_) {
+      main_hits_ = 0;
+      sketch_.halve();
+    }
+  }
+  void replace(Node* n, std::uint32_t i, std::uint64_t old_bytes) noexcept {
+    units_in_[queue_of(n[i].meta)] += units_.of(n[i]) - (units_.by_bytes ? old_bytes : 1);
+    hit(n, i);
+  }
+  std::uint32_t victim(Node* n, std::uint32_t skip) noexcept {
+    if (pending_ != kNil) to_main(n, std::exchange(pending_, kNil));  // its rival has gone
+    more_ = false;
+    while (true) {
+      const std::uint32_t w = first_but(n, lists_[kWindow], skip);
+      if (w == kNil) return main_victim(n, skip);
+      if (main_units() + units_.of(n[w]) <= main_cap_) {
+        to_main(n, w);
+        sketch_.add(n[w].key);
+        continue;
+      }
+      const std::uint32_t m = main_victim(n, skip);
+      const bool admit = m != kNil && sketch_.estimate(n[w].key) > sketch_.estimate(n[m].key);
+      sketch_.add(n[w].key);
+      if (!admit) return w;
+      pending_ = w;
+      more_ = true;
+      return m;
+    }
+  }
+  void remove(Node* n, std::uint32_t i, bool) noexcept {
+    if (pending_ == i) pending_ = kNil;
+    take(n, i);
+  }
+  // After evicting main's victim for a window entry, keep going until a
+  // window entry is evicted, as libCacheSim does.
+  bool more() const noexcept { return more_; }
+  void clear() {
+    for (auto& l : lists_)
+      l = List{};
+    std::fill(std::begin(units_in_), std::end(units_in_), 0);
+    sketch_.clear();
+    main_hits_ = 0;
+    pending_ = kNil;
+    more_ = false;
+  }
+
+ private:
+  std::uint64_t main_units() const noexcept { return units_in_[kProbation] + units_in_[kProtected]; }
+  std::uint32_t main_victim(const Node* n, std::uint32_t skip) const noexcept {
+    const std::uint32_t v = first_but(n, lists_[kProbation], skip);
+    return v != kNil ? v : first_but(n, lists_[kProtected], skip);
+  }
+  // SLRU's insert: the first segment with room, else probation.
+  void to_main(Node* n, std::uint32_t w) noexcept {
+    take(n, w);
+    const std::uint64_t u = units_.of(n[w]);
+    const bool probation =
+        units_in_[kProbation] + u <= cap_[kProbation] || units_in_[kProtected] + u > cap_[kProtected];
+    place(n, w, probation ? kProbation : kProtected);
+  }
+  void place(Node* n, std::uint32_t i, std::uint32_t q) noexcept {
+    n[i].meta = make_meta(q, 0);
+    push_back(n, lists_[q], i);
+    units_in_[q] += units_.of(n[i]);
+  }
+  void take(Node* n, std::uint32_t i) noexcept {
+    const std::uint32_t q = queue_of(n[i].meta);
+    unlink(n, lists_[q], i);
+    units_in_[q] -= units_.of(n[i]);
+  }
+
+  Units units_;
+  std::uint64_t cap_[3] = {0, 0, 0};  // window, probation, protected
+  std::uint64_t main_cap_ = 0;
+  List lists_[3];  // least recently used first
+  std::uint64_t units_in_[3] = {0, 0, 0};
+  FrequencySketch sketch_;
+  std::uint64_t main_hits_ = 0, decay_every_ = 1;
+  std::uint32_t pending_ = kNil;  // a window entry admitted over main's victim, moved once it is gone
+  bool more_ = false;
+};
+
+}  // namespace inferprof::policy
