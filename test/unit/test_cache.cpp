@@ -142,6 +142,8 @@ class ReferenceCache {
         return a.first_insert < b.first_insert;
       case Policy::ttl:
         return a.last_put < b.last_put;
+      default:
+        break;  // the other policies have their own models (test_cache_policies.cpp)
     }
     return false;
   }

@@ -14,10 +14,12 @@
 // next window LRU is weighed the same way; else it is evicted. With an empty
 // window, main's victim goes. Replacing puts count as hits.
 //
-// Where libCacheSim differs: its sketch is a counting Bloom filter hashed
-// with its own functions, so estimates (and a few admissions) differ by hash
-// collisions; under 100 entries (an empty window) it admits nothing.
+// Where libCacheSim differs: its sketch hashes the trace's object id with
+// XXH64, this one the cache key, so estimates (and a few admissions) differ by
+// hash collisions; under 100 entries (an empty window) it admits nothing.
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -26,50 +28,43 @@
 
 namespace inferprof::policy {
 
-// Counting Bloom filter with minimal increment (only the smallest of a key's
-// counters grow), 10 counters per key over 14.4 per expected key: a 0.1%
-// false-positive rate, as libCacheSim sizes its own.
+// A counting Bloom filter as libCacheSim sizes and updates it: for a 0.1%
+// false-positive rate at `keys` keys, 14.4 counters per key and 10 hashes;
+// an add increments all of a key's counters, the estimate is their minimum.
 class FrequencySketch {
  public:
   FrequencySketch() = default;
-  explicit FrequencySketch(std::uint64_t keys) {
-    std::size_t size = 64;
-    while (static_cast<double>(size) < 14.4 * static_cast<double>(keys))
-      size *= 2;
-    counters_.assign(size, 0);
-  }
+  explicit FrequencySketch(std::uint64_t keys)
+      : counters_(std::max<std::size_t>(2 * kHashes, static_cast<std::size_t>(std::ceil(kPerKey * keys)))) {}
   void add(const CacheKey& key) noexcept {
-    const std::uint32_t m = estimate(key);
-    if (m == 0xFFFF) return;
-    for_each(key, [m](std::uint16_t& c) {
-      if (c == m) ++c;
-    });
+    for_each(key, [](std::uint32_t& c) { c += c != UINT32_MAX; });
   }
-  std::uint32_t estimate(const CacheKey& key) const noexcept {
-    std::uint32_t m = 0xFFFF;
-    const_cast<FrequencySketch*>(this)->for_each(key, [&m](std::uint16_t& c) { m = std::min<std::uint32_t>(m, c); });
+  std::uint32_t estimate(const CacheKey& key) noexcept {
+    std::uint32_t m = UINT32_MAX;
+    for_each(key, [&m](std::uint32_t& c) { m = std::min(m, c); });
     return m;
   }
   void halve() noexcept {
     for (auto& c : counters_)
-      c = static_cast<std::uint16_t>(c / 2);
+      c >>= 1;
   }
   void clear() noexcept { std::fill(counters_.begin(), counters_.end(), 0); }
 
  private:
   static constexpr int kHashes = 10;
+  static constexpr double kPerKey = 14.37758;  // -ln(0.001) / ln(2)^2
   template <class F>
   void for_each(const CacheKey& key, F&& f) noexcept {
     std::uint64_t h = key.lo ^ (key.hi * 0x9E3779B97F4A7C15ull);
     h ^= h >> 33;
     h *= 0xFF51AFD7ED558CCDull;
     h ^= h >> 33;
-    const std::uint64_t h1 = h, h2 = (h * 0xC4CEB9FE1A85EC53ull) | 1;
-    const std::size_t mask = counters_.size() - 1;
-    for (int j = 0; j < kHashes; ++j)
-      f(counters_[(h1 + static_cast<std::uint64_t>(j) * h2) & mask]);
+    const auto a = static_cast<std::uint32_t>(h), b = static_cast<std::uint32_t>(h >> 32);
+    const auto n = static_cast<std::uint32_t>(counters_.size());
+    for (std::uint32_t j = 0; j < kHashes; ++j)
+      f(counters_[(a + j * b) % n]);
   }
-  std::vector<std::uint16_t> counters_;
+  std::vector<std::uint32_t> counters_;
 };
 
 template <class Node>

@@ -54,6 +54,37 @@ void write_prediction_json(JsonWriter& w, const SimPrediction& p) {
   w.end_object();
 }
 
+void write_mrc_json(JsonWriter& w, const MrcResult& m) {
+  w.begin_object();
+  w.field("tier", enum_name(m.spec.tier));
+  w.field("policy", std::string(policy_name(m.spec.policy)));
+  w.field_number("ttl_s", m.spec.ttl_s);
+  w.field("method", m.method);
+  w.field_number("sample_rate", m.sample_rate);
+  w.field("sampled_requests", m.sampled_requests);
+  w.field("distinct_keys", m.distinct_keys);
+  w.key("error_bound");
+  if (m.error_bound)
+    w.number(*m.error_bound, 6);
+  else
+    w.null();
+  w.key("points").begin_array();
+  for (const auto& p : m.points) {
+    w.begin_object();
+    w.field("capacity", p.capacity);
+    w.field_number("hit_ratio", p.hit_ratio, 6);
+    w.field_number("miss_ratio", 1 - p.hit_ratio, 6);
+    w.key("predicted_mean_us");
+    if (p.predicted_mean_us)
+      w.number(*p.predicted_mean_us, 3);
+    else
+      w.null();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 void write_cell_json(JsonWriter& w, const PolicyGridResult& g, const GridCell& c) {
   const GridSize& s = g.spec.sizes[c.size];
   w.begin_object();
@@ -200,36 +231,8 @@ std::string render_simulate_json(const SimulateResult& r) {
   }
   w.end_array();
   w.key("mrc").begin_array();
-  for (const auto& m : r.mrc) {
-    w.begin_object();
-    w.field("tier", enum_name(m.spec.tier));
-    w.field("policy", std::string(policy_name(m.spec.policy)));
-    w.field_number("ttl_s", m.spec.ttl_s);
-    w.field("method", m.method);
-    w.field_number("sample_rate", m.sample_rate);
-    w.field("sampled_requests", m.sampled_requests);
-    w.field("distinct_keys", m.distinct_keys);
-    w.key("error_bound");
-    if (m.error_bound)
-      w.number(*m.error_bound, 6);
-    else
-      w.null();
-    w.key("points").begin_array();
-    for (const auto& p : m.points) {
-      w.begin_object();
-      w.field("capacity", p.capacity);
-      w.field_number("hit_ratio", p.hit_ratio, 6);
-      w.field_number("miss_ratio", 1 - p.hit_ratio, 6);
-      w.key("predicted_mean_us");
-      if (p.predicted_mean_us)
-        w.number(*p.predicted_mean_us, 3);
-      else
-        w.null();
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-  }
+  for (const auto& m : r.mrc)
+    write_mrc_json(w, m);
   w.end_array();
   w.key("policies");
   if (r.grid)
