@@ -50,17 +50,23 @@ echo "== 2. whole process, 5 policies x 4 sizes, trace x$REPEAT"
 for _ in $(seq "$REPEAT"); do cat "$L/data/cloudPhysicsIO.oracleGeneral.bin"; done > "$D/t.oracleGeneral.bin"
 { head -1 "$L/data/cloudPhysicsIO.csv"; for _ in $(seq "$REPEAT"); do tail -n +2 "$L/data/cloudPhysicsIO.csv"; done; } > "$D/t.csv"
 "$B" convert "$D/t.csv" --csv-columns ts=time,key=lbn -o "$D/t.iptrace" > /dev/null
+export D CACHESIM THREADS B
 ref() { (cd "$D" && "$CACHESIM" t.oracleGeneral.bin oracleGeneral lru,s3fifo,sieve,arc,wtinylfu \
   1000,5000,10000,25000 --ignore-obj-size 1 --num-thread "$THREADS" > /dev/null 2>&1); }
 ours() { "$B" simulate --trace "$D/t.iptrace" --policies lru,s3fifo,sieve,arc,wtinylfu --sizes 1k,5k,10k,25k \
   --curve-threads "$THREADS" --format csv > /dev/null; }
-secs() { local t0; t0=$(date +%s.%N); "$@"; echo "$(date +%s.%N) - $t0" | bc -l; }
+# "WALL CPU" seconds of one whole process (CPU: user + system, all threads).
+secs() { /usr/bin/time -f '%e %U %S' -o "$D/time" "$@"; awk '{print $1, $2 + $3}' "$D/time"; }
+export -f ref ours
 for phase in $PHASES; do
   start_load_for "$phase"
   echo "-- $phase (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   for r in $(seq "$RUNS"); do
-    if ((r % 2)); then a=$(secs ref); b=$(secs ours); else b=$(secs ours); a=$(secs ref); fi
-    printf 'round %d: libCacheSim %.2f s, inferprof %.2f s, ratio %.2fx\n' "$r" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+    if ((r % 2)); then a=$(secs bash -c ref); b=$(secs bash -c ours); else b=$(secs bash -c ours); a=$(secs bash -c ref); fi
+    read -r aw ac <<< "$a"
+    read -r bw bc <<< "$b"
+    printf 'round %d: libCacheSim %.2f s wall %.2f s CPU, inferprof %.2f s wall %.2f s CPU: %.2fx wall, %.2fx CPU\n' \
+      "$r" "$aw" "$ac" "$bw" "$bc" "$(echo "$aw / $bw" | bc -l)" "$(echo "$ac / $bc" | bc -l)"
   done
   stop_load
 done
