@@ -33,13 +33,12 @@ class Arc {
     incoming_ = units;
     in_b1_ = in_b2_ = false;
     const double b1 = static_cast<double>(b1_.units()), b2 = static_cast<double>(b2_.units());
-    if (b1_.contains(key)) {
+    // The ghosts' sizes before the key leaves one (one probe per ghost).
+    if (b1_.take(key)) {
       p_ = std::min(p_ + std::max(b2 / b1, 1.0), static_cast<double>(cap_));
-      b1_.take(key);
       in_b1_ = true;
-    } else if (b2_.contains(key)) {
+    } else if (b2_.take(key)) {
       p_ = std::max(p_ - std::max(b1 / b2, 1.0), 0.0);
-      b2_.take(key);
       in_b2_ = true;
     }
   }
