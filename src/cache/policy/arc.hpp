@@ -25,7 +25,8 @@ class Arc {
 
  public:
   Arc() = default;
-  Arc(Units units, std::uint64_t capacity) : units_(units), cap_(capacity) {
+  Arc(Units units, std::uint64_t capacity) : cap_(capacity) {
+    q_.unit = units;
     b1_.open(units, 0);
     b2_.open(units, 0);
   }
@@ -43,45 +44,46 @@ class Arc {
     }
   }
   void insert(Node* n, std::uint32_t i) noexcept {
-    place(n, i, in_b1_ || in_b2_ ? kT2 : kT1);
+    q_.place(n, i, in_b1_ || in_b2_ ? kT2 : kT1);
     in_b1_ = in_b2_ = false;
   }
   void hit(Node* n, std::uint32_t i) noexcept {
-    take(n, i);
-    place(n, i, kT2);
+    q_.take(n, i);
+    q_.place(n, i, kT2);
   }
   void replace(Node* n, std::uint32_t i, std::uint64_t old_bytes) noexcept {
-    (queue_of(n[i].meta) == kT1 ? t1_units_ : t2_units_) += units_.of(n[i]) - (units_.by_bytes ? old_bytes : 1);
+    q_.resized(n, i, old_bytes);
     hit(n, i);
   }
   std::uint32_t victim(Node* n, std::uint32_t skip) {
     no_ghost_ = false;
+    const List &t1 = q_.list[kT1], &t2 = q_.list[kT2];
+    const std::uint64_t t1_units = q_.units[kT1], t2_units = q_.units[kT2];
     if (!in_b1_ && !in_b2_) {
       const std::uint64_t b1 = b1_.units();
-      if (t1_units_ + b1 + incoming_ > cap_) {
+      if (t1_units + b1 + incoming_ > cap_) {
         if (b1 == 0) {
           no_ghost_ = true;
-          return either(n, t1_, t2_, skip);
+          return either(n, t1, t2, skip);
         }
         b1_.drop_oldest();
-      } else if (t1_units_ + b1 + t2_units_ + b2_.units() >= 2 * cap_ && b2_.units() > 0) {
+      } else if (t1_units + b1 + t2_units + b2_.units() >= 2 * cap_ && b2_.units() > 0) {
         b2_.drop_oldest();
       }
     }
-    const double t1 = static_cast<double>(t1_units_);
-    const bool from_t1 = (t1_units_ > 0 && (t1 > p_ || (t1 == p_ && in_b2_))) || t2_units_ == 0;
-    return from_t1 ? either(n, t1_, t2_, skip) : either(n, t2_, t1_, skip);
+    const double t1d = static_cast<double>(t1_units);
+    const bool from_t1 = (t1_units > 0 && (t1d > p_ || (t1d == p_ && in_b2_))) || t2_units == 0;
+    return from_t1 ? either(n, t1, t2, skip) : either(n, t2, t1, skip);
   }
   void remove(Node* n, std::uint32_t i, bool evicted) {
     const bool t1 = queue_of(n[i].meta) == kT1;
-    take(n, i);
+    q_.take(n, i);
     if (evicted && !no_ghost_) (t1 ? b1_ : b2_).add(n[i].key, n[i].bytes);
     no_ghost_ = false;
   }
   bool more() const noexcept { return false; }
   void clear() {
-    t1_ = t2_ = List{};
-    t1_units_ = t2_units_ = 0;
+    q_.clear();
     p_ = 0;
     in_b1_ = in_b2_ = no_ghost_ = false;
     b1_.clear();
@@ -94,21 +96,8 @@ class Arc {
     const std::uint32_t v = first_but(n, first, skip);
     return v != kNil ? v : first_but(n, second, skip);
   }
-  void place(Node* n, std::uint32_t i, std::uint32_t q) noexcept {
-    n[i].meta = make_meta(q, 0);
-    push_back(n, q == kT1 ? t1_ : t2_, i);
-    (q == kT1 ? t1_units_ : t2_units_) += units_.of(n[i]);
-  }
-  void take(Node* n, std::uint32_t i) noexcept {
-    const bool t1 = queue_of(n[i].meta) == kT1;
-    unlink(n, t1 ? t1_ : t2_, i);
-    (t1 ? t1_units_ : t2_units_) -= units_.of(n[i]);
-  }
-
-  Units units_;
   std::uint64_t cap_ = 0;
-  List t1_, t2_;  // least recently used first
-  std::uint64_t t1_units_ = 0, t2_units_ = 0;
+  Queues<2> q_;                         // T1, T2: least recently used first
   double p_ = 0;                        // T1's target size
   std::uint64_t incoming_ = 1;          // the size of the key being put
   bool in_b1_ = false, in_b2_ = false;  // where the key being put was found

@@ -12,6 +12,7 @@
 //   remove(n, i, evicted)    it leaves: evicted to make room, or erased/expired
 //   clear()                  forget everything
 // Every node has `order` (a Link), `meta` (32 bits the policy owns) and `bytes`.
+#include <cstddef>
 #include <cstdint>
 
 #include "inferprof/cache.hpp"
@@ -88,6 +89,39 @@ struct Units {
   template <class Node>
   std::uint64_t of(const Node& n) const noexcept {
     return by_bytes ? n.bytes : 1;
+  }
+};
+
+// Entries spread over Q queues, each oldest first with its total units; an
+// entry's queue is its meta's second byte (s3fifo, arc, wtinylfu).
+template <std::size_t Q>
+struct Queues {
+  List list[Q];
+  std::uint64_t units[Q] = {};
+  Units unit;
+
+  template <class Node>
+  void place(Node* n, std::uint32_t i, std::uint32_t q) noexcept {
+    n[i].meta = make_meta(q, 0);
+    push_back(n, list[q], i);
+    units[q] += unit.of(n[i]);
+  }
+  template <class Node>
+  void take(Node* n, std::uint32_t i) noexcept {
+    const std::uint32_t q = queue_of(n[i].meta);
+    unlink(n, list[q], i);
+    units[q] -= unit.of(n[i]);
+  }
+  // After a replacing put changed the entry's bytes from `old_bytes`.
+  template <class Node>
+  void resized(Node* n, std::uint32_t i, std::uint64_t old_bytes) noexcept {
+    units[queue_of(n[i].meta)] += unit.of(n[i]) - (unit.by_bytes ? old_bytes : 1);
+  }
+  void clear() noexcept {
+    for (std::size_t q = 0; q < Q; ++q) {
+      list[q] = List{};
+      units[q] = 0;
+    }
   }
 };
 

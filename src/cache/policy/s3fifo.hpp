@@ -25,72 +25,60 @@ class S3Fifo {
 
  public:
   S3Fifo() = default;
-  S3Fifo(const PolicyParams& p, Units units, std::uint64_t capacity) : units_(units), threshold_(p.threshold) {
-    small_cap_ = static_cast<std::uint64_t>(static_cast<double>(capacity) * p.small);
-    main_cap_ = capacity - small_cap_;
+  S3Fifo(const PolicyParams& p, Units units, std::uint64_t capacity) : threshold_(p.threshold) {
+    q_.unit = units;
+    main_cap_ = capacity - static_cast<std::uint64_t>(static_cast<double>(capacity) * p.small);
     const auto ghost_cap = static_cast<std::uint64_t>(static_cast<double>(capacity) * p.ghost);
     if (ghost_cap > 0) ghost_.open(units, ghost_cap);
   }
   void admit(const CacheKey& key, std::uint64_t) { from_ghost_ = ghost_.enabled() && ghost_.take(key); }
   void insert(Node* n, std::uint32_t i) noexcept {
-    place(n, i, from_ghost_ ? kMain : kSmall);
+    q_.place(n, i, from_ghost_ ? kMain : kSmall);
     from_ghost_ = false;
   }
   void hit(Node* n, std::uint32_t i) noexcept {
     if (bits_of(n[i].meta) < 255) ++n[i].meta;
   }
   void replace(Node* n, std::uint32_t i, std::uint64_t old_bytes) noexcept {
-    (queue_of(n[i].meta) == kSmall ? small_units_ : main_units_) += units_.of(n[i]) - (units_.by_bytes ? old_bytes : 1);
+    q_.resized(n, i, old_bytes);
     hit(n, i);
   }
   std::uint32_t victim(Node* n, std::uint32_t skip) noexcept {
-    const bool main_only_skip = main_.head == skip && main_.tail == skip;
-    if ((main_units_ <= main_cap_ || main_only_skip) && !small_.empty()) {
-      while (!small_.empty()) {
-        const std::uint32_t v = small_.head;
+    List& small = q_.list[kSmall];
+    List& main = q_.list[kMain];
+    const bool main_only_skip = main.head == skip && main.tail == skip;
+    if ((q_.units[kMain] <= main_cap_ || main_only_skip) && !small.empty()) {
+      while (!small.empty()) {
+        const std::uint32_t v = small.head;
         if (v != skip && bits_of(n[v].meta) < threshold_) return v;
-        take(n, v);
-        place(n, v, kMain);
+        q_.take(n, v);
+        q_.place(n, v, kMain);
       }
     }
     while (true) {
-      const std::uint32_t v = main_.head;
+      const std::uint32_t v = main.head;
       const std::uint32_t uses = bits_of(n[v].meta);
       if (v != skip && uses == 0) return v;
       if (v != skip) n[v].meta = make_meta(kMain, std::min(uses, 3u) - 1);
-      move_to_back(n, main_, v);
+      move_to_back(n, main, v);
     }
   }
   void remove(Node* n, std::uint32_t i, bool evicted) {
     const bool small = queue_of(n[i].meta) == kSmall;
-    take(n, i);
+    q_.take(n, i);
     if (evicted && small && ghost_.enabled()) ghost_.add(n[i].key, n[i].bytes);
   }
   bool more() const noexcept { return false; }
   void clear() {
-    small_ = main_ = List{};
-    small_units_ = main_units_ = 0;
+    q_.clear();
     from_ghost_ = false;
     ghost_.clear();
   }
 
  private:
-  void place(Node* n, std::uint32_t i, std::uint32_t q) noexcept {
-    n[i].meta = make_meta(q, 0);
-    push_back(n, q == kSmall ? small_ : main_, i);
-    (q == kSmall ? small_units_ : main_units_) += units_.of(n[i]);
-  }
-  void take(Node* n, std::uint32_t i) noexcept {
-    const bool small = queue_of(n[i].meta) == kSmall;
-    unlink(n, small ? small_ : main_, i);
-    (small ? small_units_ : main_units_) -= units_.of(n[i]);
-  }
-
-  Units units_;
   std::uint32_t threshold_ = 2;
-  std::uint64_t small_cap_ = 0, main_cap_ = 0;
-  List small_, main_;  // oldest first
-  std::uint64_t small_units_ = 0, main_units_ = 0;
+  std::uint64_t main_cap_ = 0;
+  Queues<2> q_;              // small, main
   bool from_ghost_ = false;  // the key being put was in the ghost
   Ghost<GhostCache> ghost_;
 };

@@ -74,34 +74,31 @@ class WTinyLfu : public NoGhosts {
  public:
   WTinyLfu() = default;
   WTinyLfu(const PolicyParams& p, Units units, std::uint64_t capacity)
-      : units_(units),
-        cap_{static_cast<std::uint64_t>(static_cast<double>(capacity) * p.window), 0, 0},
-        sketch_(capacity - cap_[kWindow]) {
-    main_cap_ = capacity - cap_[kWindow];
-    cap_[kProtected] = static_cast<std::uint64_t>(static_cast<double>(main_cap_) * p.protected_share);
-    cap_[kProbation] = main_cap_ - cap_[kProtected];
+      : main_cap_(capacity - static_cast<std::uint64_t>(static_cast<double>(capacity) * p.window)), sketch_(main_cap_) {
+    q_.unit = units;
+    protected_cap_ = static_cast<std::uint64_t>(static_cast<double>(main_cap_) * p.protected_share);
     decay_every_ = 32 * std::max<std::uint64_t>(main_cap_, 1);
   }
   void insert(Node* n, std::uint32_t i) noexcept {
-    place(n, i, kWindow);
+    q_.place(n, i, kWindow);
     sketch_.add(n[i].key);
   }
   void hit(Node* n, std::uint32_t i) noexcept {
     const std::uint32_t q = queue_of(n[i].meta);
     if (q == kWindow) {
-      move_to_back(n, lists_[kWindow], i);
+      move_to_back(n, q_.list[kWindow], i);
       return;
     }
     if (q == kProbation) {
-      take(n, i);
-      place(n, i, kProtected);
-      while (units_in_[kProtected] > cap_[kProtected]) {
-        const std::uint32_t c = lists_[kProtected].head;
-        take(n, c);
-        place(n, c, kProbation);
+      q_.take(n, i);
+      q_.place(n, i, kProtected);
+      while (q_.units[kProtected] > protected_cap_) {
+        const std::uint32_t c = q_.list[kProtected].head;
+        q_.take(n, c);
+        q_.place(n, c, kProbation);
       }
     } else {
-      move_to_back(n, lists_[kProtected], i);
+      move_to_back(n, q_.list[kProtected], i);
     }
     sketch_.add(n[i].key);
     if (++main_hits_ >= decay_every_) {
@@ -110,16 +107,16 @@ class WTinyLfu : public NoGhosts {
     }
   }
   void replace(Node* n, std::uint32_t i, std::uint64_t old_bytes) noexcept {
-    units_in_[queue_of(n[i].meta)] += units_.of(n[i]) - (units_.by_bytes ? old_bytes : 1);
+    q_.resized(n, i, old_bytes);
     hit(n, i);
   }
   std::uint32_t victim(Node* n, std::uint32_t skip) noexcept {
     if (pending_ != kNil) to_main(n, std::exchange(pending_, kNil));  // its rival has gone
     more_ = false;
     while (true) {
-      const std::uint32_t w = first_but(n, lists_[kWindow], skip);
+      const std::uint32_t w = first_but(n, q_.list[kWindow], skip);
       if (w == kNil) return main_victim(n, skip);
-      if (main_units() + units_.of(n[w]) <= main_cap_) {
+      if (q_.units[kProbation] + q_.units[kProtected] + q_.unit.of(n[w]) <= main_cap_) {
         to_main(n, w);
         sketch_.add(n[w].key);
         continue;
@@ -135,15 +132,13 @@ class WTinyLfu : public NoGhosts {
   }
   void remove(Node* n, std::uint32_t i, bool) noexcept {
     if (pending_ == i) pending_ = kNil;
-    take(n, i);
+    q_.take(n, i);
   }
   // After evicting main's victim for a window entry, keep going until a
   // window entry is evicted, as libCacheSim does.
   bool more() const noexcept { return more_; }
   void clear() {
-    for (auto& l : lists_)
-      l = List{};
-    std::fill(std::begin(units_in_), std::end(units_in_), 0);
+    q_.clear();
     sketch_.clear();
     main_hits_ = 0;
     pending_ = kNil;
@@ -151,35 +146,20 @@ class WTinyLfu : public NoGhosts {
   }
 
  private:
-  std::uint64_t main_units() const noexcept { return units_in_[kProbation] + units_in_[kProtected]; }
   std::uint32_t main_victim(const Node* n, std::uint32_t skip) const noexcept {
-    const std::uint32_t v = first_but(n, lists_[kProbation], skip);
-    return v != kNil ? v : first_but(n, lists_[kProtected], skip);
+    const std::uint32_t v = first_but(n, q_.list[kProbation], skip);
+    return v != kNil ? v : first_but(n, q_.list[kProtected], skip);
   }
   // SLRU's insert: the first segment with room, else probation.
   void to_main(Node* n, std::uint32_t w) noexcept {
-    take(n, w);
-    const std::uint64_t u = units_.of(n[w]);
+    q_.take(n, w);
+    const std::uint64_t u = q_.unit.of(n[w]);
     const bool probation =
-        units_in_[kProbation] + u <= cap_[kProbation] || units_in_[kProtected] + u > cap_[kProtected];
-    place(n, w, probation ? kProbation : kProtected);
+        q_.units[kProbation] + u <= main_cap_ - protected_cap_ || q_.units[kProtected] + u > protected_cap_;
+    q_.place(n, w, probation ? kProbation : kProtected);
   }
-  void place(Node* n, std::uint32_t i, std::uint32_t q) noexcept {
-    n[i].meta = make_meta(q, 0);
-    push_back(n, lists_[q], i);
-    units_in_[q] += units_.of(n[i]);
-  }
-  void take(Node* n, std::uint32_t i) noexcept {
-    const std::uint32_t q = queue_of(n[i].meta);
-    unlink(n, lists_[q], i);
-    units_in_[q] -= units_.of(n[i]);
-  }
-
-  Units units_;
-  std::uint64_t cap_[3] = {0, 0, 0};  // window, probation, protected
-  std::uint64_t main_cap_ = 0;
-  List lists_[3];  // least recently used first
-  std::uint64_t units_in_[3] = {0, 0, 0};
+  std::uint64_t main_cap_ = 0, protected_cap_ = 0;
+  Queues<3> q_;  // window, probation, protected: least recently used first
   FrequencySketch sketch_;
   std::uint64_t main_hits_ = 0, decay_every_ = 1;
   std::uint32_t pending_ = kNil;  // a window entry admitted over main's victim, moved once it is gone

@@ -9,6 +9,15 @@ namespace {
 
 using simulate_parts::ratio_value;
 
+// A number, or null when unset.
+void optional_number(JsonWriter& w, std::string_view key, const std::optional<double>& v, int digits) {
+  w.key(key);
+  if (v)
+    w.number(*v, digits);
+  else
+    w.null();
+}
+
 void write_tier_json(JsonWriter& w, const SimTierResult& t) {
   w.begin_object();
   w.field("tier", enum_name(t.spec.tier));
@@ -63,22 +72,14 @@ void write_mrc_json(JsonWriter& w, const MrcResult& m) {
   w.field_number("sample_rate", m.sample_rate);
   w.field("sampled_requests", m.sampled_requests);
   w.field("distinct_keys", m.distinct_keys);
-  w.key("error_bound");
-  if (m.error_bound)
-    w.number(*m.error_bound, 6);
-  else
-    w.null();
+  optional_number(w, "error_bound", m.error_bound, 6);
   w.key("points").begin_array();
   for (const auto& p : m.points) {
     w.begin_object();
     w.field("capacity", p.capacity);
     w.field_number("hit_ratio", p.hit_ratio, 6);
     w.field_number("miss_ratio", 1 - p.hit_ratio, 6);
-    w.key("predicted_mean_us");
-    if (p.predicted_mean_us)
-      w.number(*p.predicted_mean_us, 3);
-    else
-      w.null();
+    optional_number(w, "predicted_mean_us", p.predicted_mean_us, 3);
     w.end_object();
   }
   w.end_array();
@@ -97,11 +98,7 @@ void write_cell_json(JsonWriter& w, const PolicyGridResult& g, const GridCell& c
   w.field_number("miss_ratio", c.miss_ratio, 6);
   w.field("requested_bytes", c.requested_bytes);
   w.field("missed_bytes", c.missed_bytes);
-  w.key("byte_miss_ratio");
-  if (c.byte_miss_ratio)
-    w.number(*c.byte_miss_ratio, 6);
-  else
-    w.null();
+  optional_number(w, "byte_miss_ratio", c.byte_miss_ratio, 6);
   w.field("evictions", c.evictions);
   write_prediction_json(w, c.predicted);
   w.end_object();
