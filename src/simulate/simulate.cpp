@@ -328,6 +328,13 @@ void Simulation::stream() {
   std::uint64_t version = 0;
   Nanos now = 0;
   SimRecord rec;
+  // The hot loop works on locals: through `this` the compiler must reload
+  // the vectors after every cache call (about 15% of the pass).
+  std::vector<ConfigState> states = std::move(this->states);
+  std::vector<MrcState> curves = std::move(this->curves);
+  detail::GridRun* const grid = this->grid ? &*this->grid : nullptr;
+  std::uint64_t requests = 0;
+  bool timestamps = false;
   auto t0 = std::chrono::steady_clock::now();
   while (source->next(rec)) {
     if (rec.ts_ms) {
@@ -336,7 +343,7 @@ void Simulation::stream() {
       if (!(std::fabs(ns) < 9.2e18))
         throw bad_input(at_line(config.trace_path, rec.line, fmt::format("ts_ms {} is out of range", *rec.ts_ms)));
       now = static_cast<Nanos>(ns);
-      res.timestamps = true;
+      timestamps = true;
     }
     if (rec.kind == SimRecord::Kind::model_update) {
       if (rec.key != version) {
@@ -366,7 +373,7 @@ void Simulation::stream() {
     for (auto& m : curves)
       m.access(m.spec.tier == CacheLevel::l3 ? pkey : rkey, now);
     if (grid) config.grid->tier == CacheLevel::l3 ? grid->access(pkey, now, pbytes) : grid->access(rkey, now, rbytes);
-    if (++res.requests == config.warmup) {
+    if (++requests == config.warmup) {
       if (grid) grid->reset();
       for (auto& s : states)
         s.reset();
@@ -375,8 +382,12 @@ void Simulation::stream() {
     }
   }
   res.seconds = seconds_since(t0);
+  res.requests = requests;
+  res.timestamps = timestamps;
   for (auto& m : curves)
     m.flush();
+  this->states = std::move(states);
+  this->curves = std::move(curves);
   if (grid) res.grid = grid->finish(res.costs);
   res.sizes = sized_records              ? "the trace's size column"
               : config.value_bytes       ? fmt::format("--value-bytes {}", config.value_bytes)
