@@ -318,6 +318,8 @@ void Simulation::build_curves() {
 }
 
 void Simulation::stream() {
+  const SimulateConfig& config = this->config;  // in registers, not reloaded through this
+  SimulateResult& res = this->res;
   auto source = open_sim_source(config.trace_path, config.csv);
   res.trace_format = source->format();
   const std::uint64_t fallback_r = config.value_bytes ? config.value_bytes : res.costs ? res.costs->result_bytes : 0;
