@@ -1,10 +1,11 @@
 // `inferprof simulate` throughput and memory, side by side in one process:
 //
-//   build/bench/bench_simulate [--requests N] [--keys K] [--zipf A] [--jsonl-requests M]
+//   build/bench/bench_simulate [--requests N] [--keys K] [--zipf A] [--jsonl-requests M] [--policies P1,P2,...]
 //
 // 1. Writes an N-request Zipf(A) trace over K keys as .iptrace (default 10 M
 //    requests, 1 M keys) and simulates a single tier on it: LRU, LFU, FIFO
-//    and TTL at three capacities each; requests/s of the streaming pass.
+//    and TTL (or --policies, any of the tier-spec policies) at three
+//    capacities each; requests/s of the streaming pass.
 // 2. Peak memory (getrusage) after those passes: the trace is streamed, so it
 //    follows the distinct keys, not the trace's 240 MB.
 // 3. The same requests as JSON lines (the first M, default 1 M) through the
@@ -81,6 +82,7 @@ std::uint64_t key_hash(std::uint64_t rank) {
 int main(int argc, char** argv) {
   std::uint64_t requests = 10'000'000, keys = 1'000'000, jsonl_requests = 1'000'000;
   double zipf = 0.9;
+  std::vector<std::string> policies = {"lru", "lfu", "fifo", "ttl"};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--requests"))
       requests = std::stoull(argv[i + 1]);
@@ -90,6 +92,11 @@ int main(int argc, char** argv) {
       zipf = std::stod(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--jsonl-requests"))
       jsonl_requests = std::stoull(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--policies")) {
+      policies.clear();
+      for (const GridPolicy& p : parse_policy_list(argv[i + 1], "--policies"))
+        policies.push_back(p.label);
+    }
   }
   testing::TempDir dir;
   const std::string bin = dir.file("zipf.iptrace"), jsonl = dir.file("zipf.jsonl");
@@ -119,12 +126,11 @@ int main(int argc, char** argv) {
 
   fmt::print("\n{:<6} {:>10} {:>10} {:>12} {:>10} {:>16}\n", "policy", "capacity", "hit ratio", "M req/s", "seconds",
              "M req/CPU-s");
-  for (const char* policy : {"lru", "lfu", "fifo", "ttl"})
+  for (const std::string& policy : policies)
     for (std::uint64_t cap : {keys / 100, keys / 10, keys / 2}) {
       SimulateConfig c;
       c.trace_path = bin;
-      const std::string spec =
-          std::string(policy) + ":" + std::to_string(cap) + (std::strcmp(policy, "ttl") ? "" : ":60s");
+      const std::string spec = policy + ":" + std::to_string(cap) + (policy != "ttl" ? "" : ":60s");
       c.tiers = {parse_tier_spec("l1", spec, "bench")};
       const double cpu0 = cpu_seconds();
       SimulateResult r = run_simulate(c);
@@ -136,7 +142,8 @@ int main(int argc, char** argv) {
                  static_cast<double>(r.requests) / cpu / 1e6);
       std::fflush(stdout);
     }
-  fmt::print("peak RSS after the 12 passes: {:.1f} MB (before them: {:.1f} MB)\n", peak_rss_mb(), rss_before);
+  fmt::print("peak RSS after the {} passes: {:.1f} MB (before them: {:.1f} MB)\n", 3 * policies.size(), peak_rss_mb(),
+             rss_before);
 
   {
     SimulateConfig c;

@@ -38,9 +38,36 @@ std::uint32_t version_tag(std::string_view model_version);
 CacheKey preprocessed_key(std::string_view preprocess_fingerprint, std::string_view input_key);
 std::string to_hex(const CacheKey& key);  // 32 lowercase hex digits
 
-enum class Policy : std::uint8_t { lru, lfu, fifo, ttl };
+// Eviction policies; src/cache/policy/<name>.hpp states each one's semantics.
+enum class Policy : std::uint8_t { lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc, wtinylfu };
 std::string_view policy_name(Policy p);
 std::optional<Policy> parse_policy(std::string_view name);
+template <>
+struct EnumNames<Policy> {
+  static constexpr std::array<std::string_view, 9> names{"lru",   "lfu",    "fifo", "ttl",     "clock",
+                                                         "sieve", "s3fifo", "arc",  "wtinylfu"};
+};
+
+// The parameters some policies take, written after the name in a spec:
+// "s3fifo(small=0.2,threshold=1)". Defaults are libCacheSim's.
+struct PolicyParams {
+  double small = 0.10;            // s3fifo: the small FIFO's share of the capacity, in [0, 1)
+  double ghost = 0.90;            // s3fifo: the ghost's size as a share of the capacity, in [0, 4]
+  unsigned threshold = 2;         // s3fifo: uses in small that move an entry to main, 1..255
+  unsigned bits = 1;              // clock: bits of the use counter, 1..8
+  double window = 0.01;           // wtinylfu: the window LRU's share of the capacity, in [0, 1)
+  double protected_share = 0.80;  // wtinylfu: protected's share of the main SLRU, in [0, 1]
+  bool operator==(const PolicyParams& o) const noexcept {
+    return small == o.small && ghost == o.ghost && threshold == o.threshold && bits == o.bits && window == o.window &&
+           protected_share == o.protected_share;
+  }
+};
+// "NAME" or "NAME(KEY=VALUE,...)" with the keys `policy` takes. `what` starts
+// every message. Throws Error(bad_input).
+Policy parse_policy_spec(std::string_view text, PolicyParams& params, std::string_view what);
+// The spelling parse_policy_spec reads back: "s3fifo(small=0.2)"; the
+// parameters left at their defaults are omitted.
+std::string policy_label(Policy p, const PolicyParams& params);
 
 // One tier's configuration, from the profile's [cache.l1] ... or the command line.
 // The tiers a request walks, in order: L1 and L2 hold results, L3 preprocessed inputs.
@@ -59,6 +86,7 @@ struct EnumNames<TierBackend> {
 struct TierSpec {
   CacheLevel tier = CacheLevel::l1;
   Policy policy = Policy::lru;
+  PolicyParams params;
   std::uint64_t max_entries = 0;  // 0: no count limit
   std::uint64_t max_bytes = 0;    // 0: no byte limit
   double ttl_s = 0;               // > 0: entries expire (policy ttl needs it; others may use it too)
@@ -68,7 +96,9 @@ struct TierSpec {
 // Tier spec grammar (the text after "--tier l1=", or a profile's policy string):
 //
 //   SPEC     := POLICY ":" CAPACITY [ ":" TTL ]
-//   POLICY   := lru | lfu | fifo | ttl
+//   POLICY   := NAME [ "(" KEY "=" VALUE { "," KEY "=" VALUE } ")" ]
+//   NAME     := lru | lfu | fifo | ttl | clock | sieve | s3fifo | arc | wtinylfu
+//   KEY      clock: bits; s3fifo: small, ghost, threshold; wtinylfu: window, protected
 //   CAPACITY := LIMIT [ "," LIMIT ]     at most one entry count and one byte size;
 //                                       with both, entries are evicted until both hold
 //   LIMIT    := COUNT                   entries, a positive integer: 10000
@@ -78,7 +108,8 @@ struct TierSpec {
 //   TTL      := NUMBER UNIT             ms, s, m or h: 500ms, 30s, 1.5m, 2h
 //
 // e.g. "lru:10000", "lfu:1000000", "fifo:500", "lru:64MB", "lru:10000,64MB",
-// "ttl:10000:30s", "lru:10000:5m". Policy ttl needs a TTL; the others may take
+// "ttl:10000:30s", "lru:10000:5m", "s3fifo:10000", "s3fifo(small=0.2):64MB",
+// "clock(bits=2):5000". Policy ttl needs a TTL; the others may take
 // one as an extra bound (an entry expires TTL after its value was last put).
 // `tier` must be l1, l2 or l3. `what` says where the spec came from and starts
 // every message, e.g. "--tier l1=lru:abc: expected POLICY:CAPACITY[:TTL], e.g.

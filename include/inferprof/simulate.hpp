@@ -133,6 +133,32 @@ struct MrcSpec {
 // `points`: how many log-spaced capacities a range gives. Throws Error(bad_input).
 MrcSpec parse_mrc_spec(std::string_view text, int points);
 
+// `--policies lru,s3fifo,... --sizes 1k,5k,64MB`: every policy at every size,
+// each a cache alone in front of compute (as an --mrc curve is), in parallel.
+struct GridPolicy {
+  Policy policy = Policy::lru;
+  PolicyParams params;
+  std::string label;  // as given: "s3fifo(small=0.2)"
+};
+struct GridSize {
+  std::uint64_t entries = 0, bytes = 0;  // one of them
+  std::string label;                     // as given: "10k", "64MB"
+};
+struct PolicyGridSpec {
+  CacheLevel tier = CacheLevel::l1;
+  std::vector<GridPolicy> policies;
+  std::vector<GridSize> sizes;
+  std::optional<GridSize> budget;  // the recommendation's limit; unset: the largest size
+  double ttl_s = 0;
+};
+// "lru,s3fifo(small=0.2,threshold=1),arc": commas inside parentheses belong
+// to the policy. Throws Error(bad_input) starting with `what`.
+std::vector<GridPolicy> parse_policy_list(std::string_view text, std::string_view what);
+// "1k,5k,10k,25k" (entries; k = 1,000, M = 1,000,000) or byte sizes ("64MB",
+// powers of 1024 as in a tier spec). Throws Error(bad_input).
+GridSize parse_grid_size(std::string_view text, std::string_view what);
+std::vector<GridSize> parse_size_list(std::string_view text, std::string_view what);
+
 struct SimulateConfig {
   std::string trace_path;
   CsvColumns csv;
@@ -144,6 +170,7 @@ struct SimulateConfig {
   std::uint64_t warmup = 0;       // the first N requests only warm the caches
   std::uint64_t value_bytes = 0;  // entry size when the trace has none (0: unknown)
   std::vector<MrcSpec> mrc;
+  std::optional<PolicyGridSpec> grid;
   double sample_rate = 1.0;  // SHARDS rate for the one-pass LRU curve (1: exact)
   unsigned threads = 0;      // for per-capacity curves; 0: hardware
 };
@@ -184,6 +211,31 @@ struct MrcResult {
   std::vector<MrcPoint> points;
   double seconds = 0;
 };
+struct GridCell {
+  std::size_t policy = 0, size = 0;  // indexes into PolicyGridSpec's lists
+  std::uint64_t lookups = 0, hits = 0, evictions = 0;
+  std::uint64_t requested_bytes = 0, missed_bytes = 0;  // 0: sizes unknown
+  double miss_ratio = 0;
+  std::optional<double> byte_miss_ratio;
+  SimPrediction predicted;  // with --costs
+};
+// The best cell within the budget: by predicted mean latency with --costs,
+// else by miss ratio; the runner-up is the best cell of another policy.
+struct GridRecommendation {
+  std::size_t best = 0;
+  std::optional<std::size_t> runner_up;
+  bool by_latency = false;
+  double margin = 0;      // runner-up minus best: µs (by latency) or miss ratio
+  double margin_pct = 0;  // of the best's value
+};
+struct PolicyGridResult {
+  PolicyGridSpec spec;
+  std::vector<GridCell> cells;  // policy-major
+  unsigned threads = 1;
+  double seconds = 0;
+  std::optional<GridRecommendation> recommendation;
+};
+
 struct SimulateResult {
   std::string trace_path, trace_format;
   std::uint64_t requests = 0;  // all requests read (warm-up included)
@@ -197,6 +249,7 @@ struct SimulateResult {
   SimPrediction baseline;  // no cache
   std::vector<SimConfigResult> configurations;
   std::vector<MrcResult> mrc;
+  std::optional<PolicyGridResult> grid;
   std::vector<std::string> warnings;
 };
 
@@ -223,5 +276,6 @@ std::string render_simulate_csv(const SimulateResult& r);
 std::string render_simulate_json(const SimulateResult& r);
 std::string render_mrc_csv(const SimulateResult& r);
 std::string render_mrc_svg(const SimulateResult& r);
+std::string render_policies_csv(const SimulateResult& r);  // policies.csv: one row per policy and size
 
 }  // namespace inferprof

@@ -70,8 +70,6 @@ std::uint32_t tag_of(std::string_view model_version) {
   return static_cast<std::uint32_t>(XXH3_64bits(model_version.data(), model_version.size()) >> 32);
 }
 
-constexpr std::array<std::string_view, 4> kPolicyNames = {"lru", "lfu", "fifo", "ttl"};
-
 constexpr std::string_view kGrammarHint = "expected POLICY:CAPACITY[:TTL], e.g. lru:10000, lfu:64MB, ttl:10000:30s";
 
 // Largest accepted TTL: keeps ttl * 1e9 well inside Nanos.
@@ -158,17 +156,6 @@ std::string to_hex(const CacheKey& key) {
   return fmt::format("{:016x}{:016x}", key.hi, key.lo);
 }
 
-std::string_view policy_name(Policy p) {
-  return kPolicyNames.at(static_cast<std::size_t>(p));
-}
-
-std::optional<Policy> parse_policy(std::string_view name) {
-  for (std::size_t i = 0; i < kPolicyNames.size(); ++i) {
-    if (kPolicyNames[i] == name) return static_cast<Policy>(i);
-  }
-  return std::nullopt;
-}
-
 std::optional<double> parse_ttl_s(std::string_view text) {
   const auto [number, unit] = split_number(text, true);
   if (number.empty() || number.front() == '.' || number.back() == '.' || number.find('.') != number.rfind('.')) {
@@ -236,11 +223,7 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
   }
   if (nfields < 2) throw bad_input(fmt::format("{}: {}", what, kGrammarHint));
 
-  const auto policy = parse_policy(fields[0]);
-  if (!policy) {
-    throw bad_input(fmt::format("{}: unknown policy '{}' (expected lru, lfu, fifo or ttl)", what, fields[0]));
-  }
-  out.policy = *policy;
+  out.policy = parse_policy_spec(fields[0], out.params, what);
 
   // CAPACITY := LIMIT [ "," LIMIT ]
   std::string_view limits[2];

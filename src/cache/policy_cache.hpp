@@ -4,15 +4,11 @@
 // it with an empty V. Not thread-safe: the memory tier wraps it in one mutex.
 //
 // Semantics (the unit tests hold it to a brute-force model of each):
-//  - lru:  a hit or a replacing put makes the entry the most recently used;
-//          the least recently used goes first.
-//  - lfu:  a hit or a replacing put adds one use; the entry with the fewest
-//          uses goes first, the least recently used among equals. A new
-//          entry starts at one use (no memory of evicted keys).
-//  - fifo: entries go in the order they were first inserted; hits and
-//          replacing puts do not reorder.
-//  - ttl:  entries go in the order their value was last put, which is also
-//          the order they expire in.
+//  - the order entries are evicted in is the policy's, one file each under
+//          cache/policy/ (lru, lfu, fifo and ttl, clock, sieve, s3fifo, arc,
+//          wtinylfu), behind the interface cache/policy/common.hpp states.
+//          Policies that split the capacity (s3fifo, arc, wtinylfu) split
+//          max_bytes when there is one, else max_entries.
 //  - ttl_s > 0 (any policy): an entry expires ttl_s after its value was last
 //          put. A get of an expired entry is a miss that removes it; every
 //          put first removes all expired entries (counted as expirations,
@@ -27,7 +23,8 @@
 //          taken as the latest seen, so expiry order stays put order.
 //
 // Layout: nodes live in one vector and are reused through a free list;
-// orders are intrusive index-linked lists; the key index is an open-addressing
+// orders are intrusive index-linked lists; the policy is dispatched by a
+// switch over inlined members, not a virtual call; the key index is an open-addressing
 // table of 8-byte slots (linear probing, backward-shift deletion, no
 // tombstones). A steady-state get or put allocates nothing. Pointers returned
 // by get() stay valid until the next put, erase, clear or reserve.
@@ -42,6 +39,14 @@
 #include <utility>
 #include <vector>
 
+#include "cache/policy/arc.hpp"
+#include "cache/policy/clock.hpp"
+#include "cache/policy/fifo.hpp"
+#include "cache/policy/lfu.hpp"
+#include "cache/policy/lru.hpp"
+#include "cache/policy/s3fifo.hpp"
+#include "cache/policy/sieve.hpp"
+#include "cache/policy/wtinylfu.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/timing.hpp"
 
@@ -58,7 +63,7 @@ struct PolicyCacheCounters {
 
 namespace policy_cache_detail {
 
-inline constexpr std::uint32_t kNil = 0xFFFFFFFFu;
+using policy::kNil;
 
 // Empty values (the simulator's) take no room: empty-base optimisation.
 template <class V, bool Empty = std::is_empty_v<V> && !std::is_final_v<V>>
@@ -78,8 +83,9 @@ class PolicyCache {
   static constexpr std::uint32_t kNil = policy_cache_detail::kNil;
 
  public:
-  PolicyCache(Policy policy, std::uint64_t max_entries, std::uint64_t max_bytes, double ttl_s)
-      : policy_(policy), max_entries_(max_entries), max_bytes_(max_bytes) {
+  PolicyCache(Policy policy, std::uint64_t max_entries, std::uint64_t max_bytes, double ttl_s,
+              const PolicyParams& params = {})
+      : policy_(policy), max_entries_(max_entries), max_bytes_(max_bytes), params_(params) {
     if (!std::isfinite(ttl_s) || ttl_s < 0) throw std::invalid_argument("PolicyCache: ttl_s must be finite and >= 0");
     if (policy == Policy::ttl && ttl_s <= 0) throw std::invalid_argument("PolicyCache: policy ttl needs ttl_s > 0");
     if (ttl_s > 0) {
@@ -88,8 +94,10 @@ class PolicyCache {
       ttl_ns_ = std::max<Nanos>(1, static_cast<Nanos>(std::llround(ns)));
     }
     init_table(kMinBits);
+    open_policy();
   }
-  explicit PolicyCache(const TierSpec& spec) : PolicyCache(spec.policy, spec.max_entries, spec.max_bytes, spec.ttl_s) {}
+  explicit PolicyCache(const TierSpec& spec)
+      : PolicyCache(spec.policy, spec.max_entries, spec.max_bytes, spec.ttl_s, spec.params) {}
 
   // nullptr on a miss. A hit counts as a use (recency, frequency).
   V* get(const CacheKey& key, Nanos now) {
@@ -102,12 +110,12 @@ class PolicyCache {
       return nullptr;
     }
     if (ttl_ns_ != 0 && nodes_[i].expires <= now_) {
-      remove_at(s, i);
+      remove_at(s, i, false);
       ++counters_.expirations;
       ++counters_.misses;
       return nullptr;
     }
-    touch(i);
+    with_policy([&](auto& p) { p.hit(nodes_.data(), i); });
     ++counters_.hits;
     return &nodes_[i].value_ref();
   }
@@ -120,26 +128,29 @@ class PolicyCache {
     std::size_t s = probe(key, h);
     std::uint32_t i = table_[s].node;
     if (max_bytes_ != 0 && bytes > max_bytes_) {
-      if (i != kNil) remove_at(s, i);
+      if (i != kNil) remove_at(s, i, false);
       ++counters_.rejected;
       if (retired_ != nullptr) retired_->push_back(std::move(value));
       return;
     }
     if (i != kNil) {
       Node& n = nodes_[i];
+      const std::uint64_t old_bytes = n.bytes;
       bytes_ = bytes_ - n.bytes + bytes;
       n.bytes = bytes;
       std::swap(n.value_ref(), value);  // `value` now holds the old one
       if (retired_ != nullptr) retired_->push_back(std::move(value));
-      touch(i);
+      with_policy([&](auto& p) { p.replace(nodes_.data(), i, old_bytes); });
       if (ttl_ns_ != 0) {
         n.expires = expiry_time();
-        move_to_back<&Node::expiry>(expiry_, i);
+        policy::move_to_back<Node, &Node::expiry>(nodes_.data(), expiry_, i);
       }
       ++counters_.replaces;
       make_room(i, 0, 0);
       return;
     }
+    if (policy_ == Policy::s3fifo || policy_ == Policy::arc)  // the policies with ghosts
+      with_policy([&](auto& p) { p.admit(key, max_bytes_ != 0 ? bytes : 1); });
     bool moved = make_room(kNil, 1, bytes);
     if (count_ + 1 > grow_at_) {
       rehash(bits_ + 1);
@@ -156,20 +167,10 @@ class PolicyCache {
     table_[s] = Slot{i, h};
     ++count_;
     bytes_ += bytes;
-    switch (policy_) {
-      case Policy::lru:
-      case Policy::fifo:
-        push_back<&Node::order>(order_, i);
-        break;
-      case Policy::lfu:
-        lfu_insert(i);
-        break;
-      case Policy::ttl:
-        break;  // the expiry list is its order
-    }
+    with_policy([&](auto& p) { p.insert(nodes_.data(), i); });
     if (ttl_ns_ != 0) {
       n.expires = expiry_time();
-      push_back<&Node::expiry>(expiry_, i);
+      policy::push_back<Node, &Node::expiry>(nodes_.data(), expiry_, i);
     }
     ++counters_.inserts;
   }
@@ -179,7 +180,15 @@ class PolicyCache {
     const std::size_t s = probe(key, hash32(key));
     const std::uint32_t i = table_[s].node;
     if (i == kNil) return false;
-    remove_at(s, i);
+    remove_at(s, i, false);
+    return true;
+  }
+
+  // Evicts the policy's next victim, counted as an eviction; false if empty.
+  bool evict_one() {
+    if (count_ == 0) return false;
+    remove_node(with_policy([&](auto& p) { return p.victim(nodes_.data(), kNil); }), true);
+    ++counters_.evictions;
     return true;
   }
 
@@ -203,10 +212,7 @@ class PolicyCache {
     nodes_.clear();
     nodes_.shrink_to_fit();
     free_ = kNil;
-    buckets_.clear();
-    bucket_free_ = kNil;
-    bucket_head_ = kNil;
-    order_ = List{};
+    with_policy([](auto& p) { p.clear(); });
     expiry_ = List{};
     count_ = 0;
     bytes_ = 0;
@@ -234,32 +240,38 @@ class PolicyCache {
   std::uint64_t evictions() const noexcept { return counters_.evictions; }
   std::uint64_t expirations() const noexcept { return counters_.expirations; }
   Policy policy() const noexcept { return policy_; }
+  const PolicyParams& params() const noexcept { return params_; }
   std::uint64_t max_entries() const noexcept { return max_entries_; }
   std::uint64_t max_bytes() const noexcept { return max_bytes_; }
   Nanos ttl_ns() const noexcept { return ttl_ns_; }
 
  private:
-  struct Link {
-    std::uint32_t prev = kNil, next = kNil;
-  };
-  struct List {
-    std::uint32_t head = kNil, tail = kNil;
-  };
-  // What a hit reads and writes (value, key, order links, expiry time) comes
-  // first, so a get touches one cache line of the node where alignment allows.
+  using Link = policy::Link;
+  using List = policy::List;
+  // What a hit reads and writes (value, key, order links, policy bits, expiry
+  // time) comes first, so a get touches one cache line of the node where
+  // alignment allows.
   struct Node : policy_cache_detail::ValueSlot<V> {
     CacheKey key;
-    Link order;  // lru: recency; fifo: insertion; lfu: recency in its bucket
+    Link order;  // the policy's queue
     Nanos expires = 0;
-    std::uint32_t bucket = kNil;  // lfu: its frequency bucket
-    std::uint32_t hash = 0;       // as in its slot, to find the slot again
+    std::uint32_t meta = 0;  // the policy's: use bits, which queue, lfu's bucket
+    std::uint32_t hash = 0;  // as in its slot, to find the slot again
     std::uint64_t bytes = 0;
-    Link expiry;  // put order, when ttl > 0 (policy ttl's only order)
+    Link expiry;  // put order, when ttl > 0
   };
-  struct Bucket {
-    std::uint64_t freq = 0;
-    List items;  // least recently used first
-    std::uint32_t prev = kNil, next = kNil;
+  using Ghosts = PolicyCache<policy::GhostMark>;
+  // Every policy's state; only policy_'s is used (the others stay empty).
+  struct Policies {
+    policy::Lru<Node> lru;
+    policy::Lfu<Node> lfu;
+    policy::Fifo<Node> fifo;
+    policy::Ttl<Node> ttl;
+    policy::Clock<Node> clock;
+    policy::Sieve<Node> sieve;
+    policy::S3Fifo<Node, Ghosts> s3fifo;
+    policy::Arc<Node, Ghosts> arc;
+    policy::WTinyLfu<Node> wtinylfu;
   };
   struct Slot {
     std::uint32_t node = kNil;  // kNil: empty
@@ -336,40 +348,6 @@ class PolicyCache {
     return now_ > std::numeric_limits<Nanos>::max() - ttl_ns_ ? std::numeric_limits<Nanos>::max() : now_ + ttl_ns_;
   }
 
-  // ---- intrusive lists -------------------------------------------------
-  template <Link Node::*L>
-  void push_back(List& list, std::uint32_t i) noexcept {
-    Link& l = nodes_[i].*L;
-    l.prev = list.tail;
-    l.next = kNil;
-    if (list.tail != kNil) {
-      (nodes_[list.tail].*L).next = i;
-    } else {
-      list.head = i;
-    }
-    list.tail = i;
-  }
-  template <Link Node::*L>
-  void unlink(List& list, std::uint32_t i) noexcept {
-    const Link l = nodes_[i].*L;
-    if (l.prev != kNil) {
-      (nodes_[l.prev].*L).next = l.next;
-    } else {
-      list.head = l.next;
-    }
-    if (l.next != kNil) {
-      (nodes_[l.next].*L).prev = l.prev;
-    } else {
-      list.tail = l.prev;
-    }
-  }
-  template <Link Node::*L>
-  void move_to_back(List& list, std::uint32_t i) noexcept {
-    if (list.tail == i) return;
-    unlink<L>(list, i);
-    push_back<L>(list, i);
-  }
-
   // ---- nodes -------------------------------------------------------------
   std::uint32_t alloc_node() {
     if (free_ != kNil) {
@@ -382,21 +360,11 @@ class PolicyCache {
     return static_cast<std::uint32_t>(nodes_.size() - 1);
   }
 
-  void remove_at(std::size_t slot, std::uint32_t i) {
+  void remove_at(std::size_t slot, std::uint32_t i, bool evicted) {
     erase_slot(slot);
-    switch (policy_) {
-      case Policy::lru:
-      case Policy::fifo:
-        unlink<&Node::order>(order_, i);
-        break;
-      case Policy::lfu:
-        lfu_remove(i);
-        break;
-      case Policy::ttl:
-        break;
-    }
+    with_policy([&](auto& p) { p.remove(nodes_.data(), i, evicted); });
     Node& n = nodes_[i];
-    if (ttl_ns_ != 0) unlink<&Node::expiry>(expiry_, i);
+    if (ttl_ns_ != 0) policy::unlink<Node, &Node::expiry>(nodes_.data(), expiry_, i);
     bytes_ -= n.bytes;
     --count_;
     // Release what the value holds now, not at reuse -- or hand it to the
@@ -406,47 +374,13 @@ class PolicyCache {
     n.order.next = free_;
     free_ = i;
   }
-  void remove_node(std::uint32_t i) { remove_at(probe(nodes_[i].key, nodes_[i].hash), i); }
-
-  void touch(std::uint32_t i) {
-    if (policy_ == Policy::lru) {
-      move_to_back<&Node::order>(order_, i);
-    } else if (policy_ == Policy::lfu) {
-      lfu_touch(i);
-    }
-  }
+  void remove_node(std::uint32_t i, bool evicted) { remove_at(probe(nodes_[i].key, nodes_[i].hash), i, evicted); }
 
   void purge_expired() {
     while (expiry_.head != kNil && nodes_[expiry_.head].expires <= now_) {
-      remove_node(expiry_.head);
+      remove_node(expiry_.head, false);
       ++counters_.expirations;
     }
-  }
-
-  // The next entry to evict, never `skip`.
-  std::uint32_t victim(std::uint32_t skip) const noexcept {
-    std::uint32_t v = kNil;
-    switch (policy_) {
-      case Policy::lru:
-      case Policy::fifo:
-        v = order_.head;
-        if (v == skip) v = nodes_[v].order.next;
-        break;
-      case Policy::ttl:
-        v = expiry_.head;
-        if (v == skip) v = nodes_[v].expiry.next;
-        break;
-      case Policy::lfu: {
-        const std::uint32_t b = bucket_head_;
-        v = buckets_[b].items.head;
-        if (v == skip) {
-          v = nodes_[v].order.next;
-          if (v == kNil && buckets_[b].next != kNil) v = buckets_[buckets_[b].next].items.head;
-        }
-        break;
-      }
-    }
-    return v;
   }
 
   // Evicts until adding `add_entries` entries of `add_bytes` fits; true if
@@ -454,84 +388,61 @@ class PolicyCache {
   bool make_room(std::uint32_t skip, std::uint64_t add_entries, std::uint64_t add_bytes) {
     bool evicted = false;
     // add_bytes <= max_bytes_ here (bigger values are rejected first).
+    // A policy may want more victims than the limits need (only wtinylfu: a
+    // direct test, off the other policies' hot path).
     while ((max_entries_ != 0 && count_ + add_entries > max_entries_) ||
-           (max_bytes_ != 0 && bytes_ > max_bytes_ - add_bytes)) {
-      const std::uint32_t v = victim(skip);
-      assert(v != kNil);
-      remove_node(v);
+           (max_bytes_ != 0 && bytes_ > max_bytes_ - add_bytes) ||
+           (policy_ == Policy::wtinylfu && policies_.wtinylfu.more())) {
+      const std::uint32_t v = with_policy([&](auto& p) { return p.victim(nodes_.data(), skip); });
+      assert(v != kNil && v != skip);
+      remove_node(v, true);
       ++counters_.evictions;
       evicted = true;
     }
     return evicted;
   }
 
-  // ---- lfu frequency buckets (ascending by freq) ---------------------------
-  std::uint32_t alloc_bucket(std::uint64_t freq) {
-    std::uint32_t b;
-    if (bucket_free_ != kNil) {
-      b = bucket_free_;
-      bucket_free_ = buckets_[b].next;
-    } else {
-      buckets_.emplace_back();
-      b = static_cast<std::uint32_t>(buckets_.size() - 1);
-    }
-    buckets_[b] = Bucket{};
-    buckets_[b].freq = freq;
-    return b;
+  // ---- the policy ----------------------------------------------------------
+  void open_policy() {
+    const policy::Units units{max_bytes_ != 0};
+    const std::uint64_t capacity = max_bytes_ != 0 ? max_bytes_ : max_entries_;
+    if (policy_ == Policy::clock) policies_.clock = policy::Clock<Node>(params_.bits);
+    if (policy_ == Policy::s3fifo) policies_.s3fifo = policy::S3Fifo<Node, Ghosts>(params_, units, capacity);
+    if (policy_ == Policy::arc) policies_.arc = policy::Arc<Node, Ghosts>(units, capacity);
+    if (policy_ == Policy::wtinylfu) policies_.wtinylfu = policy::WTinyLfu<Node>(params_, units, capacity);
   }
-  void free_bucket(std::uint32_t b) noexcept {
-    const Bucket& k = buckets_[b];
-    if (k.prev != kNil) {
-      buckets_[k.prev].next = k.next;
-    } else {
-      bucket_head_ = k.next;
+  // Calls f with the state of policy_: a switch the compiler inlines, so the
+  // hot path costs what the policy's own code does.
+  template <class F>
+  [[gnu::always_inline]] inline decltype(auto) with_policy(F&& f) {
+    switch (policy_) {
+      case Policy::lru:
+        return f(policies_.lru);
+      case Policy::lfu:
+        return f(policies_.lfu);
+      case Policy::fifo:
+        return f(policies_.fifo);
+      case Policy::ttl:
+        return f(policies_.ttl);
+      case Policy::clock:
+        return f(policies_.clock);
+      case Policy::sieve:
+        return f(policies_.sieve);
+      case Policy::s3fifo:
+        return f(policies_.s3fifo);
+      case Policy::arc:
+        return f(policies_.arc);
+      case Policy::wtinylfu:
+        break;
     }
-    if (k.next != kNil) buckets_[k.next].prev = k.prev;
-    buckets_[b].next = bucket_free_;
-    bucket_free_ = b;
-  }
-  void lfu_insert(std::uint32_t i) {
-    std::uint32_t b = bucket_head_;
-    if (b == kNil || buckets_[b].freq != 1) {
-      b = alloc_bucket(1);
-      buckets_[b].next = bucket_head_;
-      if (bucket_head_ != kNil) buckets_[bucket_head_].prev = b;
-      bucket_head_ = b;
-    }
-    push_back<&Node::order>(buckets_[b].items, i);
-    nodes_[i].bucket = b;
-  }
-  void lfu_touch(std::uint32_t i) {
-    const std::uint32_t b = nodes_[i].bucket;
-    const std::uint64_t f = buckets_[b].freq;
-    std::uint32_t nb = buckets_[b].next;
-    if (nb == kNil || buckets_[nb].freq != f + 1) {
-      // Alone in its bucket: the bucket itself moves up one use; the next
-      // bucket (if any) still has more uses, so the order holds.
-      if (buckets_[b].items.head == i && buckets_[b].items.tail == i) {
-        buckets_[b].freq = f + 1;
-        return;
-      }
-      nb = alloc_bucket(f + 1);
-      buckets_[nb].prev = b;
-      buckets_[nb].next = buckets_[b].next;
-      if (buckets_[b].next != kNil) buckets_[buckets_[b].next].prev = nb;
-      buckets_[b].next = nb;
-    }
-    unlink<&Node::order>(buckets_[b].items, i);
-    push_back<&Node::order>(buckets_[nb].items, i);
-    nodes_[i].bucket = nb;
-    if (buckets_[b].items.head == kNil) free_bucket(b);
-  }
-  void lfu_remove(std::uint32_t i) noexcept {
-    const std::uint32_t b = nodes_[i].bucket;
-    unlink<&Node::order>(buckets_[b].items, i);
-    if (buckets_[b].items.head == kNil) free_bucket(b);
+    return f(policies_.wtinylfu);
   }
 
   Policy policy_;
   std::uint64_t max_entries_;
   std::uint64_t max_bytes_;
+  PolicyParams params_;
+  Policies policies_;
   Nanos ttl_ns_ = 0;
   Nanos now_ = std::numeric_limits<Nanos>::min();
 
@@ -542,11 +453,7 @@ class PolicyCache {
 
   std::vector<Node> nodes_;
   std::uint32_t free_ = kNil;
-  List order_;   // lru, fifo
   List expiry_;  // ttl > 0
-  std::vector<Bucket> buckets_;
-  std::uint32_t bucket_free_ = kNil;
-  std::uint32_t bucket_head_ = kNil;
 
   std::size_t count_ = 0;
   std::uint64_t bytes_ = 0;

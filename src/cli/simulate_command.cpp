@@ -20,7 +20,7 @@ namespace inferprof::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string trace, costs, out, csv_columns, value_bytes;
+  std::string trace, costs, out, csv_columns, value_bytes, policies, sizes, budget;
   report::Format format = report::Format::table;
   std::vector<std::string> tiers, caches, mrc;
   std::uint64_t warmup = 0;
@@ -92,6 +92,17 @@ SimulateConfig make_config(const SimulateArgs& a) {
   }
   for (const auto& m : a.mrc)
     c.mrc.push_back(parse_mrc_spec(m, a.mrc_points));
+  if (!a.policies.empty() || !a.sizes.empty()) {
+    if (a.policies.empty() || a.sizes.empty())
+      throw bad_input("--policies and --sizes go together, e.g. --policies lru,s3fifo --sizes 1k,10k");
+    PolicyGridSpec g;
+    g.policies = parse_policy_list(a.policies, "--policies");
+    g.sizes = parse_size_list(a.sizes, "--sizes");
+    if (!a.budget.empty()) g.budget = parse_grid_size(a.budget, "--budget");
+    c.grid = std::move(g);
+  } else if (!a.budget.empty()) {
+    throw bad_input("--budget: needs --policies and --sizes");
+  }
   c.sample_rate = a.sample;
   c.threads = a.threads;
   return c;
@@ -132,7 +143,14 @@ Runner add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--sample", a->sample, "SHARDS spatial sampling rate for one-pass LRU curves, e.g. 0.01 (1 = exact)")
       ->capture_default_str();
-  cmd->add_option("--curve-threads", a->threads, "Threads for per-capacity miss-ratio curves (0 = one per core)")
+  cmd->add_option("--policies", a->policies,
+                  "Policies to compare, e.g. lru,s3fifo,sieve,arc,wtinylfu or s3fifo(small=0.2); each at every "
+                  "--sizes size, as L1 alone in front of compute, with a recommendation");
+  cmd->add_option("--sizes", a->sizes, "Sizes for --policies: entries (1k,5k,10k,25k) or bytes (64MB,1GB)");
+  cmd->add_option("--budget", a->budget,
+                  "The largest size the recommendation may pick, e.g. 10k or 64MB (default: the largest --sizes)");
+  cmd->add_option("--curve-threads", a->threads,
+                  "Threads for per-capacity miss-ratio curves and --policies (0 = one per core)")
       ->check(whole_at_least(0))
       ->capture_default_str();
   add_format_option<SimulateResult>(cmd, a->format);
@@ -148,15 +166,16 @@ Runner add_simulate_command(CLI::App& app) {
       if (!r.mrc.empty()) {
         files.emplace_back("mrc.csv", render_mrc_csv(r));
         files.emplace_back("mrc.svg", render_mrc_svg(r));
-      } else {
-        // A reused --out folder must not pair an earlier run's curve with this simulate.json.
-        for (const char* stale : {"mrc.csv", "mrc.svg"}) {
-          std::error_code ec;
-          std::filesystem::remove(std::filesystem::path(a->out) / stale, ec);
-          if (ec)
-            throw runtime_failure(
-                fmt::format("{}/{}: cannot remove the previous run's curve: {}", a->out, stale, ec.message()));
-        }
+      }
+      if (r.grid) files.emplace_back("policies.csv", render_policies_csv(r));
+      // A reused --out folder must not pair an earlier run's curve or grid with this simulate.json.
+      for (const auto& [stale, kept] : {std::pair{"mrc.csv", !r.mrc.empty()}, std::pair{"mrc.svg", !r.mrc.empty()},
+                                        std::pair{"policies.csv", r.grid.has_value()}}) {
+        std::error_code ec;
+        if (!kept) std::filesystem::remove(std::filesystem::path(a->out) / stale, ec);
+        if (ec)
+          throw runtime_failure(
+              fmt::format("{}/{}: cannot remove the previous run's file: {}", a->out, stale, ec.message()));
       }
       std::string names;
       for (const auto& [name, content] : files) {

@@ -217,10 +217,12 @@ TierSpec parse_tier(const Ctx& ctx, const toml::node& node, CacheLevel tier) {
   TierSpec spec;
   spec.tier = tier;
   std::string policy = get_string(ctx, *t, "policy", where, "lru");
-  auto p = parse_policy(policy);
-  if (!p)
-    ctx.fail(t->get("policy"), fmt::format("'policy' in {} must be lru, lfu, fifo or ttl (got '{}')", where, policy));
-  spec.policy = *p;
+  // The spec's spelling, parameters included: "s3fifo(small=0.2)".
+  try {
+    spec.policy = parse_policy_spec(policy, spec.params, fmt::format("'policy' in {}", where));
+  } catch (const Error& e) {
+    ctx.fail(t->get("policy"), e.what());
+  }
   spec.max_entries = static_cast<std::uint64_t>(get_int(ctx, *t, "capacity", where, 0, 0));
   if (const toml::node* b = t->get("max_bytes")) {
     if (b->is_integer() && *b->value<std::int64_t>() >= 0) {

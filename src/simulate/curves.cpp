@@ -90,20 +90,48 @@ std::vector<double> CurveCounter::hit_ratios_adjusted(double expected) const {
   return out;
 }
 
+namespace {
+
+std::vector<TierSpec> specs_of(Policy policy, double ttl_s, const std::vector<std::uint64_t>& caps) {
+  std::vector<TierSpec> specs(caps.size());
+  for (std::size_t i = 0; i < caps.size(); ++i) {
+    specs[i].policy = policy;
+    specs[i].max_entries = caps[i];
+    specs[i].ttl_s = ttl_s;
+  }
+  return specs;
+}
+
+}  // namespace
+
 CapacitySweep::CapacitySweep(Policy policy, double ttl_s, const std::vector<std::uint64_t>& caps, unsigned threads)
+    : CapacitySweep(specs_of(policy, ttl_s, caps), threads) {}
+
+CapacitySweep::CapacitySweep(const std::vector<TierSpec>& specs, unsigned threads)
     : threads_(std::max(1u, std::min<unsigned>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
-                                               static_cast<unsigned>(caps.size())))) {
-  for (std::uint64_t c : caps)
-    caches_.push_back(std::make_unique<PolicyCache<SimValue>>(policy, c, 0, ttl_s));
+                                               static_cast<unsigned>(specs.size())))),
+      bytes_(specs.size()) {
+  for (const TierSpec& s : specs)
+    caches_.push_back(std::make_unique<PolicyCache<SimValue>>(s));
 }
 CapacitySweep::~CapacitySweep() = default;
 
-void CapacitySweep::feed(const CacheKey* keys, const Nanos* now, std::size_t n) {
+void CapacitySweep::feed(const CacheKey* keys, const Nanos* now, const std::uint64_t* sizes, std::size_t n) {
   auto work = [&](unsigned t) {
     for (std::size_t c = t; c < caches_.size(); c += threads_) {
       PolicyCache<SimValue>& cache = *caches_[c];
-      for (std::size_t i = 0; i < n; ++i)
-        if (!cache.get(keys[i], now[i])) cache.put(keys[i], SimValue{}, 0, now[i]);
+      if (sizes == nullptr) {
+        for (std::size_t i = 0; i < n; ++i)
+          if (!cache.get(keys[i], now[i])) cache.put(keys[i], SimValue{}, 0, now[i]);
+        continue;
+      }
+      ByteCounts& b = bytes_[c];
+      for (std::size_t i = 0; i < n; ++i) {
+        b.requested += sizes[i];
+        if (cache.get(keys[i], now[i])) continue;
+        b.missed += sizes[i];
+        cache.put(keys[i], SimValue{}, sizes[i], now[i]);
+      }
     }
   };
   if (threads_ == 1) {
@@ -131,6 +159,7 @@ void CapacitySweep::feed(const CacheKey* keys, const Nanos* now, std::size_t n) 
 void CapacitySweep::reset_counters() {
   for (auto& c : caches_)
     c->reset_counters();
+  std::fill(bytes_.begin(), bytes_.end(), ByteCounts{});
 }
 
 void CapacitySweep::erase_version(std::uint64_t hi) {

@@ -79,21 +79,54 @@ struct CurveCounter {
   double scale = 1;
 };
 
-// One PolicyCache per capacity, fed the same keys; capacities split over threads.
+// One PolicyCache per spec (a capacity of a curve, a cell of the policy
+// grid), fed the same keys; the caches split over threads.
 class CapacitySweep {
  public:
   CapacitySweep(Policy policy, double ttl_s, const std::vector<std::uint64_t>& caps, unsigned threads);
+  CapacitySweep(const std::vector<TierSpec>& specs, unsigned threads);
   ~CapacitySweep();
-  void feed(const CacheKey* keys, const Nanos* now, std::size_t n);
+  // sizes: each request's entry bytes (nullptr: 0, none known).
+  void feed(const CacheKey* keys, const Nanos* now, const std::uint64_t* sizes, std::size_t n);
+  void feed(const CacheKey* keys, const Nanos* now, std::size_t n) { feed(keys, now, nullptr, n); }
   void reset_counters();
   // Drops every entry whose key's `hi` is `hi` (a leaving model version).
   void erase_version(std::uint64_t hi);
   std::vector<double> hit_ratios() const;
+  const PolicyCache<SimValue>& cache(std::size_t i) const { return *caches_[i]; }
+  std::uint64_t requested_bytes(std::size_t i) const { return bytes_[i].requested; }
+  std::uint64_t missed_bytes(std::size_t i) const { return bytes_[i].missed; }
   unsigned threads() const noexcept { return threads_; }
 
  private:
+  struct ByteCounts {
+    std::uint64_t requested = 0, missed = 0;
+  };
   unsigned threads_;
   std::vector<std::unique_ptr<PolicyCache<SimValue>>> caches_;
+  std::vector<ByteCounts> bytes_;
+};
+
+// The policy grid (--policies x --sizes): accesses are buffered and fed to
+// one cache per cell, the cells split over threads.
+class GridRun {
+ public:
+  GridRun(const PolicyGridSpec& spec, unsigned threads);
+  void access(const CacheKey& key, Nanos now, std::uint64_t bytes);
+  void reset();                            // the warm-up is over
+  void invalidate(std::uint64_t leaving);  // a model update (result tiers)
+  bool byte_limits() const noexcept;       // some size is in bytes
+  PolicyGridResult finish(const std::optional<SimCosts>& costs);
+
+ private:
+  void flush();
+  PolicyGridSpec spec_;
+  CapacitySweep sweep_;
+  std::vector<CacheKey> keys_;
+  std::vector<Nanos> times_;
+  std::vector<std::uint64_t> sizes_;
+  bool sized_ = false;
+  double seconds_ = 0;
 };
 
 }  // namespace detail

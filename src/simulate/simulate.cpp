@@ -232,20 +232,29 @@ SimTierResult tier_result(const Cache& c, const TierSpec& spec) {
   return r;
 }
 
-}  // namespace
+// One simulation: its configurations, curves and policy grid, all fed by one
+// streaming pass over the trace.
+class Simulation {
+ public:
+  Simulation(const SimulateConfig& c, SimulateResult& r) : config(c), res(r) {}
+  void build_configurations();
+  void build_curves();
+  void stream();
+  void add_warnings();
+  void config_results();
+  void curve_results();
 
-SimulateResult run_simulate(const SimulateConfig& config) {
-  SimulateResult res;
-  res.trace_path = config.trace_path;
-  res.warmup = config.warmup;
-  if (config.tiers.empty() && config.mrc.empty())
-    throw bad_input("simulate: nothing to simulate: give at least one --tier (e.g. --tier l1=lru:10000) or --mrc");
-  if (!(config.sample_rate > 0 && config.sample_rate <= 1))
-    throw bad_input(fmt::format("--sample {}: expected a rate in (0, 1]", config.sample_rate));
-  for (const auto& t : config.tiers)
-    validate_tier_spec(t, fmt::format("--tier {}", enum_name(t.tier)));
-  if (!config.costs_path.empty()) res.costs = load_sim_costs(config.costs_path);
+ private:
+  const SimulateConfig& config;
+  SimulateResult& res;
+  std::vector<ConfigState> states;
+  std::vector<MrcState> curves;
+  std::optional<detail::GridRun> grid;
+  // Which entry sizes a byte limit needs: results for L1/L2, preprocessed for L3.
+  bool result_limits = false, preprocessed_limits = false;
+};
 
+void Simulation::build_configurations() {
   // Configurations: each a set of tiers, built from the --tier specs.
   std::vector<std::vector<std::string>> confs = config.configurations;
   if (confs.empty() && !config.tiers.empty()) {
@@ -254,9 +263,6 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       if (find_tier(config.tiers, t)) all.emplace_back(enum_name(t));
     confs.push_back(all);
   }
-  std::vector<ConfigState> states;
-  // Which entry sizes a byte limit needs: results for L1/L2, preprocessed for L3.
-  bool result_limits = false, preprocessed_limits = false;
   for (const auto& conf : confs) {
     if (conf.empty()) continue;  // `--caches none`: the baseline, always predicted, has no state
     ConfigState s;
@@ -281,9 +287,10 @@ SimulateResult run_simulate(const SimulateConfig& config) {
                                                                     : CacheLevel::l3));
     states.push_back(std::move(s));
   }
+}
 
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<MrcState> curves;
+void Simulation::build_curves() {
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   for (const auto& m : config.mrc) {
     MrcState s;
     s.spec = m;
@@ -303,7 +310,16 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     }
     curves.push_back(std::move(s));
   }
+  if (config.grid) {
+    grid.emplace(*config.grid, config.threads ? config.threads : hw);
+    bool& limits = config.grid->tier == CacheLevel::l3 ? preprocessed_limits : result_limits;
+    limits = limits || grid->byte_limits();
+  }
+}
 
+void Simulation::stream() {
+  const SimulateConfig& config = this->config;  // in registers, not reloaded through this
+  SimulateResult& res = this->res;
   auto source = open_sim_source(config.trace_path, config.csv);
   res.trace_format = source->format();
   const std::uint64_t fallback_r = config.value_bytes ? config.value_bytes : res.costs ? res.costs->result_bytes : 0;
@@ -314,6 +330,13 @@ SimulateResult run_simulate(const SimulateConfig& config) {
   std::uint64_t version = 0;
   Nanos now = 0;
   SimRecord rec;
+  // The hot loop works on locals: through `this` the compiler must reload
+  // the vectors after every cache call (about 15% of the pass).
+  std::vector<ConfigState> states = std::move(this->states);
+  std::vector<MrcState> curves = std::move(this->curves);
+  detail::GridRun* const grid = this->grid ? &*this->grid : nullptr;
+  std::uint64_t requests = 0;
+  bool timestamps = false;
   auto t0 = std::chrono::steady_clock::now();
   while (source->next(rec)) {
     if (rec.ts_ms) {
@@ -322,7 +345,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       if (!(std::fabs(ns) < 9.2e18))
         throw bad_input(at_line(config.trace_path, rec.line, fmt::format("ts_ms {} is out of range", *rec.ts_ms)));
       now = static_cast<Nanos>(ns);
-      res.timestamps = true;
+      timestamps = true;
     }
     if (rec.kind == SimRecord::Kind::model_update) {
       if (rec.key != version) {
@@ -330,6 +353,7 @@ SimulateResult run_simulate(const SimulateConfig& config) {
           s.invalidate(version);
         for (auto& m : curves)
           m.invalidate(version);
+        if (grid) grid->invalidate(version);
       }
       version = rec.key;
       ++res.model_updates;
@@ -350,7 +374,9 @@ SimulateResult run_simulate(const SimulateConfig& config) {
       s.serve(rkey, pkey, rbytes, pbytes, now);
     for (auto& m : curves)
       m.access(m.spec.tier == CacheLevel::l3 ? pkey : rkey, now);
-    if (++res.requests == config.warmup) {
+    if (grid) config.grid->tier == CacheLevel::l3 ? grid->access(pkey, now, pbytes) : grid->access(rkey, now, rbytes);
+    if (++requests == config.warmup) {
+      if (grid) grid->reset();
       for (auto& s : states)
         s.reset();
       for (auto& m : curves)
@@ -358,17 +384,25 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     }
   }
   res.seconds = seconds_since(t0);
+  res.requests = requests;
+  res.timestamps = timestamps;
   for (auto& m : curves)
     m.flush();
-  res.measured = res.requests > config.warmup ? res.requests - config.warmup : 0;
-  if (config.warmup > 0 && res.requests <= config.warmup)
-    res.warnings.push_back(fmt::format("--warmup {} covers the whole trace ({} requests): nothing was measured",
-                                       config.warmup, res.requests));
+  this->states = std::move(states);
+  this->curves = std::move(curves);
+  if (grid) res.grid = grid->finish(res.costs);
   res.sizes = sized_records              ? "the trace's size column"
               : config.value_bytes       ? fmt::format("--value-bytes {}", config.value_bytes)
               : fallback_r || fallback_p ? fmt::format("the costs run's mean entries ({} B results, {} B preprocessed)",
                                                        fallback_r, fallback_p)
                                          : "unknown (bytes held shown as 0)";
+}
+
+void Simulation::add_warnings() {
+  res.measured = res.requests > config.warmup ? res.requests - config.warmup : 0;
+  if (config.warmup > 0 && res.requests <= config.warmup)
+    res.warnings.push_back(fmt::format("--warmup {} covers the whole trace ({} requests): nothing was measured",
+                                       config.warmup, res.requests));
   bool ttl = false;
   for (const auto& t : config.tiers)
     ttl = ttl || t.ttl_s > 0;
@@ -389,7 +423,9 @@ SimulateResult run_simulate(const SimulateConfig& config) {
                         "read low",
                         enum_name(m.spec.tier)));
   }
+}
 
+void Simulation::config_results() {
   if (res.costs) {
     const std::uint64_t none[4] = {0, 0, 0, res.measured};
     res.baseline = predict_latency(*res.costs, false, false, false, none);
@@ -414,7 +450,9 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     }
     res.configurations.push_back(std::move(r));
   }
+}
 
+void Simulation::curve_results() {
   for (auto& m : curves) {
     MrcResult r;
     r.spec = m.spec;
@@ -471,6 +509,30 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     }
     res.mrc.push_back(std::move(r));
   }
+}
+
+}  // namespace
+
+SimulateResult run_simulate(const SimulateConfig& config) {
+  SimulateResult res;
+  res.trace_path = config.trace_path;
+  res.warmup = config.warmup;
+  if (config.tiers.empty() && config.mrc.empty() && !config.grid)
+    throw bad_input(
+        "simulate: nothing to simulate: give at least one --tier (e.g. --tier l1=lru:10000), --mrc, or --policies "
+        "with --sizes");
+  if (!(config.sample_rate > 0 && config.sample_rate <= 1))
+    throw bad_input(fmt::format("--sample {}: expected a rate in (0, 1]", config.sample_rate));
+  for (const auto& t : config.tiers)
+    validate_tier_spec(t, fmt::format("--tier {}", enum_name(t.tier)));
+  if (!config.costs_path.empty()) res.costs = load_sim_costs(config.costs_path);
+  Simulation sim(config, res);
+  sim.build_configurations();
+  sim.build_curves();
+  sim.stream();
+  sim.add_warnings();
+  sim.config_results();
+  sim.curve_results();
   return res;
 }
 

@@ -193,4 +193,103 @@ TEST_SUITE("e2e simulate") {
     CHECK(r.code == 2);
     CHECK_MESSAGE(r.err.find(d.file("us.csv") + ":1: no ts column 'time'") != std::string::npos, r.err);
   }
+
+  TEST_CASE("simulate --policies --sizes: one grid, its files, and the recommendation") {
+    auto& f = sim_fixture();
+    TempDir out;
+    auto run = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("run"), "--no-progress"});
+    REQUIRE_MESSAGE(run.code == 0, run.err);
+    auto s = run_cli({"simulate", "--trace", f.trace, "--policies", "lru,s3fifo(small=0.25),sieve,arc,wtinylfu,clock",
+                      "--sizes", "4,16,32", "--costs", out.file("run"), "--out", out.file("sim")});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    CHECK(s.out.find("policies × sizes: l1 alone in front of compute, 18 caches") != std::string::npos);
+    CHECK(s.out.find("recommended within the largest size: ") != std::string::npos);
+    CHECK(count_lines(slurp(out.path() / "sim" / "policies.csv")) == 1 + 6 * 3);
+
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    const std::string json = slurp(out.path() / "sim" / "simulate.json");
+    REQUIRE(parser.parse(json).get(doc) == simdjson::SUCCESS);
+    auto cells = doc["policies"]["cells"].get_array();
+    REQUIRE(cells.size() == 18);
+    // LRU is a stack algorithm: more room never misses more.
+    CHECK(json_number(cells.at(0)["miss_ratio"]) >= json_number(cells.at(1)["miss_ratio"]));
+    CHECK(json_number(cells.at(1)["miss_ratio"]) >= json_number(cells.at(2)["miss_ratio"]));
+    CHECK(std::string_view(cells.at(3)["policy"].get_string()) == "s3fifo(small=0.25)");
+    // The recommendation is the cell with the lowest predicted mean.
+    double best = 1e300;
+    std::string best_name;
+    for (auto c : cells) {
+      const double mean = json_number(c["predicted"]["mean_us"]);
+      if (mean < best) {
+        best = mean;
+        best_name = std::string(std::string_view(c["policy"].get_string())) + "@" +
+                    std::string(std::string_view(c["size"].get_string()));
+      }
+    }
+    auto rec = doc["policies"]["recommendation"];
+    CHECK(std::string(std::string_view(rec["policy"].get_string())) + "@" +
+              std::string(std::string_view(rec["size"].get_string())) ==
+          best_name);
+    CHECK(json_number(rec["margin"]) >= 0);
+
+    // A grid cell is the same cache a --tier of that spec simulates.
+    auto t = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=s3fifo(small=0.25):16", "--format", "json"});
+    REQUIRE_MESSAGE(t.code == 0, t.err);
+    simdjson::dom::parser tparser;  // a parser's next document replaces its last
+    simdjson::dom::element tdoc;
+    REQUIRE(tparser.parse(t.out).get(tdoc) == simdjson::SUCCESS);
+    CHECK(json_number(tdoc["configurations"].at(0)["tiers"].at(0)["miss_ratio"]) ==
+          doctest::Approx(json_number(doc["policies"]["cells"].at(4)["miss_ratio"])));
+
+    // The same --out without --policies: no grid of the earlier run stays.
+    s = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:16", "--out", out.file("sim")});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    CHECK(!fs::exists(out.path() / "sim" / "policies.csv"));
+  }
+
+  TEST_CASE("simulate --policies: byte sizes, byte miss ratios, a budget, CSV") {
+    TempDir d;
+    // a (10 B) is asked for often, b (100 B) twice, c and e once each.
+    d.write("t.csv", "timestamp,key,size\n0,a,10\n1,b,100\n2,a,10\n3,c,50\n4,a,10\n5,b,100\n6,e,30\n7,a,10\n");
+    auto s = run_cli({"simulate", "--trace", d.file("t.csv"), "--policies", "lru,fifo", "--sizes", "60B,1KB",
+                      "--budget", "60B", "--format", "csv"});
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    REQUIRE(count_lines(s.out) == 1 + 4);
+    // At 1 KB everything fits: the misses are the first sights (a, b, c, e: 190 of 320 bytes).
+    CHECK(s.out.find("l1,lru,1KB,0,1024,8,4,0.500000,320,190,0.593750,0,,,") != std::string::npos);
+    // At 60 B, b (100 B) is never stored: both its requests miss.
+    CHECK(s.out.find("l1,lru,60B,0,60,8,3,0.625000,320,290,0.906250,") != std::string::npos);
+    auto t = run_cli(
+        {"simulate", "--trace", d.file("t.csv"), "--policies", "lru,fifo", "--sizes", "60B,1KB", "--budget", "60B"});
+    REQUIRE_MESSAGE(t.code == 0, t.err);
+    CHECK_MESSAGE(t.out.find("recommended within 60B: lru at 60B, miss ratio 0.6250") != std::string::npos, t.out);
+  }
+
+  TEST_CASE("simulate --policies: bad specs are one line and exit 2") {
+    TempDir d;
+    d.write("t.csv", "timestamp,key\n0,a\n");
+    auto err = [&](std::vector<std::string> args) {
+      args.insert(args.begin(), {"simulate", "--trace", d.file("t.csv")});
+      auto r = run_cli(args);
+      CHECK(r.code == 2);
+      CHECK(count_lines(r.err) == 1);
+      return r.err;
+    };
+    CHECK(err({"--policies", "lru,mru", "--sizes", "10"}) ==
+          "inferprof: error: --policies mru: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, "
+          "arc or wtinylfu)\n");
+    CHECK(err({"--policies", "lru", "--sizes", "10x"}) ==
+          "inferprof: error: --sizes: size '10x' is not an entry count (10000, 10k, 2M) or a byte size (64MB, 1GiB)\n");
+    CHECK(err({"--policies", "lru"}) ==
+          "inferprof: error: --policies and --sizes go together, e.g. --policies lru,s3fifo --sizes 1k,10k\n");
+    CHECK(err({"--policies", "s3fifo(threshold=0)", "--sizes", "10"}) ==
+          "inferprof: error: --policies s3fifo(threshold=0): s3fifo's threshold must be a whole number in [1, 255], "
+          "got '0'\n");
+    CHECK(err({"--tier", "l1=s3fifo:10:abc"}) ==
+          "inferprof: error: --tier l1=s3fifo:10:abc: bad time to live 'abc': expected a number and a unit ms, s, m "
+          "or h, e.g. 30s\n");
+    CHECK(err({"--tier", "l1=sieve(bits=2):10"}) ==
+          "inferprof: error: --tier l1=sieve(bits=2):10: policy sieve has no parameter 'bits' (it takes none)\n");
+  }
 }

@@ -1,4 +1,5 @@
-// A simulation as CSV (--format csv, and simulate.csv): one row per tier of each configuration.
+// A simulation as CSV (--format csv, and simulate.csv): one row per tier of each configuration
+// (or, with only --policies, the policy grid's rows).
 #include <iterator>
 
 #include "report/render/cache_section.hpp"
@@ -10,6 +11,7 @@ namespace inferprof {
 std::string render_simulate_csv(const SimulateResult& r) {
   using namespace report;
   using namespace report::simulate_parts;
+  if (r.configurations.empty() && r.grid) return render_policies_csv(r);
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   out.append(

@@ -9,6 +9,15 @@ namespace {
 
 using simulate_parts::ratio_value;
 
+// A number, or null when unset.
+void optional_number(JsonWriter& w, std::string_view key, const std::optional<double>& v, int digits) {
+  w.key(key);
+  if (v)
+    w.number(*v, digits);
+  else
+    w.null();
+}
+
 void write_tier_json(JsonWriter& w, const SimTierResult& t) {
   w.begin_object();
   w.field("tier", enum_name(t.spec.tier));
@@ -51,6 +60,83 @@ void write_prediction_json(JsonWriter& w, const SimPrediction& p) {
   else
     w.null();
   w.field_number("speedup", p.speedup, 4);
+  w.end_object();
+}
+
+void write_mrc_json(JsonWriter& w, const MrcResult& m) {
+  w.begin_object();
+  w.field("tier", enum_name(m.spec.tier));
+  w.field("policy", std::string(policy_name(m.spec.policy)));
+  w.field_number("ttl_s", m.spec.ttl_s);
+  w.field("method", m.method);
+  w.field_number("sample_rate", m.sample_rate);
+  w.field("sampled_requests", m.sampled_requests);
+  w.field("distinct_keys", m.distinct_keys);
+  optional_number(w, "error_bound", m.error_bound, 6);
+  w.key("points").begin_array();
+  for (const auto& p : m.points) {
+    w.begin_object();
+    w.field("capacity", p.capacity);
+    w.field_number("hit_ratio", p.hit_ratio, 6);
+    w.field_number("miss_ratio", 1 - p.hit_ratio, 6);
+    optional_number(w, "predicted_mean_us", p.predicted_mean_us, 3);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void write_cell_json(JsonWriter& w, const PolicyGridResult& g, const GridCell& c) {
+  const GridSize& s = g.spec.sizes[c.size];
+  w.begin_object();
+  w.field("policy", g.spec.policies[c.policy].label);
+  w.field("size", s.label);
+  w.field("max_entries", s.entries);
+  w.field("max_bytes", s.bytes);
+  w.field("lookups", c.lookups);
+  w.field("hits", c.hits);
+  w.field_number("miss_ratio", c.miss_ratio, 6);
+  w.field("requested_bytes", c.requested_bytes);
+  w.field("missed_bytes", c.missed_bytes);
+  optional_number(w, "byte_miss_ratio", c.byte_miss_ratio, 6);
+  w.field("evictions", c.evictions);
+  write_prediction_json(w, c.predicted);
+  w.end_object();
+}
+
+void write_grid_json(JsonWriter& w, const PolicyGridResult& g) {
+  w.begin_object();
+  w.field("tier", enum_name(g.spec.tier));
+  w.field("threads", static_cast<std::uint64_t>(g.threads));
+  w.field_number("seconds", g.seconds, 3);
+  w.key("cells").begin_array();
+  for (const auto& c : g.cells)
+    write_cell_json(w, g, c);
+  w.end_array();
+  w.key("recommendation");
+  if (!g.recommendation) {
+    w.null();
+  } else {
+    const GridRecommendation& r = *g.recommendation;
+    w.begin_object();
+    w.field("by", std::string(r.by_latency ? "predicted_mean_us" : "miss_ratio"));
+    w.field("budget", g.spec.budget ? g.spec.budget->label : std::string("largest size"));
+    w.field("policy", g.spec.policies[g.cells[r.best].policy].label);
+    w.field("size", g.spec.sizes[g.cells[r.best].size].label);
+    w.key("runner_up");
+    if (r.runner_up) {
+      w.begin_object();
+      w.field("policy", g.spec.policies[g.cells[*r.runner_up].policy].label);
+      w.field("size", g.spec.sizes[g.cells[*r.runner_up].size].label);
+      w.end_object();
+    } else {
+      w.null();
+    }
+    w.field_number("margin", r.margin, 6);
+    w.field_number("margin_pct", r.margin_pct, 3);
+    w.field("line", simulate_parts::recommendation_line(g));
+    w.end_object();
+  }
   w.end_object();
 }
 
@@ -142,37 +228,14 @@ std::string render_simulate_json(const SimulateResult& r) {
   }
   w.end_array();
   w.key("mrc").begin_array();
-  for (const auto& m : r.mrc) {
-    w.begin_object();
-    w.field("tier", enum_name(m.spec.tier));
-    w.field("policy", std::string(policy_name(m.spec.policy)));
-    w.field_number("ttl_s", m.spec.ttl_s);
-    w.field("method", m.method);
-    w.field_number("sample_rate", m.sample_rate);
-    w.field("sampled_requests", m.sampled_requests);
-    w.field("distinct_keys", m.distinct_keys);
-    w.key("error_bound");
-    if (m.error_bound)
-      w.number(*m.error_bound, 6);
-    else
-      w.null();
-    w.key("points").begin_array();
-    for (const auto& p : m.points) {
-      w.begin_object();
-      w.field("capacity", p.capacity);
-      w.field_number("hit_ratio", p.hit_ratio, 6);
-      w.field_number("miss_ratio", 1 - p.hit_ratio, 6);
-      w.key("predicted_mean_us");
-      if (p.predicted_mean_us)
-        w.number(*p.predicted_mean_us, 3);
-      else
-        w.null();
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-  }
+  for (const auto& m : r.mrc)
+    write_mrc_json(w, m);
   w.end_array();
+  w.key("policies");
+  if (r.grid)
+    write_grid_json(w, *r.grid);
+  else
+    w.null();
   w.key("warnings").begin_array();
   for (const auto& s : r.warnings)
     w.value(s);

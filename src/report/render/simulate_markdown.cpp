@@ -22,6 +22,12 @@ std::string render_simulate_markdown(const SimulateResult& r) {
   }
   for (const auto& m : r.mrc)
     out += "\n**" + markdown_cell(mrc_note(m)) + "**\n\n" + markdown_table(mrc_cells(m, r.costs.has_value()), {0});
+  if (r.grid) {
+    out += "\n**" + markdown_cell(policy_grid_note(*r.grid)) + "**\n\n" +
+           markdown_table(policy_grid_cells(*r.grid), {0, 1});
+    const std::string rec = recommendation_line(*r.grid);
+    if (!rec.empty()) out += "\n" + markdown_cell(rec) + "\n";
+  }
   for (const auto& w : r.warnings)
     out += "\n> warning: " + markdown_cell(w) + "\n";
   return out;

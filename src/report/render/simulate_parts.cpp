@@ -139,4 +139,52 @@ std::string mrc_note(const MrcResult& m) {
   return s;
 }
 
+namespace {
+
+std::string cell_name(const PolicyGridResult& g, const GridCell& c) {
+  return fmt::format("{} at {}", g.spec.policies[c.policy].label, g.spec.sizes[c.size].label);
+}
+
+std::string score_text(const GridCell& c, bool by_latency) {
+  return by_latency ? fmt::format("predicted mean {}", human_duration_us(c.predicted.mean_us))
+                    : fmt::format("miss ratio {:.4f}", c.miss_ratio);
+}
+
+}  // namespace
+
+Cells policy_grid_cells(const PolicyGridResult& g) {
+  const bool costs =
+      std::any_of(g.cells.begin(), g.cells.end(), [](const GridCell& c) { return c.predicted.available; });
+  Cells cells = {{"policy", "size", "miss ratio", "byte miss ratio", "evictions"}};
+  if (costs) cells[0].insert(cells[0].end(), {"predicted mean", "speedup"});
+  for (const GridCell& c : g.cells) {
+    cells.push_back({c.size == 0 ? g.spec.policies[c.policy].label : "", g.spec.sizes[c.size].label,
+                     fmt::format("{:.4f}", c.miss_ratio),
+                     c.byte_miss_ratio ? fmt::format("{:.4f}", *c.byte_miss_ratio) : "n/a",
+                     group_thousands(c.evictions)});
+    if (costs)
+      cells.back().insert(cells.back().end(), {human_duration_us(c.predicted.mean_us), speedup(c.predicted.speedup)});
+  }
+  return cells;
+}
+
+std::string policy_grid_note(const PolicyGridResult& g) {
+  return fmt::format("policies × sizes: {} alone in front of compute, {} caches on {} threads in {:.3f} s",
+                     enum_name(g.spec.tier), g.cells.size(), g.threads, g.seconds);
+}
+
+std::string recommendation_line(const PolicyGridResult& g) {
+  if (!g.recommendation) return "";
+  const GridRecommendation& r = *g.recommendation;
+  const GridCell& best = g.cells[r.best];
+  std::string budget = g.spec.budget ? g.spec.budget->label : "the largest size";
+  std::string s =
+      fmt::format("recommended within {}: {}, {}", budget, cell_name(g, best), score_text(best, r.by_latency));
+  if (r.by_latency) s += fmt::format(" ({} speedup)", speedup(best.predicted.speedup));
+  if (!r.runner_up) return s + "; no other policy to compare";
+  const std::string margin = r.by_latency ? human_duration_us(r.margin) : fmt::format("{:.4f}", r.margin);
+  return s + fmt::format("; {:.1f}% ({}) ahead of the best other policy, {} ({})", r.margin_pct, margin,
+                         cell_name(g, g.cells[*r.runner_up]), score_text(g.cells[*r.runner_up], r.by_latency));
+}
+
 }  // namespace inferprof::report::simulate_parts

@@ -31,4 +31,12 @@ Cells mrc_cells(const MrcResult& m, bool costs);
 // The line above a curve's table: its method, and its error bound when sampled.
 std::string mrc_note(const MrcResult& m);
 
+// --policies x --sizes: a row per policy and size.
+Cells policy_grid_cells(const PolicyGridResult& g);
+// The line above the grid: which tier, how many threads, how long.
+std::string policy_grid_note(const PolicyGridResult& g);
+// "recommended within 25k: s3fifo at 10k, predicted mean 1.21 ms; 3.1% (37 µs) ahead of arc at 25k";
+// empty without a recommendation.
+std::string recommendation_line(const PolicyGridResult& g);
+
 }  // namespace inferprof::report::simulate_parts

@@ -18,6 +18,11 @@ std::string render_simulate_table(const SimulateResult& r) {
   }
   for (const auto& m : r.mrc)
     out += "\n" + mrc_note(m) + "\n" + render_grid(mrc_cells(m, r.costs.has_value()), {});
+  if (r.grid) {
+    out += "\n" + policy_grid_note(*r.grid) + "\n" + render_grid(policy_grid_cells(*r.grid), {0, 1});
+    const std::string rec = recommendation_line(*r.grid);
+    if (!rec.empty()) out += rec + "\n";
+  }
   if (r.costs)
     for (const auto& n : r.costs->notes)
       out += "\nnote: " + n;
