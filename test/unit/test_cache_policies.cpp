@@ -557,7 +557,7 @@ TEST_SUITE("cache policies") {
     });
   }
 
-  TEST_CASE("s3fifo: one-hit wonders leave through small into the ghost; a ghost hit enters main") {
+  TEST_CASE("s3fifo: one-hit wonders leave through small into the ghost, and a ghost hit enters main") {
     hand_trace(Policy::s3fifo, 10, [](PolicyCache<Nothing>& c) {
       for (std::uint64_t i = 1; i <= 10; ++i)
         put(c, i);
