@@ -420,6 +420,25 @@ void add_part_rows(DiffResult& r, bool have_csv, bool have_cpu_csv, const DiffCo
   }
 }
 
+// CPU gates need every run to have recorded thread CPU time; the default
+// gates fall back to wall time for runs from before it was, others are refused.
+void gates_without_cpu_time(DiffResult& r, const std::vector<RunData>& base, const std::vector<RunData>& now,
+                            const DiffConfig& config) {
+  if (std::none_of(r.gates.begin(), r.gates.end(), [](const GateSpec& g) { return g.clock == "cpu"; })) return;
+  const RunData* without = nullptr;
+  for (const auto* side : {&base, &now})
+    for (const RunData& d : *side)
+      if (!without && !d.stages[kStageCount].cpu) without = &d;
+  if (config.gates != kDefaultGates)
+    throw bad_input(fmt::format(
+        "{}: no thread CPU time recorded (a summary.json from before inferprof measured it), so cpu gates cannot "
+        "apply; gate on wall time instead, e.g. --max-regression {}",
+        without->summary_path, kWallDefaultGates));
+  r.gates = parse_gates(kWallDefaultGates);
+  r.notes.push_back(fmt::format("default gates on wall time ({}): {} recorded no thread CPU time", kWallDefaultGates,
+                                without->summary_path));
+}
+
 }  // namespace
 
 bool explained_by_machine(const Change& c, double slowdown, const GateSpec& gate, Verdict verdict,
@@ -507,25 +526,8 @@ DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const 
   r.mismatches = check_comparable(base, now, config.force);
   r.notes = config_notes(base[0], now[0]);
 
-  // CPU gates need every run to have recorded thread CPU time; the default
-  // gates fall back to wall time for runs from before it was.
   const bool cpu = all_of_runs(base, now, [](const RunData& d) { return d.stages[kStageCount].cpu; });
-  const bool cpu_gates =
-      std::any_of(r.gates.begin(), r.gates.end(), [](const GateSpec& g) { return g.clock == "cpu"; });
-  if (cpu_gates && !cpu) {
-    const RunData* without = nullptr;
-    for (const auto* side : {&base, &now})
-      for (const RunData& d : *side)
-        if (!without && !d.stages[kStageCount].cpu) without = &d;
-    if (config.gates != kDefaultGates)
-      throw bad_input(fmt::format(
-          "{}: no thread CPU time recorded (a summary.json from before inferprof measured it), so cpu gates cannot "
-          "apply; gate on wall time instead, e.g. --max-regression {}",
-          without->summary_path, kWallDefaultGates));
-    r.gates = parse_gates(kWallDefaultGates);
-    r.notes.push_back(fmt::format("default gates on wall time ({}): {} recorded no thread CPU time", kWallDefaultGates,
-                                  without->summary_path));
-  }
+  if (!cpu) gates_without_cpu_time(r, base, now, config);
 
   const bool have_csv = all_of_runs(base, now, [](const RunData& d) { return !d.per_request[kStageCount].empty(); });
   const bool have_cpu_csv =
