@@ -88,6 +88,8 @@ struct TraceIntervalInfo {
   std::size_t singletons = 0;   // requests alone in their class: noise from the pooled spread
   bool inputs_ignored = false;  // no input repeated with the same outcomes: classes by outcome alone
   bool borrowed = false;        // some singletons' outcome had too few repeats of its own: noise pooled over all
+  std::size_t passes = 0;       // lockstep passes told apart (`pass`); 0 when not given
+  bool between_passes = false;  // the passes' own speedups spread wider than the requests' noise: it widened
 };
 
 struct CompareRow {
@@ -206,10 +208,15 @@ Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vec
 // percentile interval and the ratio's linearised t-interval on the log scale
 // (within-class variances, n - classes degrees of freedom), so no bound is
 // ever <= 0. With `pace` both sides are divided by it first (machine_pace).
+// With `pass` (request i's lockstep pass) and three or more passes, the
+// interval is also widened to the t-interval of the passes' own log ratios
+// (passes - 1 degrees of freedom): what moves a whole pass (the machine's
+// state over its seconds) is noise the request resampling cannot see.
 Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<double>& other,
                            const std::vector<std::uint64_t>& input, const std::vector<std::uint8_t>& base_outcome,
                            const std::vector<std::uint8_t>& other_outcome, int resamples = 2000,
-                           const std::vector<double>& pace = {}, TraceIntervalInfo* info = nullptr);
+                           const std::vector<double>& pace = {}, TraceIntervalInfo* info = nullptr,
+                           const std::vector<std::uint32_t>& pass = {});
 
 // The 97.5% quantile of Student's t with `df` degrees of freedom (infinite for 0).
 double student_t_975(std::size_t df);

@@ -88,7 +88,7 @@ std::vector<OutcomeStats> outcome_costs(const std::vector<OutcomeStats>& summary
 void describe_lockstep_intervals(CompareResult& result) {
   // The classes and singletons of every configuration against the baseline, as a range.
   std::size_t classes_lo = SIZE_MAX, classes_hi = 0, single_lo = SIZE_MAX, single_hi = 0;
-  bool ignored = false, borrowed = false;
+  bool ignored = false, borrowed = false, widened = false;
   for (std::size_t c = 1; c < result.rows.size(); ++c) {
     const TraceIntervalInfo& f = result.rows[c].interval_facts;
     classes_lo = std::min(classes_lo, f.classes);
@@ -97,6 +97,7 @@ void describe_lockstep_intervals(CompareResult& result) {
     single_hi = std::max(single_hi, f.singletons);
     ignored = ignored || f.inputs_ignored;
     borrowed = borrowed || f.borrowed;
+    widened = widened || f.between_passes;
   }
   auto range = [](std::size_t lo, std::size_t hi) {
     return lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
@@ -110,6 +111,11 @@ void describe_lockstep_intervals(CompareResult& result) {
               : "input x what served it under both configurations",
       result.rows.size() > 1 ? range(single_lo, single_hi) : "0",
       borrowed ? " (over all outcomes where theirs has too few repeats)" : "");
+  if (result.repeat >= 3)
+    result.interval += widened ? fmt::format("; widened to the spread of the {} passes' own speedups (t, {} df) where "
+                                             "that was wider: what moves a whole pass",
+                                             result.repeat, result.repeat - 1)
+                               : fmt::format("; the {} passes' own speedups spread no wider", result.repeat);
   if (result.paced)
     result.interval += fmt::format(
         "; in units of the machine's pace (the baseline's median over the {} requests around each: "
@@ -296,6 +302,8 @@ void keep_only(std::vector<T>& v, const std::vector<std::size_t>& kept) {
 // the same order for all.
 struct PairedRequests {
   std::vector<std::uint64_t> input;  // its input, the same in every configuration
+  std::vector<std::uint32_t> pass_of;  // which lockstep pass served it (0, 1, ...)
+  std::uint32_t passes = 0;
   std::vector<std::vector<double>> latency, cpu;
   std::vector<std::vector<std::string>> outcome;
   std::vector<std::array<std::vector<double>, kStageCount>> stage, stage_cpu;
@@ -307,6 +315,7 @@ struct PairedRequests {
       : latency(n), cpu(n), outcome(n), stage(n), stage_cpu(n), op_names(n), op(n), op_cpu(n) {}
   void append(detail::LockstepPass& pass) {
     input.insert(input.end(), pass.input.begin(), pass.input.end());
+    pass_of.insert(pass_of.end(), pass.input.size(), passes++);
     for (std::size_t c = 0; c < latency.size(); ++c) {
       auto add = [](std::vector<double>& to, const std::vector<double>& from) {
         to.insert(to.end(), from.begin(), from.end());
@@ -362,8 +371,10 @@ struct PairedRequests {
     std::vector<double> b, o, p;
     std::vector<std::uint64_t> in;
     std::vector<std::uint8_t> kb, ko;
+    std::vector<std::uint32_t> ps;
     for (std::size_t i = 0; i < base.size() && i < other.size(); ++i) {
       if (!std::isfinite(base[i]) || !std::isfinite(other[i])) continue;
+      ps.push_back(pass_of[i]);
       b.push_back(base[i]);
       o.push_back(other[i]);
       if (!pace.empty()) p.push_back(pace[i]);
@@ -371,7 +382,7 @@ struct PairedRequests {
       kb.push_back(cb[i]);
       ko.push_back(co[i]);
     }
-    return this_trace_speedup(b, o, in, kb, ko, 2000, p, info);
+    return this_trace_speedup(b, o, in, kb, ko, 2000, p, info, ps);
   }
 };
 
@@ -576,6 +587,7 @@ void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
   CompareResult& result = run.result;
   ReplayObserver* observer = config.base.output.observer.get();
   constexpr int kMaxPasses = 100;
+  constexpr int kMinPrecisionPasses = 3;
   const bool adaptive = config.precision_pct || !config.gates.empty();
   const int passes_max = adaptive ? kMaxPasses : config.repeat;
   const auto started = std::chrono::steady_clock::now();
@@ -617,7 +629,9 @@ void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
         result.widest_config = result.rows[c].name;
         progress += fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config,
                                 *config.precision_pct);
-        result.precision_reached = half * 100 <= *config.precision_pct;
+        // Fewer than three passes cannot show what moves a whole pass
+        // (this_trace_speedup's between-pass widening): no precision claimed yet.
+        result.precision_reached = half * 100 <= *config.precision_pct && passes >= kMinPrecisionPasses;
         done = result.precision_reached;
       }
       if (!config.gates.empty()) {

@@ -630,7 +630,54 @@ TEST_SUITE("the this-trace interval") {
     CHECK(traffic.low > 0);  // the t-widening on the ratio's own scale went below 0 here
   }
 
+  TEST_CASE("passes that move as a whole widen the interval to their own spread, with a known answer") {
+    // Four lockstep passes of ten requests of one input: b = 100, o = 100 x f
+    // with f = 0.96, 1.04, 0.98, 1.02 per pass. R = 4000 / 4000 = 1. The
+    // passes' log ratios -ln f have sample sd 0.036534; t(3) = 3.182:
+    // half-width 3.182 x 0.036534 / 2 = 0.058125, [0.94353, 1.05985]. The
+    // requests alone, resampled as if independent, give about +-1%.
+    const double f[] = {0.96, 1.04, 0.98, 1.02};
+    std::vector<double> b, o;
+    std::vector<std::uint32_t> pass;
+    for (std::uint32_t p = 0; p < 4; ++p)
+      for (int i = 0; i < 10; ++i) {
+        b.push_back(100);
+        o.push_back(100 * f[p]);
+        pass.push_back(p);
+      }
+    const std::vector<std::uint64_t> input(40, 7);
+    const std::vector<std::uint8_t> none(40, outcome_code("none"));
+    TraceIntervalInfo facts;
+    const Speedup requests_only = this_trace_speedup(b, o, input, none, none, 2000, {}, &facts);
+    CHECK(facts.passes == 0);
+    CHECK(requests_only.high < 1.02);
+    const Speedup s = this_trace_speedup(b, o, input, none, none, 2000, {}, &facts, pass);
+    CHECK(facts.passes == 4);
+    CHECK(facts.between_passes);
+    CHECK(s.value == doctest::Approx(1.0));
+    CHECK(s.low == doctest::Approx(0.94353).epsilon(0.0005));
+    CHECK(s.high == doctest::Approx(1.05985).epsilon(0.0005));
+    CHECK(s.noise);
+    // Two passes cannot show their spread (t with 1 df): the requests' interval stands.
+    const std::vector<double> b2(b.begin(), b.begin() + 20), o2(o.begin(), o.begin() + 20);
+    const std::vector<std::uint32_t> pass2(pass.begin(), pass.begin() + 20);
+    const Speedup two = this_trace_speedup(b2, o2, std::vector<std::uint64_t>(20, 7),
+                                           std::vector<std::uint8_t>(20, 0), std::vector<std::uint8_t>(20, 0), 2000,
+                                           {}, &facts, pass2);
+    CHECK(facts.passes == 2);
+    CHECK_FALSE(facts.between_passes);
+    CHECK(two.high < 1.06);
+    // Passes that agree leave the interval as the requests give it.
+    std::vector<double> steady(40, 100);
+    const Speedup same = this_trace_speedup(b, steady, input, none, none, 2000, {}, &facts, pass);
+    CHECK_FALSE(facts.between_passes);
+    CHECK(same.low == doctest::Approx(1.0));
+    CHECK(same.high == doctest::Approx(1.0));
+  }
+
   TEST_CASE("this-trace inputs must be one per request") {
     CHECK_THROWS_AS(this_trace_speedup({1, 2}, {1, 2}, {1}, {0, 0}, {0, 0}), std::invalid_argument);
+    CHECK_THROWS_AS(this_trace_speedup({1, 2}, {1, 2}, {1, 1}, {0, 0}, {0, 0}, 2000, {}, nullptr, {0}),
+                    std::invalid_argument);
   }
 }

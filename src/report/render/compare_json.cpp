@@ -30,6 +30,8 @@ void json_speedups(JsonWriter& w, const CompareResult& r, std::size_t i) {
     w.field("classes", static_cast<std::uint64_t>(row.interval_facts.classes));
     w.field("singletons", static_cast<std::uint64_t>(row.interval_facts.singletons));
     w.field("inputs_ignored", row.interval_facts.inputs_ignored);
+    w.field("passes", static_cast<std::uint64_t>(row.interval_facts.passes));
+    w.field("between_passes", row.interval_facts.between_passes);
     w.end_object();
   }
   json_speedup(w, "wall_speedup", row.wall_speedup);
