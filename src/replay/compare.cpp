@@ -112,9 +112,10 @@ void describe_lockstep_intervals(CompareResult& result) {
       result.rows.size() > 1 ? range(single_lo, single_hi) : "0",
       borrowed ? " (over all outcomes where theirs has too few repeats)" : "");
   if (result.repeat >= 3)
-    result.interval += widened ? fmt::format("; widened to the spread of the {} passes' own speedups (t, {} df) where "
-                                             "that was wider: what moves a whole pass",
-                                             result.repeat, result.repeat - 1)
+    result.interval += widened ? fmt::format(
+                                     "; widened to the spread of the {} passes' own speedups (t, {} df) where "
+                                     "that was wider: what moves a whole pass",
+                                     result.repeat, result.repeat - 1)
                                : fmt::format("; the {} passes' own speedups spread no wider", result.repeat);
   if (result.paced)
     result.interval += fmt::format(
@@ -301,7 +302,7 @@ void keep_only(std::vector<T>& v, const std::vector<std::size_t>& kept) {
 // Lockstep: per configuration, the figures of every (pass, request) pair, in
 // the same order for all.
 struct PairedRequests {
-  std::vector<std::uint64_t> input;  // its input, the same in every configuration
+  std::vector<std::uint64_t> input;    // its input, the same in every configuration
   std::vector<std::uint32_t> pass_of;  // which lockstep pass served it (0, 1, ...)
   std::uint32_t passes = 0;
   std::vector<std::vector<double>> latency, cpu;

@@ -661,9 +661,8 @@ TEST_SUITE("the this-trace interval") {
     // Two passes cannot show their spread (t with 1 df): the requests' interval stands.
     const std::vector<double> b2(b.begin(), b.begin() + 20), o2(o.begin(), o.begin() + 20);
     const std::vector<std::uint32_t> pass2(pass.begin(), pass.begin() + 20);
-    const Speedup two = this_trace_speedup(b2, o2, std::vector<std::uint64_t>(20, 7),
-                                           std::vector<std::uint8_t>(20, 0), std::vector<std::uint8_t>(20, 0), 2000,
-                                           {}, &facts, pass2);
+    const Speedup two = this_trace_speedup(b2, o2, std::vector<std::uint64_t>(20, 7), std::vector<std::uint8_t>(20, 0),
+                                           std::vector<std::uint8_t>(20, 0), 2000, {}, &facts, pass2);
     CHECK(facts.passes == 2);
     CHECK_FALSE(facts.between_passes);
     CHECK(two.high < 1.06);
