@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages inferprof builds, tests and demos with.
 # Idempotent: only missing packages are fetched. Needs root (or sudo).
+# --test adds what only the tests use: chromium, which loads report.html
+# headless (test/e2e/test_cli_html.cpp); the demo does without it.
 set -euo pipefail
 
 PACKAGES=(
@@ -14,6 +16,7 @@ PACKAGES=(
   doctest-dev libbenchmark-dev
   redis-server
 )
+if [[ ${1:-} == --test ]]; then PACKAGES+=(chromium); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

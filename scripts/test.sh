@@ -5,6 +5,7 @@
 # Arguments go to ctest; given any, the fuzz run is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --test
 bash scripts/build.sh
 bash scripts/check-format.sh
 BUILD_DIR=${BUILD_DIR:-build}

@@ -171,6 +171,9 @@ std::string render_compare_table(const CompareResult& r);
 std::string render_compare_markdown(const CompareResult& r);
 std::string render_compare_csv(const CompareResult& r);
 std::string render_compare_json(const CompareResult& r);
+// report.html: speedups with their intervals, each configuration's latency CDF
+// and stages, what served its requests, the gates (compare_html.cpp).
+std::string render_compare_html(const CompareResult& r);
 // A differential flame graph over the union of both runs' stacks (a frame is as
 // wide as the larger of its two per-request times), red where time grew
 // against `before`, blue where it shrank (per request, so runs of different

@@ -247,6 +247,11 @@ std::string render_summary_json(const RunSummary& s);
 std::string render_stages_csv(const RunSummary& s);
 std::string render_markdown(const RunSummary& s);
 std::string render_folded(const std::vector<std::pair<std::string, std::uint64_t>>& folded);
+// report.html: one self-contained page (no network) with the latency CDF,
+// stages as stacked bars, the caches' hit and miss costs and the flame graph of
+// `folded` with a search box (run_html.cpp).
+std::string render_run_html(const RunSummary& s, const std::vector<std::pair<std::string, std::uint64_t>>& folded,
+                            const std::string& title);
 // A self-contained SVG flame graph (hover titles with µs and percent).
 std::string render_flamegraph_svg(const std::vector<std::pair<std::string, std::uint64_t>>& folded,
                                   const std::string& title);

@@ -274,6 +274,8 @@ std::string render_simulate_table(const SimulateResult& r);
 std::string render_simulate_markdown(const SimulateResult& r);
 std::string render_simulate_csv(const SimulateResult& r);
 std::string render_simulate_json(const SimulateResult& r);
+// report.html: predictions, miss-ratio curves, the policy grid (simulate_html.cpp).
+std::string render_simulate_html(const SimulateResult& r);
 std::string render_mrc_csv(const SimulateResult& r);
 std::string render_mrc_svg(const SimulateResult& r);
 std::string render_policies_csv(const SimulateResult& r);  // policies.csv: one row per policy and size

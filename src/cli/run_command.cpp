@@ -234,7 +234,8 @@ Runner add_compare_command(CLI::App& app) {
   cmd->add_option("--repeat", c->repeat, "Replay each configuration N times, interleaved")
       ->check(whole_at_least(1))
       ->capture_default_str();
-  cmd->add_option("--out", c->out, "Write compare.csv, compare.json and each configuration's reports here");
+  cmd->add_option("--out", c->out,
+                  "Write compare.csv, compare.json, report.html and each configuration's reports here");
   add_enum_option(cmd, "--mode", c->mode,
                   "lockstep: one process, each request served under every configuration in turn, paired interval "
                   "(default for a closed loop with --concurrency 1); sequential: whole replays one after another "

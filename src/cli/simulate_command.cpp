@@ -154,7 +154,8 @@ Runner add_simulate_command(CLI::App& app) {
       ->check(whole_at_least(0))
       ->capture_default_str();
   add_format_option<SimulateResult>(cmd, a->format);
-  cmd->add_option("--out", a->out, "Write simulate.json, simulate.csv (and mrc.csv, mrc.svg) to this folder");
+  cmd->add_option("--out", a->out,
+                  "Write simulate.json, simulate.csv, report.html (and mrc.csv, mrc.svg) to this folder");
   return [a] {
     SimulateConfig config = make_config(*a);
     if (!a->out.empty()) ensure_output_dir(a->out);
@@ -162,7 +163,8 @@ Runner add_simulate_command(CLI::App& app) {
     std::fputs(report::render(a->format, r, "a simulation").c_str(), stdout);
     if (!a->out.empty()) {
       std::vector<std::pair<std::string, std::string>> files = {{"simulate.json", render_simulate_json(r)},
-                                                                {"simulate.csv", render_simulate_csv(r)}};
+                                                                {"simulate.csv", render_simulate_csv(r)},
+                                                                {"report.html", render_simulate_html(r)}};
       if (!r.mrc.empty()) {
         files.emplace_back("mrc.csv", render_mrc_csv(r));
         files.emplace_back("mrc.svg", render_mrc_svg(r));

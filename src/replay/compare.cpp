@@ -810,8 +810,9 @@ void write_compare_files(CompareRun& run) {
   }
   write_file_atomic(config.out_dir, "compare.csv", render_compare_csv(result));
   write_file_atomic(config.out_dir, "compare.json", render_compare_json(result));
-  result.files.push_back((fs::path(config.out_dir) / "compare.csv").string());
-  result.files.push_back((fs::path(config.out_dir) / "compare.json").string());
+  write_file_atomic(config.out_dir, "report.html", render_compare_html(result));
+  for (const char* f : {"compare.csv", "compare.json", "report.html"})
+    result.files.push_back((fs::path(config.out_dir) / f).string());
 }
 
 }  // namespace

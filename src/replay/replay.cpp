@@ -217,7 +217,8 @@ RunOutcome collect_run(const Collector& collector, const RunInfo& info, const Ca
 void commit_run(Collector& collector, RunOutcome& outcome, const std::string& out_dir) {
   if (out_dir.empty()) return;
   collector.commit(outcome.summary);
-  for (const char* f : {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
+  for (const char* f :
+       {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json", "report.html"})
     outcome.files.push_back((fs::path(out_dir) / f).string());
 }
 

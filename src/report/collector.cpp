@@ -450,18 +450,19 @@ void Collector::commit(const RunSummary& summary) {
       fmt::format("inferprof {} · {} · {} requests", summary.info.command, report::base_name(summary.info.model_path),
                   report::group_thousands(summary.requests));
   std::lock_guard<std::mutex> lock(m.mutex);
-  std::array<TempFile, 4> whole;
+  std::array<TempFile, 5> whole;
   try {
     m.trace_file.write(m.trace.footer(summary));
     m.trace_file.close();
     m.csv_file.close();
     if (m.trace_file.error() != 0) throw report::write_error(m.trace_file.final_path(), m.trace_file.error());
     if (m.csv_file.error() != 0) throw report::write_error(m.csv_file.final_path(), m.csv_file.error());
-    const std::array<std::pair<const char*, std::string>, 4> contents = {{
+    const std::array<std::pair<const char*, std::string>, 5> contents = {{
         {"summary.json", render_summary_json(summary)},
         {"stages.csv", render_stages_csv(summary)},
         {"stacks.folded", render_folded(folded_stacks)},
         {"flamegraph.svg", render_flamegraph_svg(folded_stacks, title)},
+        {"report.html", render_run_html(summary, folded_stacks, title)},
     }};
     for (std::size_t i = 0; i < contents.size(); ++i) {
       whole[i].open(dir, contents[i].first);
@@ -470,7 +471,8 @@ void Collector::commit(const RunSummary& summary) {
       if (whole[i].error() != 0) throw report::write_error(whole[i].final_path(), whole[i].error());
     }
     // Every file is written before any is renamed, so a full disk leaves none.
-    const std::array<TempFile*, 6> order = {&whole[0], &whole[1], &m.csv_file, &whole[2], &whole[3], &m.trace_file};
+    const std::array<TempFile*, 7> order = {&whole[0], &whole[1], &m.csv_file,  &whole[2],
+                                            &whole[3], &whole[4], &m.trace_file};
     std::size_t renamed = 0;
     try {
       for (; renamed < order.size(); ++renamed)

@@ -33,6 +33,13 @@ std::string short_count(double v) {
   return fmt::format("{:g}", v);
 }
 
+// A decade tick as a duration: "100 µs", "10 ms", "1 s".
+std::string short_duration_us(double us) {
+  if (us < 1e3) return fmt::format("{:g} µs", us);
+  if (us < 1e6) return fmt::format("{:g} ms", us / 1e3);
+  return fmt::format("{:g} s", us / 1e6);
+}
+
 }  // namespace
 
 std::string render_line_plot_svg(const LinePlot& plot) {
@@ -84,7 +91,7 @@ std::string render_line_plot_svg(const LinePlot& plot) {
   for (double t : decade_ticks(xlo, xhi)) {
     fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", X(t), kTop,
                    X(t), kTop + ph);
-    text(X(t), kTop + ph + 18, short_count(t), "middle");
+    text(X(t), kTop + ph + 18, plot.x_duration_us ? short_duration_us(t) : short_count(t), "middle");
   }
   fmt::format_to(it,
                  "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" stroke=\"#333\"/>\n",
@@ -106,11 +113,13 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     for (std::size_t i = 0; i < s.x.size(); ++i)
       if (s.x[i] > 0) fmt::format_to(it, "{:.1f},{:.1f} ", X(s.x[i]), s.right_axis ? YR(s.y[i]) : YL(s.y[i]));
     out.append(std::string_view("\"/>\n"));
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
+    for (std::size_t i = 0; i < s.x.size() && plot.markers; ++i) {
       if (s.x[i] <= 0) continue;
       fmt::format_to(it, "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>", X(s.x[i]),
                      s.right_axis ? YR(s.y[i]) : YL(s.y[i]), colour);
-      flame::append_xml(out, fmt::format("{}: {} -> {}", s.name, group_thousands(static_cast<std::uint64_t>(s.x[i])),
+      flame::append_xml(out, fmt::format("{}: {} -> {}", s.name,
+                                         plot.x_duration_us ? human_duration_us(s.x[i])
+                                                            : group_thousands(static_cast<std::uint64_t>(s.x[i])),
                                          s.right_axis ? human_duration_us(s.y[i]) : fmt::format("{:.4f}", s.y[i])));
       out.append(std::string_view("</title></circle>\n"));
     }

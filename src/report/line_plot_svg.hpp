@@ -18,6 +18,8 @@ struct LinePlot {
   std::string title, subtitle;
   std::string x_label, left_label, right_label;
   double left_min = 0, left_max = 1;  // fixed left range (hit ratio)
+  bool x_duration_us = false;         // x is a duration in µs (ticks "1 ms"), not a count
+  bool markers = true;                // a dot with a hover title at each point
   std::vector<PlotSeries> series;
 };
 
