@@ -9,6 +9,7 @@
 #   bench/grid_sampling.sh TRACE [build/inferprof]
 #   env: POLICIES=lru,fifo,clock,sieve,s3fifo,arc,wtinylfu,2q,slru  SIZES=1k,5k,10k,25k
 #        RATES="auto 0.5 0.1 0.01"  EXTRA=""  (e.g. EXTRA="--csv-columns ts=time,key=lbn")  VERBOSE=0
+#        KEEP=DIR (keep each run's JSON there)
 set -euo pipefail
 T=${1:?usage: $0 TRACE [build/inferprof]}
 B=${2:-build/inferprof}
@@ -18,7 +19,7 @@ RATES=${RATES:-auto 0.5 0.1 0.01}
 VERBOSE=${VERBOSE:-0}
 read -r -a EXTRA_ARGS <<< "${EXTRA:-}"
 D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
+trap '[[ -n ${KEEP:-} ]] && mkdir -p "$KEEP" && cp "$D"/*.json "$KEEP"/; rm -rf "$D"' EXIT
 run() {  # run NAME [--sample R]: the grid as JSON, "WALL" seconds in $D/NAME.time
   local name=$1
   shift

@@ -750,14 +750,18 @@ TEST_SUITE("cache policies") {
       CHECK(c.size() == 3);
       CHECK(c.evictions() == 6);
       CHECK(get(c, 2));  // Am = 3 4 2
-      put(c, 7);         // A1in is within its share (empty): Am's LRU, 3, goes, leaving no ghost
+      put(c, 7);         // room for it: A1in = 7
+      CHECK(c.size() == 4);
+      put(c, 8);  // A1in is within its share (1 of 1): Am's LRU, 3, goes, leaving no ghost
       CHECK_FALSE(c.contains(k(3)));
-      put(c, 3);  // not in A1out: A1in = 7 3, so A1in's oldest, 7, goes next
+      CHECK(c.contains(k(7)));
+      put(c, 3);  // not in A1out: into A1in = 7 8, over its share: its oldest, 7, goes to A1out first
       CHECK(c.contains(k(3)));
-      put(c, 8);
       CHECK_FALSE(c.contains(k(7)));
       CHECK(c.contains(k(2)));
       CHECK(c.contains(k(4)));
+      CHECK(c.contains(k(8)));
+      CHECK(c.evictions() == 8);
     });
   }
 
