@@ -266,7 +266,7 @@ TEST_SUITE("e2e simulate") {
     CHECK_MESSAGE(t.out.find("recommended within 60B: lru at 60B, miss ratio 0.6250") != std::string::npos, t.out);
   }
 
-  TEST_CASE("simulate --policies: the sampling is stated; --sample samples, --sample 1 is exact") {
+  TEST_CASE("simulate --policies: the sampling is stated, --sample samples, --sample 1 is exact") {
     TempDir d;
     std::string csv = "timestamp,key\n";
     for (int i = 0; i < 4000; ++i)
