@@ -441,7 +441,19 @@ void Simulation::stream() {
                                          : "unknown (bytes held shown as 0)";
 }
 
+// A sampled grid's smallest miniature cache, when too small to follow its policy.
+void grid_warnings(const PolicyGridResult& g, std::vector<std::string>& warnings) {
+  if (g.sampling.rate >= 1) return;
+  for (const GridCell& c : g.cells)
+    if (c.policy == 0 && c.simulated_entries != 0 && c.simulated_entries < 100)
+      warnings.push_back(fmt::format(
+          "--policies: at sampling rate {:g}, size {} is simulated as a cache of {} entries, too few for a policy's "
+          "partitions: its estimates are coarse (--sample 1: exact)",
+          g.sampling.rate, g.spec.sizes[c.size].label, c.simulated_entries));
+}
+
 void Simulation::add_warnings() {
+  if (res.grid) grid_warnings(*res.grid, res.warnings);
   res.measured = res.requests > config.warmup ? res.requests - config.warmup : 0;
   if (config.warmup > 0 && res.requests <= config.warmup)
     res.warnings.push_back(fmt::format("--warmup {} covers the whole trace ({} requests): nothing was measured",

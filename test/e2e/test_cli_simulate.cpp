@@ -290,6 +290,12 @@ TEST_SUITE("e2e simulate") {
     CHECK_MESSAGE(t.find("SHARDS sample at rate 0.5 (--sample): ") != std::string::npos, t);
     CHECK_MESSAGE(t.find(" of 4,000 requests") != std::string::npos, t);
     CHECK(t.find("± (95%)") != std::string::npos);
+    CHECK(t.find("warning:") == std::string::npos);
+    t = with({"--sample", "0.1"});  // 400 entries become 40
+    CHECK_MESSAGE(t.find("warning: --policies: at sampling rate 0.1, size 400 is simulated as a cache of 40 entries, "
+                         "too few for a policy's partitions") != std::string::npos,
+                  t);
+    CHECK(t.find("size 1600 is simulated") == std::string::npos);
 
     const std::string j = with({"--sample", "0.5", "--format", "json"});
     simdjson::dom::parser parser;
