@@ -28,7 +28,7 @@ CACHESIM=$L/_build/bin/cachesim
 source "$(dirname "$0")/busy_load.sh"
 D=$(mktemp -d)
 trap 'stop_load; rm -rf "$D"' EXIT
-POLICIES=(lru fifo lfu clock sieve s3fifo arc wtinylfu)
+POLICIES=(lru fifo lfu clock sieve s3fifo arc wtinylfu 2q slru)
 
 echo "== 1. miss counts on cloudPhysicsIO (113,872 requests), entries"
 (cd "$D" && "$CACHESIM" "$L/data/cloudPhysicsIO.vscsi" vscsi "$(IFS=,; echo "${POLICIES[*]}")" 1000,5000,10000,25000 \

@@ -39,13 +39,13 @@ CacheKey preprocessed_key(std::string_view preprocess_fingerprint, std::string_v
 std::string to_hex(const CacheKey& key);  // 32 lowercase hex digits
 
 // Eviction policies; src/cache/policy/<name>.hpp states each one's semantics.
-enum class Policy : std::uint8_t { lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc, wtinylfu };
+enum class Policy : std::uint8_t { lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc, wtinylfu, twoq, slru };
 std::string_view policy_name(Policy p);
 std::optional<Policy> parse_policy(std::string_view name);
 template <>
 struct EnumNames<Policy> {
-  static constexpr std::array<std::string_view, 9> names{"lru",   "lfu",    "fifo", "ttl",     "clock",
-                                                         "sieve", "s3fifo", "arc",  "wtinylfu"};
+  static constexpr std::array<std::string_view, 11> names{"lru",    "lfu", "fifo",     "ttl", "clock", "sieve",
+                                                          "s3fifo", "arc", "wtinylfu", "2q",  "slru"};
 };
 
 // The parameters some policies take, written after the name in a spec:
@@ -57,9 +57,13 @@ struct PolicyParams {
   unsigned bits = 1;              // clock: bits of the use counter, 1..8
   double window = 0.01;           // wtinylfu: the window LRU's share of the capacity, in [0, 1)
   double protected_share = 0.80;  // wtinylfu: protected's share of the main SLRU, in [0, 1]
+  double in_share = 0.25;         // 2q: the A1in FIFO's share of the capacity, in [0, 1)
+  double out_share = 0.50;        // 2q: the A1out ghost's size as a share of the capacity, in [0, 4]
+  unsigned segments = 4;          // slru: LRU segments, 1..16
   bool operator==(const PolicyParams& o) const noexcept {
     return small == o.small && ghost == o.ghost && threshold == o.threshold && bits == o.bits && window == o.window &&
-           protected_share == o.protected_share;
+           protected_share == o.protected_share && in_share == o.in_share && out_share == o.out_share &&
+           segments == o.segments;
   }
 };
 // "NAME" or "NAME(KEY=VALUE,...)" with the keys `policy` takes. `what` starts
@@ -97,8 +101,9 @@ struct TierSpec {
 //
 //   SPEC     := POLICY ":" CAPACITY [ ":" TTL ]
 //   POLICY   := NAME [ "(" KEY "=" VALUE { "," KEY "=" VALUE } ")" ]
-//   NAME     := lru | lfu | fifo | ttl | clock | sieve | s3fifo | arc | wtinylfu
-//   KEY      clock: bits; s3fifo: small, ghost, threshold; wtinylfu: window, protected
+//   NAME     := lru | lfu | fifo | ttl | clock | sieve | s3fifo | arc | wtinylfu | 2q | slru
+//   KEY      clock: bits; s3fifo: small, ghost, threshold; wtinylfu: window, protected;
+//            2q: in, out; slru: segments
 //   CAPACITY := LIMIT [ "," LIMIT ]     at most one entry count and one byte size;
 //                                       with both, entries are evicted until both hold
 //   LIMIT    := COUNT                   entries, a positive integer: 10000

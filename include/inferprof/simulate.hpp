@@ -171,9 +171,25 @@ struct SimulateConfig {
   std::uint64_t value_bytes = 0;  // entry size when the trace has none (0: unknown)
   std::vector<MrcSpec> mrc;
   std::optional<PolicyGridSpec> grid;
-  double sample_rate = 1.0;  // SHARDS rate for the one-pass LRU curve (1: exact)
-  unsigned threads = 0;      // for per-capacity curves; 0: hardware
+  // SHARDS rate (--sample) for the one-pass LRU curves and the policy grid;
+  // 1: exact. Unset: curves exact, the grid sampled when its key space is
+  // large (grid_sample_rate).
+  std::optional<double> sample_rate;
+  unsigned threads = 0;  // for per-capacity curves; 0: hardware
+  // The grid samples automatically above this many distinct keys, aiming at
+  // this many in the sample (settings for tests; the command line keeps the
+  // defaults).
+  double grid_auto_keys = 1e6, grid_sample_keys = 1e5;
 };
+
+// The sampling rate simulate picks for a policy grid over `distinct_keys`
+// keys (estimated) when --sample is not given: 1 (every request) up to
+// `auto_keys` keys; above, the smallest rate that keeps about `sample_keys`
+// keys in the sample and every scaled cache at 500 entries or more (a byte
+// size counts as bytes / mean_entry_bytes entries; 0: unknown, not counted);
+// 1 if that rate is over 0.5 (too little work saved).
+double grid_sample_rate(double distinct_keys, const PolicyGridSpec& grid, double mean_entry_bytes,
+                        double auto_keys = 1e6, double sample_keys = 1e5);
 
 // ---- Results -------------------------------------------------------------------
 
@@ -213,9 +229,13 @@ struct MrcResult {
 };
 struct GridCell {
   std::size_t policy = 0, size = 0;  // indexes into PolicyGridSpec's lists
+  // Of the simulated cache (with sampling: the sampled requests, a cache of
+  // rate x the size).
   std::uint64_t lookups = 0, hits = 0, evictions = 0;
-  std::uint64_t requested_bytes = 0, missed_bytes = 0;  // 0: sizes unknown
+  std::uint64_t requested_bytes = 0, missed_bytes = 0;       // 0: sizes unknown
+  std::uint64_t simulated_entries = 0, simulated_bytes = 0;  // the cache's limits: the size's, scaled by the rate
   double miss_ratio = 0;
+  std::optional<double> miss_ratio_error;  // with sampling: ~95% bound on |miss ratio error| (8 sub-samples)
   std::optional<double> byte_miss_ratio;
   SimPrediction predicted;  // with --costs
 };
@@ -228,8 +248,20 @@ struct GridRecommendation {
   double margin = 0;      // runner-up minus best: µs (by latency) or miss ratio
   double margin_pct = 0;  // of the best's value
 };
+// SHARDS spatial sampling of the grid: the requests of keys whose hash falls
+// below rate x 2^24 drive caches of rate x each size (Waldspurger et al.,
+// ATC '17: miniature simulations of any policy).
+struct GridSampling {
+  double rate = 1;             // 1: every request simulated
+  bool automatic = false;      // chosen by simulate (else --sample)
+  double estimated_keys = 0;   // distinct keys of the tier, from a first pass (automatic choice only)
+  std::uint64_t requests = 0;  // measured requests (after warm-up)
+  std::uint64_t sampled = 0;   // of them, simulated
+  double max_error = 0;        // the largest cell's miss_ratio_error
+};
 struct PolicyGridResult {
   PolicyGridSpec spec;
+  GridSampling sampling;
   std::vector<GridCell> cells;  // policy-major
   unsigned threads = 1;
   double seconds = 0;

@@ -6,8 +6,9 @@
 // Semantics (the unit tests hold it to a brute-force model of each):
 //  - the order entries are evicted in is the policy's, one file each under
 //          cache/policy/ (lru, lfu, fifo and ttl, clock, sieve, s3fifo, arc,
-//          wtinylfu), behind the interface cache/policy/common.hpp states.
-//          Policies that split the capacity (s3fifo, arc, wtinylfu) split
+//          wtinylfu, 2q, slru), behind the interface cache/policy/common.hpp
+//          states. Policies that split the capacity (s3fifo, arc, wtinylfu,
+//          2q, slru) split
 //          max_bytes when there is one, else max_entries.
 //  - ttl_s > 0 (any policy): an entry expires ttl_s after its value was last
 //          put. A get of an expired entry is a miss that removes it; every
@@ -46,6 +47,8 @@
 #include "cache/policy/lru.hpp"
 #include "cache/policy/s3fifo.hpp"
 #include "cache/policy/sieve.hpp"
+#include "cache/policy/slru.hpp"
+#include "cache/policy/twoq.hpp"
 #include "cache/policy/wtinylfu.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/timing.hpp"
@@ -149,7 +152,8 @@ class PolicyCache {
       make_room(i, 0, 0);
       return;
     }
-    if (policy_ == Policy::s3fifo || policy_ == Policy::arc)  // the policies with ghosts
+    // The policies with ghosts, or that place a key by its size before room is made.
+    if (policy_ == Policy::s3fifo || policy_ == Policy::arc || policy_ == Policy::twoq || policy_ == Policy::slru)
       with_policy([&](auto& p) { p.admit(key, max_bytes_ != 0 ? bytes : 1); });
     bool moved = make_room(kNil, 1, bytes);
     if (count_ + 1 > grow_at_) {
@@ -272,6 +276,8 @@ class PolicyCache {
     policy::S3Fifo<Node, Ghosts> s3fifo;
     policy::Arc<Node, Ghosts> arc;
     policy::WTinyLfu<Node> wtinylfu;
+    policy::TwoQ<Node, Ghosts> twoq;
+    policy::Slru<Node> slru;
   };
   struct Slot {
     std::uint32_t node = kNil;  // kNil: empty
@@ -388,11 +394,12 @@ class PolicyCache {
   bool make_room(std::uint32_t skip, std::uint64_t add_entries, std::uint64_t add_bytes) {
     bool evicted = false;
     // add_bytes <= max_bytes_ here (bigger values are rejected first).
-    // A policy may want more victims than the limits need (only wtinylfu: a
-    // direct test, off the other policies' hot path).
+    // A policy may want more victims than the limits need (only wtinylfu and
+    // 2q: a direct test, off the other policies' hot path).
     while ((max_entries_ != 0 && count_ + add_entries > max_entries_) ||
            (max_bytes_ != 0 && bytes_ > max_bytes_ - add_bytes) ||
-           (policy_ == Policy::wtinylfu && policies_.wtinylfu.more())) {
+           (policy_ == Policy::wtinylfu && policies_.wtinylfu.more()) ||
+           (policy_ == Policy::twoq && policies_.twoq.more())) {
       const std::uint32_t v = with_policy([&](auto& p) { return p.victim(nodes_.data(), skip); });
       assert(v != kNil && v != skip);
       remove_node(v, true);
@@ -410,6 +417,8 @@ class PolicyCache {
     if (policy_ == Policy::s3fifo) policies_.s3fifo = policy::S3Fifo<Node, Ghosts>(params_, units, capacity);
     if (policy_ == Policy::arc) policies_.arc = policy::Arc<Node, Ghosts>(units, capacity);
     if (policy_ == Policy::wtinylfu) policies_.wtinylfu = policy::WTinyLfu<Node>(params_, units, capacity);
+    if (policy_ == Policy::twoq) policies_.twoq = policy::TwoQ<Node, Ghosts>(params_, units, capacity);
+    if (policy_ == Policy::slru) policies_.slru = policy::Slru<Node>(params_.segments, units, capacity);
   }
   // Calls f with the state of policy_: a switch the compiler inlines, so the
   // hot path costs what the policy's own code does.
@@ -432,6 +441,10 @@ class PolicyCache {
         return f(policies_.s3fifo);
       case Policy::arc:
         return f(policies_.arc);
+      case Policy::twoq:
+        return f(policies_.twoq);
+      case Policy::slru:
+        return f(policies_.slru);
       case Policy::wtinylfu:
         break;
     }

@@ -28,6 +28,9 @@ constexpr ParamInfo kParams[] = {
     {Policy::s3fifo, "threshold", nullptr, &PolicyParams::threshold, 1, 255, false},
     {Policy::wtinylfu, "window", &PolicyParams::window, nullptr, 0, 1, true},
     {Policy::wtinylfu, "protected", &PolicyParams::protected_share, nullptr, 0, 1, false},
+    {Policy::twoq, "in", &PolicyParams::in_share, nullptr, 0, 1, true},
+    {Policy::twoq, "out", &PolicyParams::out_share, nullptr, 0, 4, false},
+    {Policy::slru, "segments", nullptr, &PolicyParams::segments, 1, 16, false},
 };
 
 std::string keys_of(Policy p) {

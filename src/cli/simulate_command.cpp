@@ -26,6 +26,7 @@ struct SimulateArgs {
   std::uint64_t warmup = 0;
   int mrc_points = 30;
   double sample = 1.0;
+  bool sample_given = false;  // unset: the policy grid picks its rate
   unsigned threads = 0;
 };
 
@@ -103,7 +104,7 @@ SimulateConfig make_config(const SimulateArgs& a) {
   } else if (!a.budget.empty()) {
     throw bad_input("--budget: needs --policies and --sizes");
   }
-  c.sample_rate = a.sample;
+  if (a.sample_given) c.sample_rate = a.sample;
   c.threads = a.threads;
   return c;
 }
@@ -141,8 +142,10 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--mrc-points", a->mrc_points, "Capacities in a MIN..MAX range")
       ->check(whole_at_least(2))
       ->capture_default_str();
-  cmd->add_option("--sample", a->sample, "SHARDS spatial sampling rate for one-pass LRU curves, e.g. 0.01 (1 = exact)")
-      ->capture_default_str();
+  CLI::Option* sample = cmd->add_option(
+      "--sample", a->sample,
+      "SHARDS spatial sampling rate for one-pass LRU curves and --policies, e.g. 0.01; 1 = exact (default: curves "
+      "exact, --policies sampled automatically above 1,000,000 distinct keys)");
   cmd->add_option("--policies", a->policies,
                   "Policies to compare, e.g. lru,s3fifo,sieve,arc,wtinylfu or s3fifo(small=0.2); each at every "
                   "--sizes size, as L1 alone in front of compute, with a recommendation");
@@ -156,7 +159,8 @@ Runner add_simulate_command(CLI::App& app) {
   add_format_option<SimulateResult>(cmd, a->format);
   cmd->add_option("--out", a->out,
                   "Write simulate.json, simulate.csv, report.html (and mrc.csv, mrc.svg) to this folder");
-  return [a] {
+  return [a, sample] {
+    a->sample_given = sample->count() > 0;
     SimulateConfig config = make_config(*a);
     if (!a->out.empty()) ensure_output_dir(a->out);
     SimulateResult r = run_simulate(config);

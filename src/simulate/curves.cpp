@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <exception>
+#include <iterator>
 #include <thread>
 
 #include "cache/policy_cache.hpp"
@@ -15,6 +16,17 @@
 
 namespace inferprof {
 namespace detail {
+
+void DistinctKeys::add(std::uint64_t h) {
+  if (smallest_.size() == kK && h >= *smallest_.rbegin()) return;
+  if (smallest_.insert(h).second && smallest_.size() > kK) smallest_.erase(std::prev(smallest_.end()));
+}
+
+double DistinctKeys::estimate() const noexcept {
+  if (smallest_.size() < kK) return static_cast<double>(smallest_.size());
+  // The k-th smallest of n uniform hashes sits near k / n of the range.
+  return static_cast<double>(kK - 1) / ((static_cast<double>(*smallest_.rbegin()) + 1) / 18446744073709551616.0);
+}
 
 void LruStackDistance::grow() {
   std::vector<Slot> old = std::move(slots_);

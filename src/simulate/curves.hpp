@@ -1,8 +1,10 @@
 #pragma once
 // The machinery behind miss-ratio curves, shared by run_simulate and the
 // public helpers (tests, bench).
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "inferprof/simulate.hpp"
@@ -15,6 +17,42 @@ class PolicyCache;
 namespace detail {
 
 struct SimValue {};  // the simulator stores nothing: PolicyCache gives it no room
+
+// SHARDS spatial sampling (Waldspurger et al., FAST '15), the one rule the
+// one-pass LRU curve and the policy grid share: a key is in the sample when
+// the low 24 bits of its hash are below rate x 2^24, so a key is always in or
+// always out; bits 24..26 split the sample into eight disjoint sub-samples
+// (their spread bounds the sampling error).
+struct ShardsSample {
+  explicit ShardsSample(double rate_)
+      : rate(rate_), threshold(static_cast<std::uint64_t>(std::llround(rate_ * (1 << 24)))) {}
+  // One 64-bit identity per key (also what LruStackDistance keys on).
+  static std::uint64_t hash(const CacheKey& key) noexcept {
+    std::uint64_t h = key.lo ^ (key.hi * 0xD6E8FEB86659FD93ull);
+    h ^= h >> 31;
+    h *= 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    return h;
+  }
+  bool keeps(std::uint64_t h) const noexcept { return (h & 0xFFFFFF) < threshold; }
+  static std::size_t subsample(std::uint64_t h) noexcept { return static_cast<std::size_t>((h >> 24) & 7); }
+  double rate;
+  std::uint64_t threshold;
+};
+
+// The number of distinct keys from their ShardsSample hashes, in bounded
+// memory: exact up to 4,096 keys, then the k-minimum-values estimate (Bar-
+// Yossef et al., RANDOM '02), (k - 1) / the k-th smallest hash as a fraction
+// of 2^64: about 1.6% standard error.
+class DistinctKeys {
+ public:
+  void add(std::uint64_t h);
+  double estimate() const noexcept;
+
+ private:
+  static constexpr std::size_t kK = 4096;
+  std::set<std::uint64_t> smallest_;  // the k smallest distinct hashes seen
+};
 
 // Exact LRU stack distances: a Fenwick tree over last-access times marks the
 // one live time of each key, so the distinct keys used since a key's last
@@ -108,10 +146,13 @@ class CapacitySweep {
 };
 
 // The policy grid (--policies x --sizes): accesses are buffered and fed to
-// one cache per cell, the cells split over threads.
+// one cache per cell, the cells split over threads. With a sampling rate
+// under 1, only the sampled keys' accesses are simulated, by caches of rate x
+// each size, and eight more grids (one per disjoint sub-sample, at rate / 8)
+// give each cell's error bound.
 class GridRun {
  public:
-  GridRun(const PolicyGridSpec& spec, unsigned threads);
+  GridRun(const PolicyGridSpec& spec, unsigned threads, double rate = 1);
   void access(const CacheKey& key, Nanos now, std::uint64_t bytes);
   void reset();                            // the warm-up is over
   void invalidate(std::uint64_t leaving);  // a model update (result tiers)
@@ -119,13 +160,29 @@ class GridRun {
   PolicyGridResult finish(const std::optional<SimCosts>& costs);
 
  private:
+  // One grid's caches and the accesses buffered for them.
+  struct Stream {
+    std::unique_ptr<CapacitySweep> sweep;
+    std::vector<CacheKey> keys;
+    std::vector<Nanos> times;
+    std::vector<std::uint64_t> sizes;
+    bool sized = false;
+    void push(const CacheKey& key, Nanos now, std::uint64_t bytes) {
+      keys.push_back(key);
+      times.push_back(now);
+      sizes.push_back(bytes);
+      sized = sized || bytes != 0;
+    }
+    void flush();
+  };
   void flush();
+  GridCell cell(std::size_t i, const std::optional<SimCosts>& costs) const;
   PolicyGridSpec spec_;
-  CapacitySweep sweep_;
-  std::vector<CacheKey> keys_;
-  std::vector<Nanos> times_;
-  std::vector<std::uint64_t> sizes_;
-  bool sized_ = false;
+  ShardsSample sample_;
+  Stream main_;
+  std::vector<Stream> subs_;  // with sampling: the eight sub-samples
+  std::uint64_t requests_ = 0, sampled_ = 0;
+  std::uint64_t bytes_ = 0;  // asked for by all requests
   double seconds_ = 0;
 };
 

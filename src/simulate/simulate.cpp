@@ -85,8 +85,7 @@ struct ConfigState {
 struct MrcState {
   MrcSpec spec;
   bool one_pass = false;
-  double rate = 1;
-  std::uint64_t threshold = 0;  // SHARDS: keep keys whose hash mod 2^24 is below this
+  detail::ShardsSample sample{1};
   detail::LruStackDistance stack;
   std::unique_ptr<detail::CurveCounter> counter;
   // Eight disjoint sub-samples at rate/8 each: their spread bounds the error.
@@ -113,17 +112,13 @@ struct MrcState {
       if (keys.size() >= (1u << 20)) flush();
       return;
     }
-    // One 64-bit identity per key; its low 24 bits pick the SHARDS sample.
-    std::uint64_t h = key.lo ^ (key.hi * 0xD6E8FEB86659FD93ull);
-    h ^= h >> 31;
-    h *= 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
+    const std::uint64_t h = detail::ShardsSample::hash(key);
     ++all;
-    if ((h & 0xFFFFFF) >= threshold) return;
+    if (!sample.keeps(h)) return;
     ++sampled;
     counter->record(stack.access(h));
     if (!sub_stacks.empty()) {
-      const std::size_t g = (h >> 24) & 7;
+      const std::size_t g = detail::ShardsSample::subsample(h);
       sub_counters[g].record(sub_stacks[g].access(h));
     }
   }
@@ -144,6 +139,41 @@ struct MrcState {
     sweep->erase_version(leaving);
   }
 };
+
+// The key space of the policy grid's tier, from a first pass over the trace:
+// distinct keys (model versions included, as the grid keys them) and the
+// mean entry size, for choosing a sampling rate before the simulation.
+struct KeySpace {
+  double keys = 0;
+  double mean_bytes = 0;  // 0: unknown
+};
+KeySpace scan_key_space(const SimulateConfig& config, const std::optional<SimCosts>& costs) {
+  auto source = open_sim_source(config.trace_path, config.csv);
+  const bool l3 = config.grid->tier == CacheLevel::l3;
+  detail::DistinctKeys keys;
+  std::uint64_t version = 0, sized = 0;
+  double bytes = 0;
+  SimRecord rec;
+  while (source->next(rec)) {
+    if (rec.kind == SimRecord::Kind::model_update) {
+      version = rec.key;
+      continue;
+    }
+    keys.add(detail::ShardsSample::hash(l3 ? CacheKey{kPreprocessedTag, rec.key} : CacheKey{version, rec.key}));
+    if (rec.size) {
+      ++sized;
+      bytes += static_cast<double>(rec.size);
+    }
+  }
+  KeySpace k;
+  k.keys = keys.estimate();
+  const std::uint64_t fallback = config.value_bytes ? config.value_bytes
+                                 : !costs           ? 0
+                                 : l3               ? costs->preprocessed_bytes
+                                                    : costs->result_bytes;
+  k.mean_bytes = sized ? bytes / static_cast<double>(sized) : static_cast<double>(fallback);
+  return k;
+}
 
 const TierSpec* find_tier(const std::vector<TierSpec>& tiers, CacheLevel level) {
   for (const auto& t : tiers)
@@ -250,6 +280,8 @@ class Simulation {
   std::vector<ConfigState> states;
   std::vector<MrcState> curves;
   std::optional<detail::GridRun> grid;
+  double grid_rate = 1;  // its SHARDS rate
+  double grid_keys = 0;  // its tier's distinct keys, when a first pass counted them
   // Which entry sizes a byte limit needs: results for L1/L2, preprocessed for L3.
   bool result_limits = false, preprocessed_limits = false;
 };
@@ -296,13 +328,13 @@ void Simulation::build_curves() {
     s.spec = m;
     s.one_pass = m.policy == Policy::lru && m.ttl_s == 0;
     if (s.one_pass) {
-      s.rate = config.sample_rate;
-      s.threshold = static_cast<std::uint64_t>(std::llround(s.rate * (1 << 24)));
-      s.counter = std::make_unique<detail::CurveCounter>(m.capacities, 1.0 / s.rate);
-      if (s.rate < 1) {
+      s.sample = detail::ShardsSample(config.sample_rate.value_or(1.0));
+      const double rate = s.sample.rate;
+      s.counter = std::make_unique<detail::CurveCounter>(m.capacities, 1.0 / rate);
+      if (rate < 1) {
         s.sub_stacks.resize(8);
         for (int g = 0; g < 8; ++g)
-          s.sub_counters.emplace_back(m.capacities, 8.0 / s.rate);
+          s.sub_counters.emplace_back(m.capacities, 8.0 / rate);
       }
     } else {
       s.sweep = std::make_unique<detail::CapacitySweep>(m.policy, m.ttl_s, m.capacities,
@@ -311,7 +343,14 @@ void Simulation::build_curves() {
     curves.push_back(std::move(s));
   }
   if (config.grid) {
-    grid.emplace(*config.grid, config.threads ? config.threads : hw);
+    grid_rate = config.sample_rate.value_or(1.0);
+    if (!config.sample_rate) {
+      const KeySpace space = scan_key_space(config, res.costs);
+      grid_keys = space.keys;
+      grid_rate =
+          grid_sample_rate(space.keys, *config.grid, space.mean_bytes, config.grid_auto_keys, config.grid_sample_keys);
+    }
+    grid.emplace(*config.grid, config.threads ? config.threads : hw, grid_rate);
     bool& limits = config.grid->tier == CacheLevel::l3 ? preprocessed_limits : result_limits;
     limits = limits || grid->byte_limits();
   }
@@ -390,7 +429,11 @@ void Simulation::stream() {
     m.flush();
   this->states = std::move(states);
   this->curves = std::move(curves);
-  if (grid) res.grid = grid->finish(res.costs);
+  if (grid) {
+    res.grid = grid->finish(res.costs);
+    res.grid->sampling.automatic = !config.sample_rate.has_value();
+    res.grid->sampling.estimated_keys = grid_keys;
+  }
   res.sizes = sized_records              ? "the trace's size column"
               : config.value_bytes       ? fmt::format("--value-bytes {}", config.value_bytes)
               : fallback_r || fallback_p ? fmt::format("the costs run's mean entries ({} B results, {} B preprocessed)",
@@ -398,7 +441,19 @@ void Simulation::stream() {
                                          : "unknown (bytes held shown as 0)";
 }
 
+// A sampled grid's smallest miniature cache, when too small to follow its policy.
+void grid_warnings(const PolicyGridResult& g, std::vector<std::string>& warnings) {
+  if (g.sampling.rate >= 1) return;
+  for (const GridCell& c : g.cells)
+    if (c.policy == 0 && c.simulated_entries != 0 && c.simulated_entries < 100)
+      warnings.push_back(fmt::format(
+          "--policies: at sampling rate {:g}, size {} is simulated as a cache of {} entries, too few for a policy's "
+          "partitions: its estimates are coarse (--sample 1: exact)",
+          g.sampling.rate, g.spec.sizes[c.size].label, c.simulated_entries));
+}
+
 void Simulation::add_warnings() {
+  if (res.grid) grid_warnings(*res.grid, res.warnings);
   res.measured = res.requests > config.warmup ? res.requests - config.warmup : 0;
   if (config.warmup > 0 && res.requests <= config.warmup)
     res.warnings.push_back(fmt::format("--warmup {} covers the whole trace ({} requests): nothing was measured",
@@ -460,13 +515,13 @@ void Simulation::curve_results() {
     std::vector<double> ratios;
     if (m.one_pass) {
       r.method = "one-pass stack distances";
-      r.sample_rate = m.rate;
+      r.sample_rate = m.sample.rate;
       r.sampled_requests = m.sampled;
       r.distinct_keys = m.stack.distinct();
       ratios = m.counter->hit_ratios();
-      if (m.rate < 1) {
-        ratios = m.counter->hit_ratios_adjusted(static_cast<double>(m.all) * m.rate);
-        r.method += fmt::format(" (SHARDS-adj sample, rate {:g})", m.rate);
+      if (m.sample.rate < 1) {
+        ratios = m.counter->hit_ratios_adjusted(static_cast<double>(m.all) * m.sample.rate);
+        r.method += fmt::format(" (SHARDS-adj sample, rate {:g})", m.sample.rate);
         r.sampled_keys = m.stack.distinct();
         // Each sub-sample is an estimate at rate/8; the spread of eight of
         // them, shrunk by sqrt(8), is the standard error at the full rate.
@@ -475,7 +530,7 @@ void Simulation::curve_results() {
           double mean = 0, var = 0;
           std::vector<double> v;
           for (const auto& c : m.sub_counters)
-            v.push_back(c.hit_ratios_adjusted(static_cast<double>(m.all) * m.rate / 8)[p]);
+            v.push_back(c.hit_ratios_adjusted(static_cast<double>(m.all) * m.sample.rate / 8)[p]);
           for (double x : v)
             mean += x / 8;
           for (double x : v)
@@ -483,11 +538,11 @@ void Simulation::curve_results() {
           worst = std::max(worst, 1.96 * std::sqrt(var / 8));
         }
         r.error_bound = worst;
-        if (static_cast<double>(m.spec.capacities.front()) < 10 / m.rate)
+        if (static_cast<double>(m.spec.capacities.front()) < 10 / m.sample.rate)
           res.warnings.push_back(fmt::format(
               "--mrc {}: at sampling rate {:g} one sampled key stands for {:g}, so capacities under {:g} entries are "
               "coarse (SHARDS cannot resolve them)",
-              enum_name(m.spec.tier), m.rate, 1 / m.rate, 10 / m.rate));
+              enum_name(m.spec.tier), m.sample.rate, 1 / m.sample.rate, 10 / m.sample.rate));
       }
     } else {
       r.method = fmt::format("one simulation per capacity ({} threads)", m.sweep->threads());
@@ -521,8 +576,8 @@ SimulateResult run_simulate(const SimulateConfig& config) {
     throw bad_input(
         "simulate: nothing to simulate: give at least one --tier (e.g. --tier l1=lru:10000), --mrc, or --policies "
         "with --sizes");
-  if (!(config.sample_rate > 0 && config.sample_rate <= 1))
-    throw bad_input(fmt::format("--sample {}: expected a rate in (0, 1]", config.sample_rate));
+  if (config.sample_rate && !(*config.sample_rate >= 1.0 / (1 << 24) && *config.sample_rate <= 1))
+    throw bad_input(fmt::format("--sample {}: expected a rate in [2^-24, 1] (1: exact)", *config.sample_rate));
   for (const auto& t : config.tiers)
     validate_tier_spec(t, fmt::format("--tier {}", enum_name(t.tier)));
   if (!config.costs_path.empty()) res.costs = load_sim_costs(config.costs_path);

@@ -266,6 +266,63 @@ TEST_SUITE("e2e simulate") {
     CHECK_MESSAGE(t.out.find("recommended within 60B: lru at 60B, miss ratio 0.6250") != std::string::npos, t.out);
   }
 
+  TEST_CASE("simulate --policies: the sampling is stated, --sample samples, --sample 1 is exact") {
+    TempDir d;
+    std::string csv = "timestamp,key\n";
+    for (int i = 0; i < 4000; ++i)
+      csv += fmt::format("{},k{}\n", i, (i * 7919) % (i % 3 == 0 ? 50 : 2000));
+    d.write("t.csv", csv);
+    const std::vector<std::string> base = {"simulate",    "--trace", d.file("t.csv"), "--policies",
+                                           "lru,2q,slru", "--sizes", "400,1600"};
+    auto with = [&](std::vector<std::string> extra) {
+      std::vector<std::string> args = base;
+      args.insert(args.end(), extra.begin(), extra.end());
+      auto r = run_cli(args);
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      return r.out;
+    };
+    // Few keys: every request, and the table says why.
+    std::string t = with({});
+    CHECK_MESSAGE(t.find("every request simulated (~2,000 distinct keys: not sampled)") != std::string::npos, t);
+    t = with({"--sample", "1"});
+    CHECK_MESSAGE(t.find("every request simulated (--sample 1)") != std::string::npos, t);
+    t = with({"--sample", "0.5"});
+    CHECK_MESSAGE(t.find("SHARDS sample at rate 0.5 (--sample): ") != std::string::npos, t);
+    CHECK_MESSAGE(t.find(" of 4,000 requests") != std::string::npos, t);
+    CHECK(t.find("± (95%)") != std::string::npos);
+    CHECK(t.find("warning:") == std::string::npos);
+    t = with({"--sample", "0.1"});  // 400 entries become 40
+    CHECK_MESSAGE(t.find("warning: --policies: at sampling rate 0.1, size 400 is simulated as a cache of 40 entries, "
+                         "too few for a policy's partitions") != std::string::npos,
+                  t);
+    CHECK(t.find("size 1600 is simulated") == std::string::npos);
+
+    const std::string j = with({"--sample", "0.5", "--format", "json"});
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(j).get(doc) == simdjson::SUCCESS);
+    auto sampling = doc["policies"]["sampling"];
+    CHECK(json_number(sampling["rate"]) == 0.5);
+    CHECK(json_number(sampling["requests"]) == 4000);
+    const double sampled = json_number(sampling["sampled_requests"]);
+    CHECK(sampled > 1000);
+    CHECK(sampled < 3000);
+    auto cell = doc["policies"]["cells"].at(1);  // lru at 1600: a cache of 800
+    CHECK(json_number(cell["simulated_entries"]) == 800);
+    CHECK(json_number(cell["lookups"]) == sampled);
+    CHECK(json_number(cell["miss_ratio_error"]) >= 0);
+
+    const std::string c = with({"--sample", "0.5", "--format", "csv"});
+    CHECK(c.substr(0, c.find('\n')).find(",recommended,sample_rate,miss_ratio_error") != std::string::npos);
+    CHECK(count_lines(c) == 1 + 6);
+    const std::string row = c.substr(c.find('\n') + 1, c.find('\n', c.find('\n') + 1) - c.find('\n') - 1);
+    CHECK_MESSAGE(row.find(",0.5,") != std::string::npos, row);
+
+    auto bad = run_cli({"simulate", "--trace", d.file("t.csv"), "--policies", "lru", "--sizes", "10", "--sample", "0"});
+    CHECK(bad.code == 2);
+    CHECK(bad.err == "inferprof: error: --sample 0: expected a rate in [2^-24, 1] (1: exact)\n");
+  }
+
   TEST_CASE("simulate --policies: bad specs are one line and exit 2") {
     TempDir d;
     d.write("t.csv", "timestamp,key\n0,a\n");
@@ -278,7 +335,7 @@ TEST_SUITE("e2e simulate") {
     };
     CHECK(err({"--policies", "lru,mru", "--sizes", "10"}) ==
           "inferprof: error: --policies mru: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, "
-          "arc or wtinylfu)\n");
+          "arc, wtinylfu, 2q or slru)\n");
     CHECK(err({"--policies", "lru", "--sizes", "10x"}) ==
           "inferprof: error: --sizes: size '10x' is not an entry count (10000, 10k, 2M) or a byte size (64MB, 1GiB)\n");
     CHECK(err({"--policies", "lru"}) ==

@@ -475,9 +475,9 @@ TEST_SUITE("cache") {
     CHECK(error_of("l1", "lru:-5") == "--tier l1=lru:-5" + hint);
     CHECK(error_of("l1", "lru:10,20MB,5") == "--tier l1=lru:10,20MB,5" + hint);
     CHECK(error_of("l1", "lru:10,") == "--tier l1=lru:10," + hint);
-    CHECK(
-        error_of("l1", "mru:10") ==
-        "--tier l1=mru:10: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc or wtinylfu)");
+    CHECK(error_of("l1", "mru:10") ==
+          "--tier l1=mru:10: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc, wtinylfu, "
+          "2q or slru)");
     CHECK(error_of("l1", "lru:0") == "--tier l1=lru:0: capacity must be greater than 0");
     CHECK(error_of("l1", "lru:0MB") == "--tier l1=lru:0MB: capacity must be greater than 0");
     CHECK(error_of("l1", "lru:99999999999999999999") ==

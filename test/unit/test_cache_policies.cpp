@@ -1,5 +1,5 @@
 // The eviction policies added after lru/lfu/fifo/ttl (clock, sieve, s3fifo,
-// arc, wtinylfu): each against a brute-force model written from the
+// arc, wtinylfu, 2q, slru): each against a brute-force model written from the
 // semantics its header states, on random traces, and on short hand-checked
 // sequences; their parameters as a tier spec spells them.
 #include <doctest/doctest.h>
@@ -410,6 +410,110 @@ class WTinyLfuModel : public Model {
   bool pending_ = false;
 };
 
+class TwoQModel : public Model {
+ public:
+  TwoQModel(std::uint64_t cap, bool by_bytes, const PolicyParams& p)
+      : Model(cap, by_bytes), in_cap_(static_cast<std::uint64_t>(static_cast<double>(cap) * p.in_share)) {
+    main_cap_ = cap - in_cap_;
+    out_.cap = static_cast<std::uint64_t>(static_cast<double>(cap) * p.out_share);
+  }
+
+ protected:
+  std::vector<const Queue*> queues() const override { return {&in_, &main_}; }
+  Queue& mutable_queue(int q) override { return q == 0 ? in_ : main_; }
+  void on_hit(int q, std::ptrdiff_t i) override {
+    incoming_ = 0;
+    if (q == 0) return;  // A1in is a FIFO
+    const Item e = main_[static_cast<std::size_t>(i)];
+    main_.erase(main_.begin() + i);
+    main_.push_back(e);
+  }
+  void on_admit(const CacheKey& key, std::uint64_t u) override {
+    to_main_ = out_.cap != 0 && out_.take(key);
+    incoming_ = u;
+    update_more();
+  }
+  void on_insert(Item e) override {
+    (to_main_ ? main_ : in_).push_back(e);
+    to_main_ = more_ = false;
+    incoming_ = 0;
+  }
+  std::pair<int, Item> evict(std::optional<CacheKey> skip) override {
+    // The cache's limit: A1in's oldest if A1in is over its share, else Am's
+    // LRU; past the limit (a key from A1out, Am full): Am's LRU.
+    const bool full = held() + incoming_ > cap_;
+    const int first = full && units_of(in_, by_bytes_) > in_cap_ ? 0 : 1;
+    Item e;
+    int q = first;
+    if (!take_first(mutable_queue(first), skip, e)) {
+      q = 1 - first;
+      REQUIRE(take_first(mutable_queue(q), skip, e));
+    }
+    if (q == 0 && out_.cap != 0) out_.add(e.key, units(e));
+    update_more();
+    return {q, e};
+  }
+
+ private:
+  void update_more() { more_ = to_main_ && !main_.empty() && units_of(main_, by_bytes_) + incoming_ > main_cap_; }
+  std::uint64_t in_cap_, main_cap_ = 0, incoming_ = 0;
+  Queue in_, main_;
+  GhostModel out_;
+  bool to_main_ = false;
+};
+
+class SlruModel : public Model {
+ public:
+  SlruModel(std::uint64_t cap, bool by_bytes, unsigned segments)
+      : Model(cap, by_bytes), segs_(segments), caps_(segments, cap / segments) {
+    caps_[0] += cap % segments;
+  }
+
+ protected:
+  std::vector<const Queue*> queues() const override {
+    std::vector<const Queue*> out;
+    for (const Queue& q : segs_)
+      out.push_back(&q);
+    return out;
+  }
+  Queue& mutable_queue(int q) override { return segs_[static_cast<std::size_t>(q)]; }
+  void on_hit(int q, std::ptrdiff_t i) override {
+    const auto s = static_cast<std::size_t>(q);
+    const Item e = segs_[s][static_cast<std::size_t>(i)];
+    segs_[s].erase(segs_[s].begin() + i);
+    const std::size_t to = std::min(s + 1, segs_.size() - 1);
+    segs_[to].push_back(e);
+    while (to != s && units_of(segs_[to], by_bytes_) > caps_[to])
+      demote(to);
+  }
+  void on_admit(const CacheKey&, std::uint64_t u) override {
+    target_ = 0;
+    for (std::size_t s = segs_.size(); s-- > 0;)
+      if (units_of(segs_[s], by_bytes_) + u <= caps_[s]) target_ = s;
+  }
+  void on_insert(Item e) override { segs_[target_].push_back(e); }
+  std::pair<int, Item> evict(std::optional<CacheKey> skip) override {
+    Item e;
+    for (std::size_t s = 0; s < segs_.size(); ++s)
+      if (take_first(segs_[s], skip, e)) return {static_cast<int>(s), e};
+    FAIL("nothing to evict");
+    return {0, e};
+  }
+
+ private:
+  // Segment s's LRU to the most recent end of s - 1, which passes its own on
+  // while over its share (segment 0 keeps any excess).
+  void demote(std::size_t s) {
+    segs_[s - 1].push_back(segs_[s].front());
+    segs_[s].pop_front();
+    while (s - 1 > 0 && units_of(segs_[s - 1], by_bytes_) > caps_[s - 1])
+      demote(s - 1);
+  }
+  std::vector<Queue> segs_;  // each least recently used first
+  std::vector<std::uint64_t> caps_;
+  std::size_t target_ = 0;
+};
+
 std::unique_ptr<Model> model_of(Policy p, std::uint64_t cap, bool by_bytes, const PolicyParams& params) {
   switch (p) {
     case Policy::clock:
@@ -420,6 +524,10 @@ std::unique_ptr<Model> model_of(Policy p, std::uint64_t cap, bool by_bytes, cons
       return std::make_unique<S3FifoModel>(cap, by_bytes, params);
     case Policy::arc:
       return std::make_unique<ArcModel>(cap, by_bytes);
+    case Policy::twoq:
+      return std::make_unique<TwoQModel>(cap, by_bytes, params);
+    case Policy::slru:
+      return std::make_unique<SlruModel>(cap, by_bytes, params.segments);
     default:
       return std::make_unique<WTinyLfuModel>(cap, by_bytes, params);
   }
@@ -489,6 +597,15 @@ std::vector<PolicyParams> params_to_try(Policy p) {
     q.window = 0.2;
     q.protected_share = 0.5;
     out.push_back(q);
+  } else if (p == Policy::twoq) {
+    q.in_share = 0.5;
+    q.out_share = 1.5;
+    out.push_back(q);
+  } else if (p == Policy::slru) {
+    q.segments = 3;  // segment 0 takes the remainder at most capacities
+    out.push_back(q);
+    q.segments = 1;  // plain LRU
+    out.push_back(q);
   }
   return out;
 }
@@ -512,7 +629,8 @@ TEST_SUITE("cache policies") {
   TEST_CASE("each new policy matches its brute-force model on random traces") {
     std::uint64_t seed = 7;
     int runs = 0;
-    for (Policy p : {Policy::clock, Policy::sieve, Policy::s3fifo, Policy::arc, Policy::wtinylfu})
+    for (Policy p :
+         {Policy::clock, Policy::sieve, Policy::s3fifo, Policy::arc, Policy::wtinylfu, Policy::twoq, Policy::slru})
       for (const PolicyParams& params : params_to_try(p))
         for (std::uint64_t cap : {1, 4, 10, 40, 120})
           for (bool by_bytes : {false, true})
@@ -524,7 +642,7 @@ TEST_SUITE("cache policies") {
                 FAIL_CHECK(fmt::format("{} cap {} {} {}: {}", policy_label(p, params), cap,
                                        by_bytes ? "bytes" : "entries", zipf ? "skewed" : "uniform", diff));
             }
-    CHECK(runs == 8 * 5 * 2 * 2);
+    CHECK(runs == 13 * 5 * 2 * 2);
   }
 
   TEST_CASE("clock: a referenced entry gets a second chance") {
@@ -610,6 +728,69 @@ TEST_SUITE("cache policies") {
     });
   }
 
+  TEST_CASE("2q: A1in's oldest goes to A1out, whose keys enter Am; a full Am gives up its LRU") {
+    hand_trace(Policy::twoq, 4, [](PolicyCache<Nothing>& c) {  // A1in 1 entry, Am 3, A1out 2
+      for (std::uint64_t i = 1; i <= 4; ++i)
+        put(c, i);  // A1in = 1 2 3 4: new keys all enter A1in while there is room
+      put(c, 5);    // A1in is over its share: 1 -> A1out
+      CHECK_FALSE(c.contains(k(1)));
+      CHECK(get(c, 2));  // a hit in A1in changes nothing
+      put(c, 6);         // 2 -> A1out = 1 2
+      CHECK_FALSE(c.contains(k(2)));
+      put(c, 1);  // from A1out into Am; 3 -> A1out = 2 3
+      put(c, 2);  // into Am; 4 -> A1out = 3 4; A1in = 5 6, Am = 1 2
+      put(c, 3);  // into Am (now at its 3); 5 -> A1out = 4 5; A1in = 6
+      CHECK(c.contains(k(1)));
+      CHECK(c.contains(k(3)));
+      CHECK_FALSE(c.contains(k(5)));
+      CHECK(c.evictions() == 5);
+      CHECK(c.erase(k(6)));  // room in the cache, none in Am
+      put(c, 4);             // from A1out into a full Am: Am's LRU, 1, goes
+      CHECK_FALSE(c.contains(k(1)));
+      CHECK(c.size() == 3);
+      CHECK(c.evictions() == 6);
+      CHECK(get(c, 2));  // Am = 3 4 2
+      put(c, 7);         // room for it: A1in = 7
+      CHECK(c.size() == 4);
+      put(c, 8);  // A1in is within its share (1 of 1): Am's LRU, 3, goes, leaving no ghost
+      CHECK_FALSE(c.contains(k(3)));
+      CHECK(c.contains(k(7)));
+      put(c, 3);  // not in A1out: into A1in = 7 8, over its share: its oldest, 7, goes to A1out first
+      CHECK(c.contains(k(3)));
+      CHECK_FALSE(c.contains(k(7)));
+      CHECK(c.contains(k(2)));
+      CHECK(c.contains(k(4)));
+      CHECK(c.contains(k(8)));
+      CHECK(c.evictions() == 8);
+    });
+  }
+
+  TEST_CASE("slru: a new key takes the lowest segment with room; a hit climbs one, pushing that one's LRU down") {
+    PolicyParams two;
+    two.segments = 2;
+    hand_trace(
+        Policy::slru, 4,
+        [](PolicyCache<Nothing>& c) {  // two segments of 2
+          put(c, 1);
+          put(c, 2);         // segment 0 = 1 2
+          put(c, 3);         // segment 0 is full: 3 enters segment 1
+          put(c, 4);         // segment 1 = 3 4
+          CHECK(get(c, 1));  // 1 climbs; segment 1's LRU, 3, drops: segment 0 = 2 3, segment 1 = 4 1
+          put(c, 5);         // the lowest segment's LRU, 2, goes; 5 enters segment 0 = 3 5
+          CHECK_FALSE(c.contains(k(2)));
+          CHECK(get(c, 4));  // top segment: refreshed there, 1 4
+          put(c, 6);         // 3 goes: segment 0 = 5 6
+          CHECK_FALSE(c.contains(k(3)));
+          CHECK(get(c, 5));  // 5 climbs, 1 drops: segment 0 = 6 1, segment 1 = 4 5
+          put(c, 7);         // 6 goes
+          CHECK_FALSE(c.contains(k(6)));
+          CHECK(c.contains(k(1)));
+          CHECK(c.contains(k(4)));
+          CHECK(c.evictions() == 3);
+        },
+        two);
+  }
+
   TEST_CASE("policy parameters: spelt in the spec, checked, and spelt back") {
     const TierSpec s = parse_tier_spec("l1", "s3fifo(small=0.2,threshold=1):10000", "--tier l1=s3fifo(...)");
     CHECK(s.policy == Policy::s3fifo);
@@ -620,6 +801,13 @@ TEST_SUITE("cache policies") {
     CHECK(policy_label(Policy::arc, {}) == "arc");
     CHECK(parse_tier_spec("l2", "clock(bits=3):64MB", "x").params.bits == 3);
     CHECK(parse_tier_spec("l1", "wtinylfu(window=0.05):5000:30s", "x").params.window == doctest::Approx(0.05));
+    const TierSpec q = parse_tier_spec("l1", "2q(in=0.1,out=1):1000", "x");
+    CHECK(q.policy == Policy::twoq);
+    CHECK(q.params.in_share == doctest::Approx(0.1));
+    CHECK(q.params.out_share == doctest::Approx(1.0));
+    CHECK(policy_label(q.policy, q.params) == "2q(in=0.1,out=1)");
+    CHECK(parse_tier_spec("l1", "slru(segments=8):64MB", "x").params.segments == 8);
+    CHECK(policy_label(Policy::slru, {}) == "slru");
     auto error_of = [](std::string_view spec) -> std::string {
       try {
         parse_tier_spec("l1", spec, fmt::format("--tier l1={}", spec));
@@ -637,6 +825,9 @@ TEST_SUITE("cache policies") {
     CHECK(error_of("clock(bits=1.5):10") ==
           "--tier l1=clock(bits=1.5):10: clock's bits must be a whole number in [1, 8], got '1.5'");
     CHECK(error_of("arc(p=1):10") == "--tier l1=arc(p=1):10: policy arc has no parameter 'p' (it takes none)");
+    CHECK(error_of("slru(segments=17):10") ==
+          "--tier l1=slru(segments=17):10: slru's segments must be a whole number in [1, 16], got '17'");
+    CHECK(error_of("2q(in=1):10") == "--tier l1=2q(in=1):10: 2q's in must be a number in [0, 1), got '1'");
     CHECK(error_of("sieve(x=1):10") == "--tier l1=sieve(x=1):10: policy sieve has no parameter 'x' (it takes none)");
     CHECK(error_of("s3fifo(sm=1):10") ==
           "--tier l1=s3fifo(sm=1):10: policy s3fifo has no parameter 'sm' (expected small, ghost, threshold)");
@@ -645,7 +836,8 @@ TEST_SUITE("cache policies") {
           "'s3fifo(small=0.1'");
     CHECK(
         error_of("mru:10") ==
-        "--tier l1=mru:10: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc or wtinylfu)");
+        "--tier l1=mru:10: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc, wtinylfu, 2q "
+        "or slru)");
   }
 
   TEST_CASE("frequency sketch: never under-counts, halves") {
@@ -662,7 +854,8 @@ TEST_SUITE("cache policies") {
   }
 
   TEST_CASE("every policy honours a TTL and a byte limit together") {
-    for (Policy p : {Policy::clock, Policy::sieve, Policy::s3fifo, Policy::arc, Policy::wtinylfu}) {
+    for (Policy p :
+         {Policy::clock, Policy::sieve, Policy::s3fifo, Policy::arc, Policy::wtinylfu, Policy::twoq, Policy::slru}) {
       CAPTURE(policy_name(p));
       PolicyCache<Nothing> c(p, 0, 100, 1.0);
       for (std::uint64_t i = 0; i < 50; ++i)

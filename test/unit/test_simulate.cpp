@@ -10,6 +10,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/simulate.hpp"
 #include "inferprof/trace.hpp"
+#include "simulate/curves.hpp"
 #include "temp_dir.hpp"
 
 using namespace inferprof;
@@ -327,6 +328,108 @@ TEST_SUITE("simulate") {
       // Twice the 95% bound: a loose check that the estimate and its bound belong together.
       CHECK(std::fabs(e.points[i].hit_ratio - s.points[i].hit_ratio) <= 2 * *s.error_bound);
     }
+  }
+
+  TEST_CASE("policy grid: SHARDS sampling estimates the exact grid within its stated bound") {
+    TempDir dir;
+    GenTraceOptions g;
+    g.requests = 200000;
+    g.keys = 50000;
+    g.zipf = 0.8;
+    g.rate = 0;
+    const std::string jsonl = dir.file("t.jsonl"), bin = dir.file("t.iptrace");
+    generate_trace(g, jsonl);
+    convert_trace(jsonl, bin);
+    SimulateConfig c;
+    c.trace_path = bin;
+    PolicyGridSpec grid;
+    grid.policies = parse_policy_list("lru,s3fifo,sieve,arc,2q,slru", "test");
+    grid.sizes = parse_size_list("2000,10000", "test");
+    c.grid = grid;
+    c.sample_rate = 1;
+    const SimulateResult exact = run_simulate(c);
+    c.sample_rate = 0.1;
+    const SimulateResult sampled = run_simulate(c);
+    REQUIRE(exact.grid);
+    REQUIRE(sampled.grid);
+    const PolicyGridResult &e = *exact.grid, &s = *sampled.grid;
+    CHECK(e.sampling.rate == 1);
+    CHECK(e.sampling.sampled == e.sampling.requests);
+    CHECK_FALSE(e.cells[0].miss_ratio_error);
+    CHECK(s.sampling.rate == 0.1);
+    CHECK_FALSE(s.sampling.automatic);
+    CHECK(s.sampling.requests == 200000);
+    CHECK(s.sampling.sampled < s.sampling.requests / 5);
+    CHECK(s.sampling.sampled > s.sampling.requests / 20);
+    REQUIRE(s.cells.size() == e.cells.size());
+    for (std::size_t i = 0; i < e.cells.size(); ++i) {
+      CAPTURE(s.spec.policies[s.cells[i].policy].label);
+      CAPTURE(s.spec.sizes[s.cells[i].size].label);
+      CHECK(s.cells[i].simulated_entries == e.cells[i].simulated_entries / 10);  // caches of rate x size
+      CHECK(s.cells[i].lookups == s.sampling.sampled);
+      REQUIRE(s.cells[i].miss_ratio_error);
+      CHECK(*s.cells[i].miss_ratio_error > 0);
+      CHECK(*s.cells[i].miss_ratio_error <= s.sampling.max_error);
+      // Twice the 95% bound, as for the sampled LRU curve.
+      CHECK(std::fabs(e.cells[i].miss_ratio - s.cells[i].miss_ratio) <= 2 * *s.cells[i].miss_ratio_error);
+    }
+    // Sampling is the same rule as the one-pass curve's: the same requests.
+    c.mrc = {parse_mrc_spec("l1=lru:2000", 2)};
+    const SimulateResult both = run_simulate(c);
+    CHECK(both.mrc[0].sampled_requests == both.grid->sampling.sampled);
+  }
+
+  TEST_CASE("policy grid: the sampling rate is chosen from the key space unless --sample is given") {
+    PolicyGridSpec grid;
+    grid.sizes = parse_size_list("100k,1M", "test");
+    CHECK(grid_sample_rate(900000, grid, 0) == 1);  // up to a million keys: every request
+    // 100,000 sampled keys of 10 M; the smallest cache is then 1,000 entries.
+    CHECK(grid_sample_rate(1e7, grid, 0) == doctest::Approx(0.01).epsilon(1e-5));
+    grid.sizes = parse_size_list("10k,1M", "test");
+    CHECK(grid_sample_rate(1e7, grid, 0) == doctest::Approx(0.05).epsilon(1e-5));  // 500 entries at 10k
+    grid.sizes = parse_size_list("1k,1M", "test");
+    CHECK(grid_sample_rate(1e7, grid, 0) == 0.5);  // 500 of 1,000: still half the work
+    grid.sizes = parse_size_list("900,1M", "test");
+    CHECK(grid_sample_rate(1e7, grid, 0) == 1);    // over half: not worth sampling
+    grid.sizes = parse_size_list("64MB", "test");  // 65,536 entries of 1 KiB
+    CHECK(grid_sample_rate(1e8, grid, 1024) == doctest::Approx(500.0 / 65536).epsilon(1e-5));
+    CHECK(grid_sample_rate(1e8, grid, 0) == doctest::Approx(0.001).epsilon(1e-5));  // entry size unknown
+    CHECK(grid_sample_rate(5e6, grid, 0, 1e7) == 1);                                // a higher threshold
+
+    // run_simulate counts the keys in a first pass and applies the rule.
+    TempDir dir;
+    GenTraceOptions g;
+    g.requests = 30000;
+    g.keys = 20000;
+    g.rate = 0;
+    const std::string jsonl = dir.file("t.jsonl");
+    generate_trace(g, jsonl);
+    SimulateConfig c;
+    c.trace_path = jsonl;
+    grid.sizes = parse_size_list("1000", "test");
+    grid.policies = parse_policy_list("sieve", "test");
+    c.grid = grid;
+    const SimulateResult r = run_simulate(c);
+    CHECK(r.grid->sampling.automatic);
+    CHECK(r.grid->sampling.rate == 1);  // a million keys is the default threshold
+    CHECK(r.grid->sampling.estimated_keys > 0);
+    CHECK(r.grid->sampling.estimated_keys <= 20000 * 1.05);
+    c.grid_auto_keys = c.grid_sample_keys = 1000;  // so that this trace counts as large: rate 500 / 1000 entries
+    const SimulateResult a = run_simulate(c);
+    CHECK(a.grid->sampling.automatic);
+    CHECK(a.grid->sampling.estimated_keys == doctest::Approx(r.grid->sampling.estimated_keys));
+    CHECK(a.grid->sampling.rate == doctest::Approx(0.5));
+    CHECK(a.grid->cells[0].simulated_entries == 500);
+  }
+
+  TEST_CASE("distinct keys: exact while few, within a few percent when many") {
+    detail::DistinctKeys few, many;
+    for (std::uint64_t i = 0; i < 3000; ++i)
+      few.add(detail::ShardsSample::hash(CacheKey{0, i % 1000}));
+    CHECK(few.estimate() == 1000);
+    for (std::uint64_t i = 0; i < 400000; ++i)
+      many.add(detail::ShardsSample::hash(CacheKey{7, i % 200000}));
+    CHECK(many.estimate() == doctest::Approx(200000).epsilon(0.05));
   }
 
   TEST_CASE("costs: predicted mean and p99 from a run's summary.json and requests.csv") {

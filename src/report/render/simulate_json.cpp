@@ -96,6 +96,9 @@ void write_cell_json(JsonWriter& w, const PolicyGridResult& g, const GridCell& c
   w.field("lookups", c.lookups);
   w.field("hits", c.hits);
   w.field_number("miss_ratio", c.miss_ratio, 6);
+  optional_number(w, "miss_ratio_error", c.miss_ratio_error, 6);
+  w.field("simulated_entries", c.simulated_entries);
+  w.field("simulated_bytes", c.simulated_bytes);
   w.field("requested_bytes", c.requested_bytes);
   w.field("missed_bytes", c.missed_bytes);
   optional_number(w, "byte_miss_ratio", c.byte_miss_ratio, 6);
@@ -109,6 +112,14 @@ void write_grid_json(JsonWriter& w, const PolicyGridResult& g) {
   w.field("tier", enum_name(g.spec.tier));
   w.field("threads", static_cast<std::uint64_t>(g.threads));
   w.field_number("seconds", g.seconds, 3);
+  w.key("sampling").begin_object();
+  w.field_number("rate", g.sampling.rate);
+  w.field("automatic", g.sampling.automatic);
+  w.field_number("estimated_keys", g.sampling.estimated_keys, 0);
+  w.field("requests", g.sampling.requests);
+  w.field("sampled_requests", g.sampling.sampled);
+  w.field_number("max_miss_ratio_error", g.sampling.max_error, 6);
+  w.end_object();
   w.key("cells").begin_array();
   for (const auto& c : g.cells)
     write_cell_json(w, g, c);

@@ -3,6 +3,7 @@
 #include "report/render/simulate_parts.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "report/render/cache_section.hpp"
@@ -155,13 +156,16 @@ std::string score_text(const GridCell& c, bool by_latency) {
 Cells policy_grid_cells(const PolicyGridResult& g) {
   const bool costs =
       std::any_of(g.cells.begin(), g.cells.end(), [](const GridCell& c) { return c.predicted.available; });
+  const bool sampled = g.sampling.rate < 1;
   Cells cells = {{"policy", "size", "miss ratio", "byte miss ratio", "evictions"}};
+  if (sampled) cells[0].insert(cells[0].begin() + 3, "± (95%)");
   if (costs) cells[0].insert(cells[0].end(), {"predicted mean", "speedup"});
   for (const GridCell& c : g.cells) {
     cells.push_back({c.size == 0 ? g.spec.policies[c.policy].label : "", g.spec.sizes[c.size].label,
                      fmt::format("{:.4f}", c.miss_ratio),
                      c.byte_miss_ratio ? fmt::format("{:.4f}", *c.byte_miss_ratio) : "n/a",
                      group_thousands(c.evictions)});
+    if (sampled) cells.back().insert(cells.back().begin() + 3, fmt::format("{:.4f}", c.miss_ratio_error.value_or(0)));
     if (costs)
       cells.back().insert(cells.back().end(), {human_duration_us(c.predicted.mean_us), speedup(c.predicted.speedup)});
   }
@@ -169,8 +173,22 @@ Cells policy_grid_cells(const PolicyGridResult& g) {
 }
 
 std::string policy_grid_note(const PolicyGridResult& g) {
-  return fmt::format("policies × sizes: {} alone in front of compute, {} caches on {} threads in {:.3f} s",
-                     enum_name(g.spec.tier), g.cells.size(), g.threads, g.seconds);
+  std::string s = fmt::format("policies × sizes: {} alone in front of compute, {} caches on {} threads in {:.3f} s",
+                              enum_name(g.spec.tier), g.cells.size(), g.threads, g.seconds);
+  const GridSampling& k = g.sampling;
+  const std::string keys =
+      k.automatic ? fmt::format("~{} distinct keys",
+                                group_thousands(static_cast<std::uint64_t>(std::llround(k.estimated_keys))))
+                  : std::string();
+  if (k.rate >= 1)
+    return s + (k.automatic ? fmt::format("\n  every request simulated ({}: not sampled)", keys)
+                            : std::string("\n  every request simulated (--sample 1)"));
+  return s + fmt::format(
+                 "\n  SHARDS sample at rate {:g} ({}): {} of {} requests, each size simulated as a cache of "
+                 "rate × size; miss ratios within ±{:.4f} (95%, from the spread of 8 disjoint sub-samples; "
+                 "--sample 1: exact)",
+                 k.rate, k.automatic ? "chosen for " + keys : "--sample", group_thousands(k.sampled),
+                 group_thousands(k.requests), k.max_error);
 }
 
 std::string recommendation_line(const PolicyGridResult& g) {

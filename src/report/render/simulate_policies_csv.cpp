@@ -13,7 +13,7 @@ std::string render_policies_csv(const SimulateResult& r) {
   auto it = std::back_inserter(out);
   out.append(std::string_view(
       "tier,policy,size,max_entries,max_bytes,lookups,hits,miss_ratio,requested_bytes,missed_bytes,byte_miss_ratio,"
-      "evictions,predicted_mean_us,predicted_speedup,recommended\n"));
+      "evictions,predicted_mean_us,predicted_speedup,recommended,sample_rate,miss_ratio_error\n"));
   if (!r.grid) return fmt::to_string(out);
   const PolicyGridResult& g = *r.grid;
   for (std::size_t i = 0; i < g.cells.size(); ++i) {
@@ -31,7 +31,9 @@ std::string render_policies_csv(const SimulateResult& r) {
       fmt::format_to(it, "{:.3f},{:.4f}", c.predicted.mean_us, c.predicted.speedup);
     else
       out.push_back(',');
-    fmt::format_to(it, ",{}\n", g.recommendation && g.recommendation->best == i ? "yes" : "");
+    fmt::format_to(it, ",{},{:g},", g.recommendation && g.recommendation->best == i ? "yes" : "", g.sampling.rate);
+    if (c.miss_ratio_error) fmt::format_to(it, "{:.6f}", *c.miss_ratio_error);
+    out.push_back('\n');
   }
   return fmt::to_string(out);
 }
