@@ -212,9 +212,9 @@ Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vec
 // (within-class variances, n - classes degrees of freedom), so no bound is
 // ever <= 0. With `pace` both sides are divided by it first (machine_pace).
 // With `pass` (request i's lockstep pass) and three or more passes, the
-// interval is also widened to the t-interval of the passes' own log ratios
-// (passes - 1 degrees of freedom): what moves a whole pass (the machine's
-// state over its seconds) is noise the request resampling cannot see.
+// interval is also widened to the ratio's t-interval with passes as clusters
+// (passes - 1 degrees of freedom, log scale): what moves a whole pass (the
+// machine's state over its seconds) is noise the request resampling cannot see.
 Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<double>& other,
                            const std::vector<std::uint64_t>& input, const std::vector<std::uint8_t>& base_outcome,
                            const std::vector<std::uint8_t>& other_outcome, int resamples = 2000,

@@ -40,30 +40,32 @@ struct Pool {
 
 // Requests of one pass share the machine's state (its load, caches, memory
 // layout over those seconds); resampling requests treats them as independent
-// and misses what moves a whole pass. With three or more passes, each pass's
-// own ratio is one replication: the t-interval of their logs (passes - 1
-// degrees of freedom), centred on the overall ratio, widens the interval
-// where it is wider.
+// and misses what moves a whole pass. With three or more passes, each pass is
+// one replication: the ratio's linearised variance with passes as clusters
+// (e_p = B_p - R O_p over each pass's sums, P / (P - 1) sum e_p^2 / O^2), so
+// a pass weighs as much as it moves R, and its t-interval on the log scale
+// (P - 1 degrees of freedom) widens the interval where it is wider.
 void widen_by_passes(Speedup& s, const std::vector<double>& b, const std::vector<double>& o,
                      const std::vector<std::uint32_t>& pass, TraceIntervalInfo& facts) {
   if (pass.empty()) return;
   std::unordered_map<std::uint32_t, std::pair<double, double>> sums;  // pass -> (sum b, sum o)
+  double total_o = 0;
   for (std::size_t i = 0; i < pass.size(); ++i) {
     auto& [sb, so] = sums[pass[i]];
     sb += b[i];
     so += o[i];
+    total_o += o[i];
   }
-  std::vector<double> logs;
-  for (const auto& [p, so_sb] : sums)
-    if (so_sb.first > 0 && so_sb.second > 0) logs.push_back(std::log(so_sb.first / so_sb.second));
-  facts.passes = logs.size();
-  if (logs.size() < 3) return;
-  const double k = static_cast<double>(logs.size());
-  const double mean = std::accumulate(logs.begin(), logs.end(), 0.0) / k;
+  facts.passes = sums.size();
+  if (sums.size() < 3 || !(total_o > 0) || !(s.value > 0)) return;
   double ss = 0;
-  for (double l : logs)
-    ss += (l - mean) * (l - mean);
-  const double half = student_t_975(logs.size() - 1) * std::sqrt(ss / (k - 1) / k);
+  for (const auto& [p, bo] : sums) {
+    const double e = bo.first - s.value * bo.second;
+    ss += e * e;
+  }
+  const double k = static_cast<double>(sums.size());
+  const double se = std::sqrt(k / (k - 1) * ss) / total_o;
+  const double half = student_t_975(sums.size() - 1) * se / s.value;
   const double low = s.value * std::exp(-half), high = s.value * std::exp(half);
   if (low < s.low || high > s.high) facts.between_passes = true;
   s.low = std::min(s.low, low);

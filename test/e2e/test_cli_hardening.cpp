@@ -399,7 +399,7 @@ TEST_SUITE("e2e hardening") {
     fs::create_directories(out);
     std::vector<std::string> files;
     for (const char* name :
-         {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json"})
+         {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json", "report.html"})
       files.push_back(out + "/" + name);
     // The probe that checks the folder is writable had a predictable name too.
     const std::string probe = "ln -s " + shell_quote(victim) + " " + shell_quote(out + "/.inferprof-probe") + ".$$; ";

@@ -35,8 +35,8 @@ simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::stri
   return doc;
 }
 
-const std::vector<std::string> kReportFiles = {"summary.json",  "requests.csv",   "stages.csv",
-                                               "stacks.folded", "flamegraph.svg", "trace.json"};
+const std::vector<std::string> kReportFiles = {"summary.json",   "requests.csv", "stages.csv", "stacks.folded",
+                                               "flamegraph.svg", "trace.json",   "report.html"};
 
 void check_no_reports(const fs::path& out) {
   CHECK_MESSAGE(dir_is_empty_or_missing(out), "report files were left in " << out);
@@ -58,7 +58,7 @@ TEST_SUITE("e2e run") {
     for (const auto& name : kReportFiles)
       CHECK_MESSAGE(fs::is_regular_file(out.path() / "r" / name), name);
     // No temporary files remain next to them.
-    CHECK(std::distance(fs::directory_iterator(out.path() / "r"), fs::directory_iterator{}) == 6);
+    CHECK(std::distance(fs::directory_iterator(out.path() / "r"), fs::directory_iterator{}) == 7);
     CHECK(r.out.find("compute") != std::string::npos);
     CHECK(r.out.find("n/a") != std::string::npos);  // h2d/d2h on CPU
 

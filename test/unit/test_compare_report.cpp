@@ -632,10 +632,10 @@ TEST_SUITE("the this-trace interval") {
 
   TEST_CASE("passes that move as a whole widen the interval to their own spread, with a known answer") {
     // Four lockstep passes of ten requests of one input: b = 100, o = 100 x f
-    // with f = 0.96, 1.04, 0.98, 1.02 per pass. R = 4000 / 4000 = 1. The
-    // passes' log ratios -ln f have sample sd 0.036534; t(3) = 3.182:
-    // half-width 3.182 x 0.036534 / 2 = 0.058125, [0.94353, 1.05985]. The
-    // requests alone, resampled as if independent, give about +-1%.
+    // with f = 0.96, 1.04, 0.98, 1.02 per pass. R = 4000 / 4000 = 1. Per
+    // pass e_p = B_p - R O_p = 40, -40, 20, -20; Var(R) = 4/3 x 4000 / 4000^2,
+    // SE 0.018257; t(3) = 3.182: half-width 0.058094, [0.94356, 1.05981].
+    // The requests alone, resampled as if independent, give about +-1%.
     const double f[] = {0.96, 1.04, 0.98, 1.02};
     std::vector<double> b, o;
     std::vector<std::uint32_t> pass;
@@ -655,8 +655,8 @@ TEST_SUITE("the this-trace interval") {
     CHECK(facts.passes == 4);
     CHECK(facts.between_passes);
     CHECK(s.value == doctest::Approx(1.0));
-    CHECK(s.low == doctest::Approx(0.94353).epsilon(0.0005));
-    CHECK(s.high == doctest::Approx(1.05985).epsilon(0.0005));
+    CHECK(s.low == doctest::Approx(0.94356).epsilon(0.0002));
+    CHECK(s.high == doctest::Approx(1.05981).epsilon(0.0002));
     CHECK(s.noise);
     // Two passes cannot show their spread (t with 1 df): the requests' interval stands.
     const std::vector<double> b2(b.begin(), b.begin() + 20), o2(o.begin(), o.begin() + 20);

@@ -51,7 +51,7 @@ TEST_SUITE("report.html") {
     CHECK(svg.find("mean · c: 100.0 µs per request (25.0%)") != std::string::npos);
   }
 
-  TEST_CASE("interval plot: the value and its interval in words; a bound at or below 0 draws no dot") {
+  TEST_CASE("interval plot: the value and its interval in words, and a bound at or below 0 draws no dot") {
     const std::string svg =
         interval_plot_svg("t", {{"l1", 4.5, 4.4, 4.6}, {"broken", 1.0, 0.0, 2.0}}, 1.0);
     CHECK(svg.find("4.5× [4.4, 4.6]") != std::string::npos);

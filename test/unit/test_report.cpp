@@ -329,8 +329,8 @@ TEST_SUITE("report") {
     info.mode = "open-loop";
     const RunSummary s = c.summarize(info);
     c.commit(s);
-    CHECK(dir.list() == std::vector<std::string>{"flamegraph.svg", "requests.csv", "stacks.folded", "stages.csv",
-                                                 "summary.json", "trace.json"});
+    CHECK(dir.list() == std::vector<std::string>{"flamegraph.svg", "report.html", "requests.csv", "stacks.folded",
+                                                 "stages.csv", "summary.json", "trace.json"});
 
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
