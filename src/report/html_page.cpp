@@ -139,8 +139,9 @@ std::string stacked_bars_svg(const std::string& title, const std::vector<std::st
   }
   for (std::size_t s = 0; s < segment_names.size(); ++s) {
     const double lx = kLabel + static_cast<double>(s % 5) * 160, ly = legend_y + 20 * static_cast<double>(s / 5);
-    fmt::format_to(it, "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{:.0f}\" y=\"{:.0f}\">",
-                   lx, ly - 10, kSegmentColours[s % std::size(kSegmentColours)], lx + 16, ly);
+    fmt::format_to(
+        it, "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{:.0f}\" y=\"{:.0f}\">",
+        lx, ly - 10, kSegmentColours[s % std::size(kSegmentColours)], lx + 16, ly);
     append_xml(out, segment_names[s]);
     out.append(std::string_view("</text>\n"));
   }
@@ -188,8 +189,8 @@ std::string interval_plot_svg(const std::string& title, const std::vector<Estima
                    "</title><line x1=\"{0:.1f}\" y1=\"{2:.1f}\" x2=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#1f77b4\" "
                    "stroke-width=\"3\"/><circle cx=\"{3:.1f}\" cy=\"{2:.1f}\" r=\"5\" fill=\"#1f77b4\"/></g>\n",
                    X(e.low), X(e.high), y, X(e.value));
-    fmt::format_to(it, "<text x=\"{:.1f}\" y=\"{:.1f}\">{:.3g}× [{:.3g}, {:.3g}]</text>\n", kWidth - kRight + 12,
-                   y + 4, e.value, e.low, e.high);
+    fmt::format_to(it, "<text x=\"{:.1f}\" y=\"{:.1f}\">{:.3g}× [{:.3g}, {:.3g}]</text>\n", kWidth - kRight + 12, y + 4,
+                   e.value, e.low, e.high);
   }
   out.append(std::string_view("</svg>\n"));
   return fmt::to_string(out);

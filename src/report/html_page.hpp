@@ -25,7 +25,8 @@ std::string stacked_bars_svg(const std::string& title, const std::vector<std::st
 
 // The empirical CDF of each named sample of latencies (µs), on a log-scaled
 // axis in ms; each curve drawn through at most 200 of its quantiles.
-std::string latency_cdf_svg(const std::string& title, const std::vector<std::pair<std::string, std::vector<double>>>& samples_us);
+std::string latency_cdf_svg(const std::string& title,
+                            const std::vector<std::pair<std::string, std::vector<double>>>& samples_us);
 
 // One estimate with its interval, for interval_plot_svg.
 struct Estimate {

@@ -56,9 +56,10 @@ struct Loaded {
 Loaded load_in_browser(const std::string& browser, const std::string& page, const std::string& shot) {
   TempDir tmp;
   const std::string dom = tmp.file("dom.html"), log = tmp.file("log");
-  const std::string flags = "--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions "
-                            "--allow-file-access-from-files --user-data-dir=" +
-                            shell_quote(tmp.file("profile")) + " --virtual-time-budget=3000 ";
+  const std::string flags =
+      "--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions "
+      "--allow-file-access-from-files --user-data-dir=" +
+      shell_quote(tmp.file("profile")) + " --virtual-time-budget=3000 ";
   const std::string url = shell_quote("file://" + page);
   std::system((shell_quote(browser) + " " + flags + "--enable-logging=stderr --v=0 --dump-dom " + url + " >" +
                shell_quote(dom) + " 2>" + shell_quote(log))
@@ -110,9 +111,9 @@ TEST_SUITE("e2e html") {
     REQUIRE(fs::exists(page));
     const std::string html = slurp(page);
     check_self_contained(html);
-    for (const char* heading : {"<h2>Latency</h2>", "<h2>Where the time went</h2>", "<h2>Caches</h2>",
-                                "<h2>Flame graph</h2>", "Latency CDF", "Stages of a mean request",
-                                "Mean latency by what served the request", "l1_hit", "miss"})
+    for (const char* heading :
+         {"<h2>Latency</h2>", "<h2>Where the time went</h2>", "<h2>Caches</h2>", "<h2>Flame graph</h2>", "Latency CDF",
+          "Stages of a mean request", "Mean latency by what served the request", "l1_hit", "miss"})
       CHECK_MESSAGE(html.find(heading) != std::string::npos, heading);
     CHECK(count_of(html, "<svg") == 3);  // CDF, stages, hit/miss cost; the flame graph is in its frame
     CHECK(html.find("<iframe title=\"flame graph\"") != std::string::npos);
@@ -143,7 +144,8 @@ TEST_SUITE("e2e html") {
   TEST_CASE("simulate writes report.html: predictions and the miss-ratio curve") {
     auto& f = fixture();
     TempDir out;
-    auto r = run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:10", "--mrc", "l1=lru:2..50", "--out", out.path()});
+    auto r =
+        run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:10", "--mrc", "l1=lru:2..50", "--out", out.path()});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     const std::string page = (fs::path(out.path()) / "report.html").string();
     REQUIRE(fs::exists(page));

@@ -31,7 +31,7 @@ TEST_SUITE("report.html") {
     CHECK(html.find("<img") == std::string::npos);
     CHECK(html.find("a &amp; b") != std::string::npos);
     CHECK(html.find("&lt;b&gt;note&lt;/b&gt;<br>second line") != std::string::npos);  // not "?"
-    CHECK(html.find("data-ready") != std::string::npos);  // the page's script marks it ran
+    CHECK(html.find("data-ready") != std::string::npos);                              // the page's script marks it ran
   }
 
   TEST_CASE("a flame graph sits in its own frame, its markup quoted into srcdoc") {
@@ -52,8 +52,7 @@ TEST_SUITE("report.html") {
   }
 
   TEST_CASE("interval plot: the value and its interval in words, and a bound at or below 0 draws no dot") {
-    const std::string svg =
-        interval_plot_svg("t", {{"l1", 4.5, 4.4, 4.6}, {"broken", 1.0, 0.0, 2.0}}, 1.0);
+    const std::string svg = interval_plot_svg("t", {{"l1", 4.5, 4.4, 4.6}, {"broken", 1.0, 0.0, 2.0}}, 1.0);
     CHECK(svg.find("4.5× [4.4, 4.6]") != std::string::npos);
     CHECK(count_of(svg, "<circle") == 1);
     CHECK(svg.find("1× (no change)") != std::string::npos);
@@ -77,7 +76,8 @@ TEST_SUITE("report.html") {
     s.total.mean_us = 2000;
     s.stages[static_cast<std::size_t>(Stage::preprocess)] = StageStats{2, 3000, 1500};
     s.stages[static_cast<std::size_t>(Stage::compute)] = StageStats{2, 1000, 500};
-    s.preprocess_ops = {{"preprocess.decode", StageStats{2, 2000, 1000}}, {"preprocess.resize", StageStats{2, 1000, 500}}};
+    s.preprocess_ops = {{"preprocess.decode", StageStats{2, 2000, 1000}},
+                        {"preprocess.resize", StageStats{2, 1000, 500}}};
     const std::string html = render_run_html(s, {{"request;compute", 1000}}, "inferprof run · model.pt");
     CHECK(html.find("<h2>Latency</h2>") != std::string::npos);
     CHECK(html.find("preprocess by op") != std::string::npos);

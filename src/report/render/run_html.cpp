@@ -71,9 +71,8 @@ void add_latency(report::html::Page& page, const RunSummary& s) {
   page.svg(report::html::latency_cdf_svg("Latency CDF", {{"all requests", s.latency_sample_us}}));
   page.table({"requests", "failed", "mean", "p50", "p90", "p99", "max", "req/s"},
              {{group_thousands(s.requests), group_thousands(s.failed), human_duration_us(s.total.mean_us),
-               human_duration_us(s.total.p50_us), human_duration_us(s.total.p90_us),
-               human_duration_us(s.total.p99_us), human_duration_us(s.total.max_us),
-               fmt::format("{:.1f}", s.throughput_rps)}});
+               human_duration_us(s.total.p50_us), human_duration_us(s.total.p90_us), human_duration_us(s.total.p99_us),
+               human_duration_us(s.total.max_us), fmt::format("{:.1f}", s.throughput_rps)}});
 }
 
 void add_caches(report::html::Page& page, const RunSummary& s) {
@@ -97,8 +96,8 @@ void add_caches(report::html::Page& page, const RunSummary& s) {
     bars.push_back({o.outcome, {o.mean_us}});
   }
   if (costs.empty()) return;
-  page.svg(report::html::stacked_bars_svg("Mean latency by what served the request", {"mean latency"}, bars,
-                                          "per request"));
+  page.svg(
+      report::html::stacked_bars_svg("Mean latency by what served the request", {"mean latency"}, bars, "per request"));
   page.table({"served by", "requests", "mean", "p50", "p99"}, costs);
 }
 
@@ -109,8 +108,8 @@ std::string render_run_html(const RunSummary& s, const std::vector<std::pair<std
   const RunInfo& i = s.info;
   report::html::Page page(
       title, fmt::format("{} · {} · trace {} · profile {} · {} on {} ({} cores) · {} · started {}",
-                         report::base_name(i.model_path), i.model_arch, report::base_name(i.trace_path),
-                         i.profile_name, i.device, i.hostname, i.cpu_cores, i.mode, i.started_at));
+                         report::base_name(i.model_path), i.model_arch, report::base_name(i.trace_path), i.profile_name,
+                         i.device, i.hostname, i.cpu_cores, i.mode, i.started_at));
   for (const std::string& w : i.warnings)
     page.paragraph("warning: " + w);
   add_latency(page, s);
