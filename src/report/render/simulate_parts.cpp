@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/text.hpp"
 #include "report/render/cache_section.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::report::simulate_parts {
 namespace {
