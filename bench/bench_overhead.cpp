@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/atomic_file.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/replay.hpp"
 #include "inferprof/report.hpp"

@@ -10,7 +10,8 @@
 #   scripts/demo.sh          # first time: ~5 minutes of build; then ~2 minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+# The executable and what it loads (the pipeline plugin, the tokenizer library): no tests.
+BUILD_TARGETS=inferprof bash scripts/build.sh
 BIN=build/inferprof
 REQUESTS=${DEMO_REQUESTS:-60}
 PROFILE=image-classification-jpeg

@@ -10,7 +10,6 @@
 
 #include "inferprof/cache.hpp"
 #include "inferprof/profile.hpp"
-#include "inferprof/report.hpp"
 #include "inferprof/timing.hpp"
 #include "inferprof/trace.hpp"
 

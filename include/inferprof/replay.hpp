@@ -35,15 +35,6 @@ class ReplayObserver {
   virtual void replaying(const ReplayCounters& /*counters*/) {}
 };
 
-// The tiers named in `which` ("none", "l1", "l1,l2,l3", ...): each from the
-// profile's [cache.lN], else the built-in default (l1 lru:1000 in-process,
-// l2 lru:100000 in-process, l3 LMDB in `scratch_dir`), then `overrides`
-// (--tier) by tier name; `redis_url` moves l2 and (unless the profile places
-// it) l3 onto Redis. Throws Error(bad_input) naming what is wrong.
-std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& which,
-                                    const std::vector<TierSpec>& overrides, const std::string& redis_url,
-                                    const std::string& scratch_dir);
-
 struct RunOutcome {
   RunSummary summary;
   std::vector<std::string> files;                             // report files written

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -115,6 +116,49 @@ struct Span {
   Nanos cpu = -1;  // thread CPU time during the span; -1: not measured (child or add()ed spans)
 };
 
+// A --device cuda run: the device, its copy peak and what CUPTI delivered.
+struct GpuInfo {
+  bool enabled = false;  // false on CPU: nothing below is reported
+  std::string name;      // "NVIDIA H200"
+  bool pinned = false;   // --pinned: inputs staged in page-locked memory
+  bool trace = true;     // CUPTI + NVTX on (--gpu-trace off: stages are host times)
+  // Plain cudaMemcpy on this machine at startup, GB/s.
+  double peak_h2d_pinned_gbps = 0, peak_h2d_pageable_gbps = 0;
+  double peak_d2h_pinned_gbps = 0, peak_d2h_pageable_gbps = 0;
+  std::uint64_t records = 0, dropped = 0, unattributed = 0;  // CUPTI activity records
+};
+
+// What served a request: a result tier, the preprocessed-input tier (compute
+// still ran), or nothing (input, preprocess and compute all ran); `none` when
+// no cache tier is configured. An enum from the pipeline's serve through the
+// record, the collector and compare; its text (outcome_name) is written only
+// by the report writers and read back only by the readers (parse_outcome).
+enum class CacheOutcome : std::uint8_t { l1_hit, l2_hit, l3_hit, miss, none };
+inline constexpr int kCacheOutcomes = 4;  // those a cache walk gives (not `none`)
+
+// The name reports use (requests.csv's cache column, summary.json).
+constexpr std::string_view outcome_name(CacheOutcome o) noexcept {
+  switch (o) {
+    case CacheOutcome::l1_hit:
+      return "l1_hit";
+    case CacheOutcome::l2_hit:
+      return "l2_hit";
+    case CacheOutcome::l3_hit:
+      return "l3_hit";
+    case CacheOutcome::miss:
+      return "miss";
+    case CacheOutcome::none:
+      return "none";
+  }
+  return "miss";
+}
+// One of the four a walk gives ("none" is not one: nullopt, as for unknown text).
+inline std::optional<CacheOutcome> parse_outcome(std::string_view name) noexcept {
+  for (int i = 0; i < kCacheOutcomes; ++i)
+    if (outcome_name(static_cast<CacheOutcome>(i)) == name) return static_cast<CacheOutcome>(i);
+  return std::nullopt;
+}
+
 // What CUPTI saw of one request on the GPU (all zero on CPU).
 struct GpuRequestStats {
   std::uint32_t kernels = 0;  // kernel launches that ran for the request
@@ -145,9 +189,9 @@ struct RequestRecord {
   // What the decode op read (0: nothing decoded in this request): encoded
   // bytes and decoded pixels (width x height), summed over the image inputs.
   std::uint64_t image_bytes = 0, image_pixels = 0;
-  std::vector<Span> spans;             // every span, parents before children
-  std::string cache_outcome = "none";  // "none" when no cache tier is configured
-  std::string model_version;           // the model version that served it
+  std::vector<Span> spans;                          // every span, parents before children
+  CacheOutcome cache_outcome = CacheOutcome::none;  // none when no cache tier is configured
+  std::string model_version;                        // the model version that served it
   // Model updates (docs/model-store.md): the index of the
   // last update announced when the request started (-1: none yet), and
   // whether that update was still pending (announced, not yet live).

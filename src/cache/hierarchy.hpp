@@ -12,31 +12,6 @@
 
 namespace inferprof {
 
-// What served a request: a result tier, the preprocessed-input tier (compute
-// still ran), or nothing (input, preprocess and compute all ran).
-enum class CacheOutcome : std::uint8_t { l1_hit, l2_hit, l3_hit, miss };
-inline constexpr int kCacheOutcomes = 4;
-
-// The name reports use (requests.csv's cache column, summary.json).
-constexpr std::string_view outcome_name(CacheOutcome o) noexcept {
-  switch (o) {
-    case CacheOutcome::l1_hit:
-      return "l1_hit";
-    case CacheOutcome::l2_hit:
-      return "l2_hit";
-    case CacheOutcome::l3_hit:
-      return "l3_hit";
-    case CacheOutcome::miss:
-      return "miss";
-  }
-  return "miss";
-}
-inline std::optional<CacheOutcome> parse_outcome(std::string_view name) noexcept {
-  for (int i = 0; i < kCacheOutcomes; ++i)
-    if (outcome_name(static_cast<CacheOutcome>(i)) == name) return static_cast<CacheOutcome>(i);
-  return std::nullopt;
-}
-
 // Serves one request through the tiers `steps` has. Steps provides:
 //   bool has(CacheLevel)                 the tier is on
 //   Phase phase()                        RAII scope of one cache phase (the `cache` span)

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/atomic_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "inferprof/diff.hpp"

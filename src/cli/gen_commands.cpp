@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/atomic_file.hpp"
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/input_options.hpp"

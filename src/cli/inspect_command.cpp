@@ -8,13 +8,13 @@
 #include <memory>
 #include <sstream>
 
+#include "base/json.hpp"
+#include "base/text.hpp"
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/input_options.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/inspect.hpp"
-#include "report/json.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::cli {
 

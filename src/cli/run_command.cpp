@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/atomic_file.hpp"
+#include "base/text.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "inferprof/compare.hpp"
@@ -15,7 +17,6 @@
 #include "inferprof/replicas.hpp"
 #include "replay/replica_handshake.hpp"
 #include "report/format.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::cli {
 

@@ -7,13 +7,14 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/atomic_file.hpp"
+#include "base/read_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/simulate.hpp"
 #include "inferprof/trace.hpp"
-#include "report/read_file.hpp"
 
 namespace inferprof::cli {
 

@@ -8,12 +8,12 @@
 #include <memory>
 #include <optional>
 
+#include "base/read_file.hpp"
+#include "base/text.hpp"
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/store.hpp"
-#include "report/read_file.hpp"
-#include "report/text.hpp"
 #include "store/store_detail.hpp"
 
 namespace inferprof::cli {

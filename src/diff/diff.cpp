@@ -10,9 +10,9 @@
 #include <numeric>
 #include <random>
 
-#include "inferprof/compare.hpp"
+#include "base/histogram.hpp"
 #include "inferprof/error.hpp"
-#include "report/histogram.hpp"
+#include "inferprof/stats.hpp"
 
 namespace inferprof {
 namespace {

@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/atomic_file.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
 #include "pipeline/torch_detail.hpp"
-#include "report/atomic_file.hpp"
 
 namespace inferprof {
 namespace {

@@ -637,7 +637,7 @@ void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, 
       if (served) *served = std::move(b);
     }
   } steps{m, *model, request, record, *caches, served, t};
-  record.cache_outcome = std::string(outcome_name(walk_hierarchy(steps)));
+  record.cache_outcome = walk_hierarchy(steps);
 }
 
 double Pipeline::verify(const TraceRequest& request, const Blob& served, const ModelHandle& use) {

@@ -1,6 +1,6 @@
 // The plugin's side of plugin_api.hpp: the table the executable finds with
 // dlsym, each entry the real (libtorch) implementation in this library.
-#include "pipeline/plugin_api.hpp"
+#include "plugin/plugin_api.hpp"
 
 namespace inferprof {
 namespace {

@@ -15,9 +15,9 @@
 #include <set>
 #include <sstream>
 
+#include "base/read_file.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
-#include "report/read_file.hpp"
 
 namespace inferprof {
 namespace embedded {

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "base/atomic_file.hpp"
 #include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
@@ -58,14 +59,15 @@ std::string run_namespace(std::size_t config, int repeat) {
 // Per outcome, the count and mean of the requests it served, from each
 // request's latency and outcome (lockstep).
 std::vector<OutcomeStats> outcome_costs(const std::vector<double>& latency_us,
-                                        const std::vector<std::string>& outcome) {
+                                        const std::vector<CacheOutcome>& outcome) {
   std::vector<OutcomeStats> out;
   for (int k = 0; k < kCacheOutcomes; ++k) {
     OutcomeStats o;
-    o.outcome = std::string(outcome_name(static_cast<CacheOutcome>(k)));
+    const auto served = static_cast<CacheOutcome>(k);
+    o.outcome = std::string(outcome_name(served));
     double sum = 0;
     for (std::size_t i = 0; i < latency_us.size() && i < outcome.size(); ++i)
-      if (outcome[i] == o.outcome) {
+      if (outcome[i] == served) {
         ++o.count;
         sum += latency_us[i];
       }
@@ -129,108 +131,6 @@ void describe_lockstep_intervals(CompareResult& result) {
 }
 
 }  // namespace
-
-Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
-  Speedup s;
-  const double mb = mean_of(base), mo = mean_of(other);
-  if (base.empty() || other.empty() || mo <= 0) return s;
-  s.value = mb / mo;
-  Resampler resampler;
-  std::vector<double> ratios;
-  ratios.reserve(static_cast<std::size_t>(resamples));
-  for (int i = 0; i < resamples; ++i) {
-    double b = resampler.draw_mean(base), o = resampler.draw_mean(other);
-    if (o > 0) ratios.push_back(b / o);
-  }
-  if (ratios.empty()) return s;
-  std::tie(s.low, s.high) = percentile_interval(ratios, 0.95);
-  s.noise = s.low <= 1.0 && 1.0 <= s.high;
-  return s;
-}
-
-Speedup paired_bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples,
-                                 const std::vector<double>& pace) {
-  if (base.size() != other.size() || (!pace.empty() && pace.size() != base.size()))
-    throw std::invalid_argument(
-        fmt::format("paired bootstrap: {} baseline latencies against {} and {} pace values (expected one of each "
-                    "per request)",
-                    base.size(), other.size(), pace.size()));
-  Speedup s;
-  if (base.empty()) return s;
-  // Each side's latencies in units of the machine's pace around them.
-  std::vector<double> b = base, o = other;
-  for (std::size_t i = 0; i < pace.size(); ++i) {
-    if (!(pace[i] > 0)) continue;
-    b[i] /= pace[i];
-    o[i] /= pace[i];
-  }
-  const double mb = mean_of(b), mo = mean_of(o);
-  if (mo <= 0) return s;
-  s.value = mb / mo;
-  std::mt19937_64 rng(42);  // fixed seed: the same data always gives the same interval
-  std::uniform_int_distribution<std::size_t> pick(0, b.size() - 1);
-  std::vector<double> ratios;
-  ratios.reserve(static_cast<std::size_t>(resamples));
-  for (int r = 0; r < resamples; ++r) {
-    double sb = 0, so = 0;
-    for (std::size_t k = 0; k < b.size(); ++k) {
-      const std::size_t i = pick(rng);  // one index, both configurations
-      sb += b[i];
-      so += o[i];
-    }
-    if (so > 0) ratios.push_back(sb / so);
-  }
-  if (ratios.empty()) return s;
-  std::tie(s.low, s.high) = percentile_interval(ratios, 0.95);
-  // The percentile interval is too narrow on few requests with heavy tails (in
-  // A/A compares of 60 requests it held 1.00 in 92% of 460): widen it to the
-  // ratio's linearised t-interval where that is wider.
-  const std::size_t n = b.size();
-  if (n >= 2) {
-    double sum = 0, sum_sq = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double e = b[i] - s.value * o[i];  // the ratio's residual for request i
-      sum += e;
-      sum_sq += e * e;
-    }
-    const double mean_e = sum / static_cast<double>(n);
-    const double var_e =
-        std::max(0.0, (sum_sq - static_cast<double>(n) * mean_e * mean_e) / static_cast<double>(n - 1));
-    // On the log scale: a ratio's bounds stay above 0 (on the ratio's own
-    // scale a heavy-tailed cache gave [-6.24, 139.84]).
-    const double half = student_t_975(n - 1) * std::sqrt(var_e / static_cast<double>(n)) / mo / s.value;
-    s.low = std::min(s.low, s.value * std::exp(-half));
-    s.high = std::max(s.high, s.value * std::exp(half));
-  }
-  s.noise = s.low <= 1.0 && 1.0 <= s.high;
-  return s;
-}
-
-std::vector<double> machine_pace(const std::vector<double>& baseline_us, std::size_t window) {
-  const std::size_t n = baseline_us.size();
-  if (n == 0) return {};
-  window = std::clamp<std::size_t>(window, 1, n);
-  auto median = [](std::vector<double>& v) {
-    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    if (v.size() % 2 == 1) return *mid;
-    return (*mid + *std::max_element(v.begin(), mid)) / 2;
-  };
-  std::vector<double> pace(n), slice;
-  for (std::size_t i = 0; i < n; ++i) {
-    // Centred on i; at the ends, the first or last `window` requests.
-    const std::size_t first = std::min(i - std::min(i, window / 2), n - window);
-    slice.assign(baseline_us.begin() + static_cast<std::ptrdiff_t>(first),
-                 baseline_us.begin() + static_cast<std::ptrdiff_t>(first + window));
-    pace[i] = median(slice);
-  }
-  std::vector<double> all = pace;
-  const double usual = median(all);
-  if (!(usual > 0)) return std::vector<double>(n, 1.0);
-  for (double& p : pace)
-    p = p > 0 ? p / usual : 1.0;
-  return pace;
-}
 
 namespace {
 
@@ -306,7 +206,7 @@ struct PairedRequests {
   std::vector<std::uint32_t> pass_of;  // which lockstep pass served it (0, 1, ...)
   std::uint32_t passes = 0;
   std::vector<std::vector<double>> latency, cpu;
-  std::vector<std::vector<std::string>> outcome;
+  std::vector<std::vector<CacheOutcome>> outcome;
   std::vector<std::array<std::vector<double>, kStageCount>> stage, stage_cpu;
   // Per configuration, its preprocessing ops ("preprocess.resize") and their per-request µs.
   std::vector<std::vector<std::string>> op_names;
@@ -359,7 +259,7 @@ struct PairedRequests {
   std::vector<std::uint8_t> codes(std::size_t c) const {
     std::vector<std::uint8_t> out;
     out.reserve(outcome[c].size());
-    for (const std::string& o : outcome[c])
+    for (const CacheOutcome o : outcome[c])
       out.push_back(outcome_code(o));
     return out;
   }

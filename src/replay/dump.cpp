@@ -12,13 +12,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/atomic_file.hpp"
+#include "base/text.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/npy.hpp"
 #include "inferprof/printable.hpp"
-#include "report/atomic_file.hpp"
-#include "report/text.hpp"
 
 namespace fs = std::filesystem;
 

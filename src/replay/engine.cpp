@@ -114,7 +114,7 @@ bool Verifier::wants(std::uint64_t seq) const {
 
 void Verifier::check(RequestServer& server, const TraceRequest& request, const RequestRecord& record,
                      const Blob& served, const ModelHandle& model) {
-  if (record.cache_outcome == "miss") return;
+  if (record.cache_outcome == CacheOutcome::miss) return;
   Nanos v0 = now_ns();
   double diff = server.verify(request, served, model);
   spent_ns_.fetch_add(now_ns() - v0, std::memory_order_relaxed);
@@ -124,8 +124,8 @@ void Verifier::check(RequestServer& server, const TraceRequest& request, const R
   if (!(diff <= kVerifyTolerance)) {
     ++report_.mismatches;
     if (report_.examples.size() < 5)
-      report_.examples.push_back(
-          fmt::format("request {} ({}): max abs difference {:.6g}", request.id, record.cache_outcome, diff));
+      report_.examples.push_back(fmt::format("request {} ({}): max abs difference {:.6g}", request.id,
+                                             outcome_name(record.cache_outcome), diff));
   }
 }
 

@@ -170,7 +170,7 @@ struct LockstepLane {
   Collector* collector = nullptr;  // null: not aggregated
   Verifier* verifier = nullptr;    // --verify's sample of its hits; null: none
   std::vector<double> latency_us;  // per request, in the order served
-  std::vector<std::string> outcome;
+  std::vector<CacheOutcome> outcome;
   std::vector<double> cpu_us;        // per request: thread CPU time; NaN where not read (CPU sampling)
   std::vector<std::uint64_t> input;  // per request: a hash of its input key (the same in every lane)
   // Per stage, per request: wall µs, and thread CPU µs (NaN where not read).
@@ -226,6 +226,20 @@ struct LoadedPipeline {
 };
 LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObserver* observer);
 
+// The collector of one configuration's requests: its report folder (empty:
+// none), trace.json's cap, its profile's preprocessing ops.
+CollectorOptions collector_options(const RunConfig& config, const RunInfo& info, const std::string& out_dir);
+
+// ---- Collect, shared by run_replay and the lockstep compare ----
+// The warning of a replay without a warm-up.
+void warn_if_no_warmup(RunInfo& info);
+// Interrupted before any request completed: nothing to report (exit 128 + signal).
+[[noreturn]] void throw_interrupted_before_any_request();
+// The invalid requests skipped, the reader's and the serve step's, with up to ten examples.
+void record_skipped(RunInfo& info, const TraceReader& reader, const SkippedRequests& skipped);
+// No request completed: the trace has no valid one (Error(bad_input)).
+[[noreturn]] void throw_no_valid_requests(const std::string& trace_path, std::uint64_t skipped);
+
 // Collect: the summary of what `collector` aggregated, with the tiers' and
 // --verify's reports, and the flame graph's stacks.
 RunOutcome collect_run(const Collector& collector, const RunInfo& info, const CacheState& caches,
@@ -242,12 +256,12 @@ struct LockstepTarget {
   const Profile* profile = nullptr;  // null: the base's (it must outlive the pass)
 };
 struct LockstepPass {
-  std::uint64_t requests = 0;                     // served under every configuration
-  std::vector<RunOutcome> outcomes;               // per target (files written when out_dir was set)
-  std::vector<std::vector<double>> latency_us;    // per target, per request (same order for all)
-  std::vector<std::vector<std::string>> outcome;  // per target, per request: what served it
-  std::vector<std::vector<double>> cpu_us;        // per target, per request: thread CPU time (NaN: not read)
-  std::vector<std::uint64_t> input;               // per request: a hash of its input key
+  std::uint64_t requests = 0;                      // served under every configuration
+  std::vector<RunOutcome> outcomes;                // per target (files written when out_dir was set)
+  std::vector<std::vector<double>> latency_us;     // per target, per request (same order for all)
+  std::vector<std::vector<CacheOutcome>> outcome;  // per target, per request: what served it
+  std::vector<std::vector<double>> cpu_us;         // per target, per request: thread CPU time (NaN: not read)
+  std::vector<std::uint64_t> input;                // per request: a hash of its input key
   // Per target, per stage, per request: wall µs and thread CPU µs (NaN: not read).
   std::vector<std::array<std::vector<double>, kStageCount>> stage_us, stage_cpu_us;
   // Per target, per preprocessing op ("preprocess.resize", its profile's order), per request.

@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 
+#include "base/atomic_file.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/replay.hpp"
@@ -147,18 +148,15 @@ struct Lanes {
         const std::vector<std::size_t>& variant_of, const std::vector<CacheState>& states)
       : lanes(targets.size()) {
     for (std::size_t c = 0; c < targets.size(); ++c) {
-      CollectorOptions copts;
-      copts.out_dir = targets[c].out_dir;
-      copts.trace_json_max_bytes = base.output.trace_json_max_bytes;
-      copts.copies_applicable = variants[variant_of[c]].info.copies_applicable;
-      copts.preprocess_ops = variants[variant_of[c]].config.profile.preprocess_op_names();
+      const Variant& variant = variants[variant_of[c]];
+      const CollectorOptions copts = collector_options(variant.config, variant.info, targets[c].out_dir);
       lanes[c].op_us.resize(copts.preprocess_ops.size());
       lanes[c].op_cpu_us.resize(copts.preprocess_ops.size());
       op_names.push_back({});
       for (const std::string& op : copts.preprocess_ops)
         op_names.back().push_back("preprocess." + op);
       collectors.push_back(std::make_unique<Collector>(copts));
-      lanes[c].server = variants[variant_of[c]].server.get();
+      lanes[c].server = variant.server.get();
       lanes[c].caches = states[c].caches();
       lanes[c].collector = collectors.back().get();
       verifiers.push_back(std::make_unique<Verifier>(lanes[c].caches != nullptr, base.caches.verify_fraction));
@@ -191,14 +189,8 @@ void finish_infos(std::vector<Variant>& variants, const TraceReader& reader, con
     info.cpu_sample_every = cpu.every;
     info.cpu_clock_read_ns = cpu.read_ns;
     info.cpu_clock = cpu.clock;
-    info.skipped_invalid = reader.skipped() + skipped.count();
-    info.skipped_examples = reader.skipped_examples();
-    for (std::string& e : skipped.examples())
-      if (info.skipped_examples.size() < 10) info.skipped_examples.push_back(std::move(e));
-    if (info.warmup == 0)
-      info.warnings.push_back(
-          "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
-          "use --warmup N");
+    record_skipped(info, reader, skipped);
+    warn_if_no_warmup(info);
     if (ignored_events)
       info.warnings.push_back(fmt::format(
           "{} events in the trace were not applied: lockstep serves one model version (use --mode sequential)",
@@ -262,16 +254,9 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   const std::uint64_t served = drive_lockstep(
       *variants.front().server, lanes.lanes, std::ref(next), [] { return lifecycle::interrupted(); }, base.replay.limit,
       &skipped, cpu);
-  if (served == 0 && lifecycle::interrupted())
-    throw Error(
-        static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
-        fmt::format("interrupted by {} before any request completed: nothing to report", lifecycle::interrupt_name()));
+  if (served == 0 && lifecycle::interrupted()) throw_interrupted_before_any_request();
   finish_infos(variants, reader, skipped, next.ignored_events(), cpu);
-  if (served == 0) {
-    const std::uint64_t invalid = variants.front().info.skipped_invalid;
-    throw bad_input(fmt::format("{}: the trace has no valid requests{}", base.replay.trace_path,
-                                invalid ? fmt::format(" ({} invalid requests skipped)", invalid) : ""));
-  }
+  if (served == 0) throw_no_valid_requests(base.replay.trace_path, variants.front().info.skipped_invalid);
 
   if (observer) observer->phase(ReplayObserver::Phase::writing_reports);
   LockstepPass pass;

@@ -21,6 +21,7 @@
 #include <system_error>
 #include <thread>
 
+#include "base/atomic_file.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
@@ -37,68 +38,6 @@
 namespace inferprof {
 
 namespace fs = std::filesystem;
-
-std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& which,
-                                    const std::vector<TierSpec>& overrides, const std::string& redis_url,
-                                    const std::string& scratch_dir) {
-  std::vector<TierSpec> out;
-  if (which.empty() || which == "none") return out;
-  std::vector<CacheLevel> named;
-  std::string part;
-  for (std::size_t i = 0; i <= which.size(); ++i) {
-    if (i == which.size() || which[i] == ',' || which[i] == '+') {
-      const std::optional<CacheLevel> level = parse_enum<CacheLevel>(part);
-      if (!level)
-        throw bad_input(
-            fmt::format("cache configuration '{}': expected none or tiers l1, l2, l3 joined by commas "
-                        "(e.g. l1,l2)",
-                        which));
-      if (std::find(named.begin(), named.end(), *level) != named.end())
-        throw bad_input(fmt::format("cache configuration '{}' names {} twice", which, part));
-      named.push_back(*level);
-      part.clear();
-    } else {
-      part += which[i];
-    }
-  }
-  for (CacheLevel tier : {CacheLevel::l1, CacheLevel::l2, CacheLevel::l3}) {
-    if (std::find(named.begin(), named.end(), tier) == named.end()) continue;
-    const std::optional<TierSpec>& configured = tier == CacheLevel::l1   ? profile.cache.l1
-                                                : tier == CacheLevel::l2 ? profile.cache.l2
-                                                                         : profile.cache.l3;
-    TierSpec spec;
-    if (configured) {
-      spec = *configured;
-    } else {
-      // The built-in tiers: a small L1 and a large L2 in this process, L3 on LMDB.
-      spec.tier = tier;
-      spec.policy = Policy::lru;
-      spec.max_entries = tier == CacheLevel::l1 ? 1000 : tier == CacheLevel::l2 ? 100000 : 0;
-      spec.backend = tier == CacheLevel::l3 ? TierBackend::lmdb : TierBackend::memory;
-    }
-    // --tier sets the policy and limits; where the tier lives stays as configured.
-    for (const TierSpec& o : overrides)
-      if (o.tier == spec.tier) {
-        spec.policy = o.policy;
-        spec.max_entries = o.max_entries;
-        spec.max_bytes = o.max_bytes;
-        spec.ttl_s = o.ttl_s;
-      }
-    if (!redis_url.empty() && (tier == CacheLevel::l2 || (tier == CacheLevel::l3 && !profile.cache.l3))) {
-      spec.backend = TierBackend::redis;
-      spec.location = redis_url;
-    }
-    if (spec.backend == TierBackend::redis && spec.location.empty())
-      throw bad_input(
-          fmt::format("{} is on Redis but no URL is given: use --redis URL or INFERPROF_REDIS_URL, or "
-                      "url = \"redis://host:port\" in [cache.{}]",
-                      enum_name(tier), enum_name(tier)));
-    if (spec.backend == TierBackend::lmdb && spec.location.empty() && !scratch_dir.empty())
-      spec.location = (fs::path(scratch_dir) / "l3.lmdb").string();
-    out.push_back(spec);
-  }
-  return out;
-}
 
 namespace detail {
 
@@ -204,6 +143,40 @@ std::deque<TraceRecord> read_trace_head(const RunConfig& config, TraceReader& re
   return read_early;
 }
 
+CollectorOptions collector_options(const RunConfig& config, const RunInfo& info, const std::string& out_dir) {
+  CollectorOptions options;
+  options.out_dir = out_dir;
+  options.trace_json_max_bytes = config.output.trace_json_max_bytes;
+  options.copies_applicable = info.copies_applicable;
+  options.preprocess_ops = config.profile.preprocess_op_names();
+  return options;
+}
+
+void warn_if_no_warmup(RunInfo& info) {
+  if (info.warmup == 0)
+    info.warnings.push_back(
+        "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
+        "use --warmup N");
+}
+
+void throw_interrupted_before_any_request() {
+  throw Error(
+      static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
+      fmt::format("interrupted by {} before any request completed: nothing to report", lifecycle::interrupt_name()));
+}
+
+void record_skipped(RunInfo& info, const TraceReader& reader, const SkippedRequests& skipped) {
+  info.skipped_invalid = reader.skipped() + skipped.count();
+  info.skipped_examples = reader.skipped_examples();
+  for (std::string& e : skipped.examples())
+    if (info.skipped_examples.size() < 10) info.skipped_examples.push_back(std::move(e));
+}
+
+void throw_no_valid_requests(const std::string& trace_path, std::uint64_t skipped) {
+  throw bad_input(fmt::format("{}: the trace has no valid requests{}", trace_path,
+                              skipped ? fmt::format(" ({} invalid requests skipped)", skipped) : ""));
+}
+
 RunOutcome collect_run(const Collector& collector, const RunInfo& info, const CacheState& caches,
                        const Verifier& verifier) {
   RunOutcome outcome;
@@ -234,186 +207,234 @@ bool use_inline_driver(const RunConfig& config) {
   return true;
 }
 
-}  // namespace
+// One run's replay in named phases: set-up (the constructor: settings checked,
+// trace head read, caches, model, updates), the feed and the warm-up gate,
+// drive, collect, commit. The lockstep compare (lockstep.cpp) takes the same
+// phases with one lane per configuration, through the same helpers.
+class RunSession {
+ public:
+  explicit RunSession(const RunConfig& config);
+  RunOutcome run() {
+    const detail::DriveResult drove = drive();
+    RunOutcome outcome = collect(drove);
+    // Outside the measurement, and before the reports: a failed dump leaves none.
+    detail::dump_model_io(config_, *loaded_.pipeline);
+    commit(outcome);
+    return outcome;
+  }
 
-RunOutcome run_replay(const RunConfig& config) {
-  // ---- Set-up: settings checked, trace head read, caches, model, updates ----
-  const Profile& profile = config.profile;
+ private:
+  // Set-up's first step: the settings checked and the report folders ready, before any work.
+  static bool checked(const RunConfig& config);
+  void subscribe_to_updates();
+  void warn_about_cores();
+  std::unique_ptr<detail::JobFeed> make_feed();
+  detail::Gate make_gate();
+  detail::DriveResult drive();
+  RunOutcome collect(const detail::DriveResult& drove);
+  void warn_about_events();
+  void merge_update_reports(RunOutcome& outcome, const std::vector<UpdateReport>& reports);
+  void commit(RunOutcome& outcome);
+
+  const RunConfig& config_;
+  const bool inline_driver_;
+  // Killed by a signal, the run's half-written reports go with it.
+  lifecycle::Cleanup temp_files_;
+  ReplayObserver* const observer_;
+  ReplayCounters counters_;  // before `finished_`: the observer lets go of them there
+  const detail::ObserverFinish finished_;
+  RunInfo info_;
+  // Validate the trace before paying for the model load. The reader's
+  // buffers are allocated here, before the clock starts.
+  TraceReader reader_;
+  // Records read before the replay starts (events before the first request, then it), replayed first.
+  std::deque<TraceRecord> read_early_;
+  const TraceRequest warmup_request_;
+  // Backends first: an unreachable Redis fails fast, before the model load.
+  detail::CacheState tiers_;
+  detail::Verifier verifier_;
+  detail::LoadedPipeline loaded_;
+  detail::PipelineServer server_;
+  std::optional<ModelUpdates> updates_;
+  std::unique_ptr<UpdateChannel> channel_;
+  std::unique_ptr<detail::JobFeed> feed_;
+  detail::SkippedRequests skipped_requests_;
+  std::unique_ptr<Collector> collector_;
+  Nanos epoch_ = 0;
+};
+
+bool RunSession::checked(const RunConfig& config) {
   detail::check_replay_config(config);
   const bool inline_driver = use_inline_driver(config);
   if (!config.output.out_dir.empty()) ensure_output_dir(config.output.out_dir);
   detail::check_dump_dirs(config.output);
-  // Killed by a signal, the run's half-written reports go with it.
-  lifecycle::Cleanup temp_files;
-  if (!config.output.out_dir.empty()) temp_files = lifecycle::temp_files_cleanup(config.output.out_dir);
-  ReplayObserver* observer = config.output.observer.get();
-  ReplayCounters counters;  // before `finished`: the observer lets go of them there
-  const detail::ObserverFinish finished{observer};
+  return inline_driver;
+}
 
-  RunInfo info = detail::describe_replay(config);
-  info.driver = enum_name(inline_driver ? Driver::inline_worker : Driver::threaded);
+RunSession::RunSession(const RunConfig& config)
+    : config_(config),
+      inline_driver_(checked(config)),
+      temp_files_(config.output.out_dir.empty() ? lifecycle::Cleanup{}
+                                                : lifecycle::temp_files_cleanup(config.output.out_dir)),
+      observer_(config.output.observer.get()),
+      finished_{observer_},
+      info_(detail::describe_replay(config)),
+      reader_(config.replay.trace_path, TraceReader::Options{config.replay.skip_invalid, 1 << 20, config.replay.csv}),
+      read_early_(detail::read_trace_head(config, reader_, info_)),
+      warmup_request_(detail::pick_warmup_request(config, read_early_.back().request, info_)),
+      tiers_(detail::build_cache_state(config.caches.tiers, config.caches.key_namespace, config.replica.is_replica())),
+      verifier_(tiers_.caches() != nullptr, config.caches.verify_fraction),
+      loaded_(detail::load_pipeline(config, info_, observer_)),
+      server_(*loaded_.pipeline),
+      skipped_requests_(config.replay.skip_invalid) {
+  info_.driver = enum_name(inline_driver_ ? Driver::inline_worker : Driver::threaded);
+  const UpdateMode update_mode = config.store.update_mode.value_or(config.profile.model.update);
+  if (loaded_.source->versioned()) updates_.emplace(*loaded_.pipeline, *loaded_.source, update_mode, tiers_.caches());
+  subscribe_to_updates();
+  detail::warn_if_no_warmup(info_);
+  warn_about_cores();
+}
 
-  // Validate the trace before paying for the model load. The reader's
-  // buffers are allocated here, before the clock starts.
-  TraceReader reader(config.replay.trace_path,
-                     TraceReader::Options{config.replay.skip_invalid, 1 << 20, config.replay.csv});
-  // Records read before the replay starts (events before the first request, then it), replayed first.
-  std::deque<TraceRecord> read_early = detail::read_trace_head(config, reader, info);
-  const TraceRequest warmup_request = detail::pick_warmup_request(config, read_early.back().request, info);
+// Replicas hear of updates from Redis pub/sub (replica 0 publishes the trace's events).
+void RunSession::subscribe_to_updates() {
+  if (!updates_ || config_.replica.update_channel.empty()) return;
+  ModelSource* const source = loaded_.source.get();
+  channel_ = std::make_unique<UpdateChannel>(config_.replica.update_channel,
+                                             "inferprof:" + config_.caches.key_namespace + ":updates",
+                                             [this, source](const ModelRef& ref) {
+                                               if (ref.name == source->name()) updates_->announce(ref.version);
+                                             });
+  channel_->wait_subscribed();
+}
 
-  // Backends first: an unreachable Redis fails fast, before the model load.
-  detail::CacheState tiers =
-      detail::build_cache_state(config.caches.tiers, config.caches.key_namespace, config.replica.is_replica());
-  const CacheSet* caches = tiers.caches();
-  detail::Verifier verifier(caches != nullptr, config.caches.verify_fraction);
-
-  const UpdateMode update_mode = config.store.update_mode.value_or(profile.model.update);
-  detail::LoadedPipeline loaded = detail::load_pipeline(config, info, observer);
-  ModelSource* const source = loaded.source.get();
-  Pipeline& pipeline = *loaded.pipeline;
-  detail::PipelineServer server(pipeline);
-  std::optional<ModelUpdates> updates;
-  if (source->versioned()) updates.emplace(pipeline, *source, update_mode, caches);
-  // Replicas hear of updates from Redis pub/sub (replica 0 publishes the trace's events).
-  std::unique_ptr<UpdateChannel> channel;
-  if (updates && !config.replica.update_channel.empty()) {
-    channel = std::make_unique<UpdateChannel>(config.replica.update_channel,
-                                              "inferprof:" + config.caches.key_namespace + ":updates",
-                                              [&](const ModelRef& ref) {
-                                                if (ref.name == source->name()) updates->announce(ref.version);
-                                              });
-    channel->wait_subscribed();
-  }
-  if (info.warmup == 0)
-    info.warnings.push_back(
-        "no warm-up: the first requests include one-time costs (TorchScript profiling runs, allocator growth); "
-        "use --warmup N");
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (static_cast<unsigned>(info.threads * config.replay.concurrency) > cores)
-    info.warnings.push_back(
+void RunSession::warn_about_cores() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (static_cast<unsigned>(info_.threads * config_.replay.concurrency) > cores)
+    info_.warnings.push_back(
         fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
                     "includes waiting for a core",
-                    config.replay.concurrency, info.threads, cores));
+                    config_.replay.concurrency, info_.threads, cores));
+}
 
-  detail::JobFeed::Options feed_options;
-  feed_options.trace_path = config.replay.trace_path;
-  feed_options.open_loop = (config.replay.drive == Drive::open_loop);
-  feed_options.speed = config.replay.speed;
-  feed_options.limit = config.replay.limit;
-  feed_options.replica_index = config.replica.index;
-  feed_options.replica_count = config.replica.count;
-  feed_options.split = config.replica.split;
-  feed_options.preload_lead_ms = config.store.preload_lead_ms;
-  feed_options.trace_bytes = info.trace_bytes;
+std::unique_ptr<detail::JobFeed> RunSession::make_feed() {
+  detail::JobFeed::Options options;
+  options.trace_path = config_.replay.trace_path;
+  options.open_loop = (config_.replay.drive == Drive::open_loop);
+  options.speed = config_.replay.speed;
+  options.limit = config_.replay.limit;
+  options.replica_index = config_.replica.index;
+  options.replica_count = config_.replica.count;
+  options.split = config_.replica.split;
+  options.preload_lead_ms = config_.store.preload_lead_ms;
+  options.trace_bytes = info_.trace_bytes;
   detail::JobFeed::ReadAhead read_ahead;
-  if (updates)
-    read_ahead = [&](const std::string& version, Nanos not_before) { updates->read_ahead(version, not_before); };
-  detail::JobFeed feed(feed_options, reader, std::move(read_early), read_ahead, source->name(), &counters);
-  detail::SkippedRequests skipped_requests(config.replay.skip_invalid);
-  detail::DriveParts parts{server,
-                           caches,
-                           updates ? &*updates : nullptr,
-                           &verifier,
-                           &skipped_requests,
-                           &counters.done,
-                           [&](const std::string& version) {
-                             if (!channel)
-                               updates->announce(version);
-                             else if (config.replica.index <= 0)
-                               channel->publish(ModelRef{source->name(), version});
-                           }};
+  if (updates_)
+    read_ahead = [this](const std::string& version, Nanos not_before) { updates_->read_ahead(version, not_before); };
+  return std::make_unique<detail::JobFeed>(options, reader_, std::move(read_early_), read_ahead, loaded_.source->name(),
+                                           &counters_);
+}
 
+// The warm-up gate: every worker warm; CPU sampling calibrated, the clock started.
+detail::Gate RunSession::make_gate() {
+  return [this](const detail::WarmUpFastest& fastest_warmup) {
+    // A replica: tell the parent it is ready and wait for the common start.
+    if (config_.replica.on_ready) config_.replica.on_ready();
+    detail::GateOpen open;
+    open.cpu = detail::calibrate_cpu_sampling(fastest_warmup, config_.replay.cpu_sample);
+    info_.cpu_sample_every = open.cpu.every;
+    info_.cpu_clock_read_ns = open.cpu.read_ns;
+    info_.cpu_clock = open.cpu.clock;
+    // Everything is set up before the clock starts; the lead covers starting
+    // the driver's threads and waking the workers, so none of it is charged to
+    // the first requests (in open loop it would show as queueing).
+    epoch_ = open.epoch = now_ns() + (inline_driver_ ? 0 : 2'000'000);
+    collector_->set_epoch(open.epoch);
+    if (updates_) updates_->set_epoch(open.epoch);
+    if (config_.replay.limit > 0) counters_.estimate = config_.replay.limit;
+    open.collector = collector_.get();
+    if (observer_) {
+      observer_->phase(ReplayObserver::Phase::replaying);
+      observer_->replaying(counters_);
+    }
+    return open;
+  };
+}
+
+detail::DriveResult RunSession::drive() {
+  feed_ = make_feed();
+  ModelSource* const source = loaded_.source.get();
+  detail::DriveParts parts{server_,
+                           tiers_.caches(),
+                           updates_ ? &*updates_ : nullptr,
+                           &verifier_,
+                           &skipped_requests_,
+                           &counters_.done,
+                           [this, source](const std::string& version) {
+                             if (!channel_)
+                               updates_->announce(version);
+                             else if (config_.replica.index <= 0)
+                               channel_->publish(ModelRef{source->name(), version});
+                           }};
   // The collector and the machine-speed probe come before the warm-up, so
   // that the warm-up, not the first request, follows the collector's
   // allocations and the probe's 4 MiB walk through the caches (in lockstep
   // that had cost the first request ~0.7 ms: lockstep.cpp).
-  CollectorOptions copts;
-  copts.out_dir = config.output.out_dir;
-  copts.trace_json_max_bytes = config.output.trace_json_max_bytes;
-  copts.copies_applicable = info.copies_applicable;
-  copts.preprocess_ops = config.profile.preprocess_op_names();
-  auto collector = std::make_unique<Collector>(copts);
-  info.speed_before = probe_machine_speed();
-
-  // ---- Warm-up gate: every worker warm; CPU sampling calibrated, the clock started ----
-  Nanos epoch = 0;
-  const detail::Gate gate = [&](const detail::WarmUpFastest& fastest_warmup) {
-    // A replica: tell the parent it is ready and wait for the common start.
-    if (config.replica.on_ready) config.replica.on_ready();
-    detail::GateOpen open;
-    open.cpu = detail::calibrate_cpu_sampling(fastest_warmup, config.replay.cpu_sample);
-    info.cpu_sample_every = open.cpu.every;
-    info.cpu_clock_read_ns = open.cpu.read_ns;
-    info.cpu_clock = open.cpu.clock;
-    // Everything is set up before the clock starts; the lead covers starting
-    // the driver's threads and waking the workers, so none of it is charged to
-    // the first requests (in open loop it would show as queueing).
-    epoch = open.epoch = now_ns() + (inline_driver ? 0 : 2'000'000);
-    collector->set_epoch(open.epoch);
-    if (updates) updates->set_epoch(open.epoch);
-    if (config.replay.limit > 0) counters.estimate = config.replay.limit;
-    open.collector = collector.get();
-    if (observer) {
-      observer->phase(ReplayObserver::Phase::replaying);
-      observer->replaying(counters);
-    }
-    return open;
-  };
-  const detail::WarmUpPlan warmup{&warmup_request, info.warmup, [&](int done_warmups, double us) {
-                                    info.warmup_us.push_back(us);
-                                    if (observer) observer->warmup(done_warmups, info.warmup);
+  collector_ = std::make_unique<Collector>(detail::collector_options(config_, info_, config_.output.out_dir));
+  info_.speed_before = probe_machine_speed();
+  const detail::WarmUpPlan warmup{&warmup_request_, info_.warmup, [this](int done_warmups, double us) {
+                                    info_.warmup_us.push_back(us);
+                                    if (observer_) observer_->warmup(done_warmups, info_.warmup);
                                   }};
-  if (observer) observer->phase(ReplayObserver::Phase::warming_up);
+  if (observer_) observer_->phase(ReplayObserver::Phase::warming_up);
+  return inline_driver_ ? detail::drive_inline(parts, *feed_, warmup, make_gate())
+                        : detail::drive_threaded(parts, *feed_, config_.replay.concurrency, warmup, make_gate());
+}
 
-  // ---- Drive ----
-  const detail::DriveResult drove = inline_driver
-                                        ? detail::drive_inline(parts, feed, warmup, gate)
-                                        : detail::drive_threaded(parts, feed, config.replay.concurrency, warmup, gate);
-
-  // ---- Collect ----
-  info.speed_after = probe_machine_speed();
-  const std::uint64_t done = counters.done.load();
-  if (drove.cut_short) info.interrupted_by = lifecycle::interrupt_name();
-  if (done == 0 && drove.cut_short && config.replica.count <= 1)
-    throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
-                fmt::format("interrupted by {} before any request completed: nothing to report", info.interrupted_by));
+RunOutcome RunSession::collect(const detail::DriveResult& drove) {
+  info_.speed_after = probe_machine_speed();
+  const std::uint64_t done = counters_.done.load();
+  if (drove.cut_short) info_.interrupted_by = lifecycle::interrupt_name();
+  if (done == 0 && drove.cut_short && config_.replica.count <= 1) detail::throw_interrupted_before_any_request();
   // A replica may get no requests (a hash split over few keys): an empty report, not an error.
-  std::uint64_t skipped = reader.skipped() + skipped_requests.count();
-  std::vector<std::string> skipped_examples = reader.skipped_examples();
-  for (std::string& e : skipped_requests.examples())
-    if (skipped_examples.size() < 10) skipped_examples.push_back(std::move(e));
-  if (done == 0 && config.replica.count <= 1)
-    throw bad_input(fmt::format("{}: the trace has no valid requests{}", config.replay.trace_path,
-                                skipped ? fmt::format(" ({} invalid requests skipped)", skipped) : ""));
+  detail::record_skipped(info_, reader_, skipped_requests_);
+  if (done == 0 && config_.replica.count <= 1)
+    detail::throw_no_valid_requests(config_.replay.trace_path, info_.skipped_invalid);
   // Verification stalls the workers between requests; take it out of the replay time.
-  info.wall_s = static_cast<double>(drove.end - epoch - verifier.spent_ns() / config.replay.concurrency) / 1e9;
-  info.skipped_invalid = skipped;
-  info.skipped_examples = skipped_examples;
-  const std::uint64_t ignored_events = feed.ignored_events();
-  if (ignored_events && !updates)
-    info.warnings.push_back(
+  info_.wall_s = static_cast<double>(drove.end - epoch_ - verifier_.spent_ns() / config_.replay.concurrency) / 1e9;
+  warn_about_events();
+  std::vector<UpdateReport> update_reports;
+  channel_.reset();  // no announcement after this point
+  if (updates_) update_reports = updates_->finish();
+  info_.peak_rss_mb = detail::peak_rss_mb();
+  info_.gpu = loaded_.pipeline->finish_gpu();
+
+  if (observer_)
+    observer_->phase(config_.output.out_dir.empty() ? ReplayObserver::Phase::finished
+                                                    : ReplayObserver::Phase::writing_reports);
+  RunOutcome outcome = detail::collect_run(*collector_, info_, tiers_, verifier_);
+  merge_update_reports(outcome, update_reports);
+  return outcome;
+}
+
+void RunSession::warn_about_events() {
+  const std::uint64_t ignored_events = feed_->ignored_events();
+  if (ignored_events && !updates_)
+    info_.warnings.push_back(
         fmt::format("{} model_update events in the trace were not applied: a plain model file "
                     "has one version (serve from a model store with --store URL)",
                     ignored_events));
   else if (ignored_events)
-    info.warnings.push_back(fmt::format("{} events in the trace were not applied (not a model_update of '{}')",
-                                        ignored_events, source->name()));
-  std::vector<UpdateReport> update_reports;
-  channel.reset();  // no announcement after this point
-  if (updates) update_reports = updates->finish();
-  info.peak_rss_mb = detail::peak_rss_mb();
-  info.gpu = pipeline.finish_gpu();
+    info_.warnings.push_back(fmt::format("{} events in the trace were not applied (not a model_update of '{}')",
+                                         ignored_events, loaded_.source->name()));
+}
 
-  if (observer)
-    observer->phase(config.output.out_dir.empty() ? ReplayObserver::Phase::finished
-                                                  : ReplayObserver::Phase::writing_reports);
-  RunOutcome outcome = detail::collect_run(*collector, info, tiers, verifier);
-  // The collector grouped latencies by update phase; the update manager knows the rest.
-  outcome.summary.updates.resize(update_reports.size());
-  for (std::size_t k = 0; k < update_reports.size(); ++k) {
+// The collector grouped latencies by update phase; the update manager knows the rest.
+void RunSession::merge_update_reports(RunOutcome& outcome, const std::vector<UpdateReport>& reports) {
+  outcome.summary.updates.resize(reports.size());
+  for (std::size_t k = 0; k < reports.size(); ++k) {
     UpdateReport& u = outcome.summary.updates[k];
     LatencyStats before = u.before, during = u.during, after = u.after;
-    u = update_reports[k];
+    u = reports[k];
     u.before = before;
     u.during = during;
     u.after = after;
@@ -421,19 +442,22 @@ RunOutcome run_replay(const RunConfig& config) {
       outcome.summary.info.warnings.push_back(
           fmt::format("update to {}@{} failed, {} kept serving: {}", u.model, u.to_version, u.from_version, u.error));
   }
+}
 
-  // Outside the measurement, and before the reports: a failed dump leaves none.
-  detail::dump_model_io(config, pipeline);
-
-  // ---- Commit ----
+void RunSession::commit(RunOutcome& outcome) {
   try {
-    detail::commit_run(*collector, outcome, config.output.out_dir);
+    detail::commit_run(*collector_, outcome, config_.output.out_dir);
   } catch (const Error& e) {
     if (e.code() != ExitCode::runtime) throw;
     outcome.files.clear();  // the commit writes all of them or none
     outcome.reports_error = e.what();
   }
-  return outcome;
+}
+
+}  // namespace
+
+RunOutcome run_replay(const RunConfig& config) {
+  return RunSession(config).run();
 }
 
 }  // namespace inferprof

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/atomic_file.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
@@ -121,45 +122,35 @@ void read_summary(const std::string& path, ReplicaResult& r) {
   }
 }
 
-}  // namespace
+// The shared tiers start empty and keep nothing of the run afterwards; the
+// replicas themselves leave the shared namespace alone.
+void clear_shared(const ReplicaLaunch& launch) {
+  if (launch.redis_url.empty()) return;
+  try {
+    make_redis_backend(launch.redis_url, launch.cache_namespace)->clear();
+  } catch (const std::exception&) {
+    // Unreachable now: the replicas report it themselves.
+  }
+}
 
-ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
-  if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
-  check_replica_limit(launch.replicas);
-  ensure_output_dir(launch.out_dir);
-
-  // The shared tiers start empty and keep nothing of the run afterwards; the
-  // replicas themselves leave the shared namespace alone.
-  auto clear_shared = [&] {
-    if (launch.redis_url.empty()) return;
-    try {
-      make_redis_backend(launch.redis_url, launch.cache_namespace)->clear();
-    } catch (const std::exception&) {
-      // Unreachable now: the replicas report it themselves.
-    }
-  };
-  clear_shared();
-
-  // A first interrupt is passed on to the replicas (each stops as `run`
-  // does: reports what completed); the parent then waits for them as usual.
-  // A second one, or a crash, takes them down: SIGTERM twice (a replica's own
-  // cleanup, then exit), SIGKILL for any still there, then the shared namespace.
-  std::mutex pids_mu;
+// The replicas started so far, for the interrupt passed on and the take-down.
+struct Pids {
+  std::mutex mu;
   std::vector<pid_t> pids;
   bool forwarded = false;
-  lifecycle::OnInterrupt forward([&] {
-    std::lock_guard<std::mutex> lock(pids_mu);
-    forwarded = true;
-    for (pid_t pid : pids)
-      ::kill(pid, lifecycle::interrupt_signal());
-  });
-  lifecycle::Cleanup take_down([&pids_mu, &pids, &forwarded, url = launch.redis_url, ns = launch.cache_namespace] {
+};
+
+// A second interrupt, or a crash, takes the replicas down: SIGTERM twice (a
+// replica's own cleanup, then exit), SIGKILL for any still there, then the
+// shared namespace.
+lifecycle::Cleanup take_down(Pids& pids, const ReplicaLaunch& launch) {
+  return lifecycle::Cleanup([&pids, url = launch.redis_url, ns = launch.cache_namespace] {
     std::vector<pid_t> left;
     {
-      std::lock_guard<std::mutex> lock(pids_mu);
-      left = pids;
+      std::lock_guard<std::mutex> lock(pids.mu);
+      left = pids.pids;
       for (pid_t pid : left) {
-        if (!forwarded) ::kill(pid, SIGTERM);
+        if (!pids.forwarded) ::kill(pid, SIGTERM);
         ::kill(pid, SIGTERM);
       }
     }
@@ -174,16 +165,10 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
       ::kill(pid, SIGKILL);
     if (!url.empty()) make_redis_backend(url, ns)->clear();
   });
+}
 
-  std::vector<Replica> children;
-  for (int i = 0; i < launch.replicas && !lifecycle::interrupted(); ++i) {
-    children.push_back(start(launch, i));
-    std::lock_guard<std::mutex> lock(pids_mu);
-    pids.push_back(children.back().process.pid());
-    if (forwarded) ::kill(children.back().process.pid(), lifecycle::interrupt_signal());
-  }
-
-  // Wait until every replica is ready (or gone, or the run interrupted), then release them together.
+// Wait until every replica is ready (or gone, or the run interrupted), then release them together.
+void release_together(std::vector<Replica>& children) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadyTimeoutMs);
   for (Replica& c : children)
     c.ready = c.process.wait_ready(deadline, [] { return lifecycle::interrupted(); });
@@ -193,9 +178,11 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
     else
       c.process.cancel();
   }
+}
 
-  // Wait for all; past the timeout, the rest are killed and reported.
-  const auto stop_at = std::chrono::steady_clock::now() + std::chrono::seconds(launch.timeout_s);
+// Waits for all; past the timeout, the rest are killed. True when some were.
+bool wait_all(std::vector<Replica>& children, int timeout_s) {
+  const auto stop_at = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::size_t running = children.size();
   bool timed_out = false;
   while (running > 0) {
@@ -210,79 +197,133 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
       }
     }
     if (running == 0) break;
-    if (launch.timeout_s > 0 && !timed_out && std::chrono::steady_clock::now() > stop_at) {
+    if (timeout_s > 0 && !timed_out && std::chrono::steady_clock::now() > stop_at) {
       timed_out = true;
       for (Replica& c : children)
         if (!c.exited) ::kill(c.process.pid(), SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  clear_shared();
+  return timed_out;
+}
+
+// How a replica ended, and what its summary.json says when it finished.
+ReplicaResult result_of(const Replica& c, int index, bool timed_out) {
+  ReplicaResult r;
+  r.index = index;
+  r.pid = c.process.pid();
+  r.status = describe_status(c.wait_status);
+  if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) r.status = "timed out";
+  // Stopped by the interrupt passed on: what it completed counts, not a failure.
+  if (lifecycle::interrupted() && WIFEXITED(c.wait_status) &&
+      WEXITSTATUS(c.wait_status) == lifecycle::interrupted_exit_code()) {
+    r.status = "ok";
+    read_summary((fs::path(c.dir) / "summary.json").string(), r);
+    r.status = "interrupted";
+  }
+  if (!c.ready && r.status == "ok") r.status = "never ready";
+  if (r.status == "ok") read_summary((fs::path(c.dir) / "summary.json").string(), r);
+  if (r.status != "ok" && r.status != "interrupted") r.log_tail = tail_lines(c.log, 5);
+  return r;
+}
+
+// The replicas' results folded into one summary: the spread of p50 and p99
+// over those that served something; per update, the replicas that went live
+// on it and the skew between the first and the last.
+class ReplicaFold {
+ public:
+  explicit ReplicaFold(ReplicaSummary& s) : s_(s) {}
+  void add(ReplicaResult r) {
+    if (r.status != "ok" && r.status != "interrupted") {
+      ++s_.failed;
+    } else if (r.requests > 0) {  // the spread is over replicas that served something
+      if (finished_ == 0) {
+        p50_lo_ = p50_hi_ = r.p50_us;
+        p99_lo_ = p99_hi_ = r.p99_us;
+      }
+      p50_lo_ = std::min(p50_lo_, r.p50_us);
+      p50_hi_ = std::max(p50_hi_, r.p50_us);
+      p99_lo_ = std::min(p99_lo_, r.p99_us);
+      p99_hi_ = std::max(p99_hi_, r.p99_us);
+      ++finished_;
+    }
+    s_.requests += r.requests;
+    for (const auto& live : r.live)
+      add_live(live);
+    s_.replicas.push_back(std::move(r));
+  }
+  void finish() {
+    s_.p50_spread_us = p50_hi_ - p50_lo_;
+    s_.p99_spread_us = p99_hi_ - p99_lo_;
+    for (const std::string& v : order_) {
+      ReplicaUpdate u = by_version_[v];
+      if (auto it = live_range_.find(v); it != live_range_.end()) u.skew_ms = it->second.second - it->second.first;
+      s_.updates.push_back(u);
+    }
+  }
+
+ private:
+  void add_live(const ReplicaResult::Live& live) {
+    if (!by_version_.count(live.version)) order_.push_back(live.version);
+    ReplicaUpdate& u = by_version_[live.version];
+    u.version = live.version;
+    u.stale_served += live.stale_served;
+    u.stalled += live.stalled;
+    u.stall_ms += live.stall_ms;
+    if (live.unix_ms < 0) return;
+    auto [it, fresh] = live_range_.try_emplace(live.version, live.unix_ms, live.unix_ms);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, live.unix_ms);
+      it->second.second = std::max(it->second.second, live.unix_ms);
+    }
+    ++u.replicas_live;
+  }
+
+  ReplicaSummary& s_;
+  std::map<std::string, ReplicaUpdate> by_version_;
+  std::vector<std::string> order_;
+  std::map<std::string, std::pair<double, double>> live_range_;
+  double p50_lo_ = 0, p50_hi_ = 0, p99_lo_ = 0, p99_hi_ = 0;
+  int finished_ = 0;
+};
+
+}  // namespace
+
+ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
+  if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
+  check_replica_limit(launch.replicas);
+  ensure_output_dir(launch.out_dir);
+  clear_shared(launch);
+
+  // A first interrupt is passed on to the replicas (each stops as `run`
+  // does: reports what completed); the parent then waits for them as usual.
+  Pids pids;
+  lifecycle::OnInterrupt forward([&] {
+    std::lock_guard<std::mutex> lock(pids.mu);
+    pids.forwarded = true;
+    for (pid_t pid : pids.pids)
+      ::kill(pid, lifecycle::interrupt_signal());
+  });
+  const lifecycle::Cleanup crash_cleanup = take_down(pids, launch);
+
+  std::vector<Replica> children;
+  for (int i = 0; i < launch.replicas && !lifecycle::interrupted(); ++i) {
+    children.push_back(start(launch, i));
+    std::lock_guard<std::mutex> lock(pids.mu);
+    pids.pids.push_back(children.back().process.pid());
+    if (pids.forwarded) ::kill(children.back().process.pid(), lifecycle::interrupt_signal());
+  }
+  release_together(children);
+  const bool timed_out = wait_all(children, launch.timeout_s);
+  clear_shared(launch);
 
   ReplicaSummary s;
   s.split = enum_name(launch.split);
   if (lifecycle::interrupted()) s.interrupted_by = lifecycle::interrupt_name();
-  std::map<std::string, ReplicaUpdate> by_version;
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<double, double>> live_range;
-  double p50_lo = 0, p50_hi = 0, p99_lo = 0, p99_hi = 0;
-  int finished = 0;
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    const Replica& c = children[i];
-    ReplicaResult r;
-    r.index = static_cast<int>(i);
-    r.pid = c.process.pid();
-    r.status = describe_status(c.wait_status);
-    if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) r.status = "timed out";
-    // Stopped by the interrupt passed on: what it completed counts, not a failure.
-    if (lifecycle::interrupted() && WIFEXITED(c.wait_status) &&
-        WEXITSTATUS(c.wait_status) == lifecycle::interrupted_exit_code()) {
-      r.status = "ok";
-      read_summary((fs::path(c.dir) / "summary.json").string(), r);
-      r.status = "interrupted";
-    }
-    if (!c.ready && r.status == "ok") r.status = "never ready";
-    if (r.status == "ok") read_summary((fs::path(c.dir) / "summary.json").string(), r);
-    if (r.status != "ok" && r.status != "interrupted") {
-      ++s.failed;
-      r.log_tail = tail_lines(c.log, 5);
-    } else if (r.requests > 0) {  // the spread is over replicas that served something
-      if (finished == 0) {
-        p50_lo = p50_hi = r.p50_us;
-        p99_lo = p99_hi = r.p99_us;
-      }
-      p50_lo = std::min(p50_lo, r.p50_us);
-      p50_hi = std::max(p50_hi, r.p50_us);
-      p99_lo = std::min(p99_lo, r.p99_us);
-      p99_hi = std::max(p99_hi, r.p99_us);
-      ++finished;
-    }
-    s.requests += r.requests;
-    for (const auto& live : r.live) {
-      if (!by_version.count(live.version)) order.push_back(live.version);
-      ReplicaUpdate& u = by_version[live.version];
-      u.version = live.version;
-      u.stale_served += live.stale_served;
-      u.stalled += live.stalled;
-      u.stall_ms += live.stall_ms;
-      if (live.unix_ms >= 0) {
-        auto [it, fresh] = live_range.try_emplace(live.version, live.unix_ms, live.unix_ms);
-        if (!fresh) {
-          it->second.first = std::min(it->second.first, live.unix_ms);
-          it->second.second = std::max(it->second.second, live.unix_ms);
-        }
-        ++u.replicas_live;
-      }
-    }
-    s.replicas.push_back(std::move(r));
-  }
-  s.p50_spread_us = p50_hi - p50_lo;
-  s.p99_spread_us = p99_hi - p99_lo;
-  for (const std::string& v : order) {
-    ReplicaUpdate u = by_version[v];
-    if (auto it = live_range.find(v); it != live_range.end()) u.skew_ms = it->second.second - it->second.first;
-    s.updates.push_back(u);
-  }
+  ReplicaFold fold(s);
+  for (std::size_t i = 0; i < children.size(); ++i)
+    fold.add(result_of(children[i], static_cast<int>(i), timed_out));
+  fold.finish();
   return s;
 }
 

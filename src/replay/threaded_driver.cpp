@@ -80,199 +80,256 @@ class FailureLatch {
   std::atomic<bool> failed_{false};
 };
 
-}  // namespace
+// One threaded drive: the workers, the producer (the trace reader) and the
+// collector thread around the queues between them, behind the warm-up gate.
+class ThreadedDrive {
+ public:
+  ThreadedDrive(DriveParts& parts, JobFeed& feed, int concurrency, const WarmUpPlan& warmup)
+      : parts_(parts),
+        feed_(feed),
+        concurrency_(concurrency),
+        warmup_(warmup),
+        chunk_size_(concurrency == 1 ? kChunk : 1),
+        queued_chunks_(concurrency == 1 ? kQueuedJobs / kChunk : 256 * static_cast<std::size_t>(concurrency)),
+        jobs_(queued_chunks_),
+        free_chunks_(queued_chunks_ + static_cast<std::size_t>(concurrency) + 1),
+        to_collector_(64, kWakeBatches),
+        recycled_(64) {}
+  DriveResult run(const Gate& gate);
 
-DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, const WarmUpPlan& warmup,
-                           const Gate& gate) {
-  FailureLatch failure;
-  const std::size_t chunk_size = concurrency == 1 ? kChunk : 1;
-  const std::size_t queued_chunks =
-      concurrency == 1 ? kQueuedJobs / kChunk : 256 * static_cast<std::size_t>(concurrency);
-  BoundedQueue<Chunk> jobs(queued_chunks);
-  BoundedQueue<Chunk> free_chunks(queued_chunks + static_cast<std::size_t>(concurrency) + 1);
-  BoundedQueue<Batch> to_collector(64, kWakeBatches);
-  BoundedQueue<Batch> recycled(64);
-  auto abort_all = [&] {
-    jobs.abort();
-    to_collector.abort();
-  };
+ private:
+  void abort_all() {
+    jobs_.abort();
+    to_collector_.abort();
+  }
+  void open_gate();
+  Error cannot_start(const std::system_error& e, const std::string& what);
+  void start_workers();
+  void work(int w);
+  void warm_up_and_wait(int w);
+  void serve_jobs(int w);
+  bool serve_one(const Job& job, int w, const CpuSampling& cpu, RequestRecord& record);
+  void pass_gate(const Gate& gate);
+  void produce();
+  void collect();
+
+  DriveParts& parts_;
+  JobFeed& feed_;
+  const int concurrency_;
+  const WarmUpPlan& warmup_;
+  FailureLatch failure_;
+  const std::size_t chunk_size_, queued_chunks_;
+  BoundedQueue<Chunk> jobs_, free_chunks_;
+  BoundedQueue<Batch> to_collector_, recycled_;
   // A first SIGINT/SIGTERM releases no more requests: the queued ones are
   // dropped, sleeping workers wake (wait_until), the ones in flight finish and
   // reach the collector, which is never aborted for it.
-  std::atomic<bool> cut_short{false};
-  std::optional<lifecycle::OnInterrupt> stop_hook;
-  stop_hook.emplace([&] {
-    cut_short = true;
-    jobs.abort();
-  });
-
+  std::atomic<bool> cut_short_{false};
+  std::optional<lifecycle::OnInterrupt> stop_hook_;
   // Start gate: every worker warms up on its own thread (thread-local state in
   // libtorch is per thread), then waits; the replay starts for all at `epoch`.
-  std::mutex gate_mutex;
-  std::condition_variable gate_cv;
-  int warmed = 0;
-  bool gate_open = false;
-  GateOpen opened;
-  WarmUpFastest fastest_warmup;
-  std::vector<std::thread> workers;
-  std::thread producer, collector_thread;
-  auto open_gate = [&] {
-    {
-      std::lock_guard<std::mutex> lock(gate_mutex);
-      gate_open = true;
-    }
-    gate_cv.notify_all();
-  };
-  // A thread that cannot start (a limit on threads or memory under
-  // --concurrency 5000) fails the run with one line, after the threads
-  // already running have stopped: a joinable std::thread must never be destroyed.
-  auto cannot_start = [&](const std::system_error& e, const std::string& what) {
-    failure.set(std::current_exception());
-    abort_all();
-    open_gate();
-    for (auto& t : workers)
-      t.join();
-    if (producer.joinable()) producer.join();
-    if (collector_thread.joinable()) collector_thread.join();
-    return runtime_failure(
-        fmt::format("cannot start {}: {} (lower --concurrency, or raise the limit on threads "
-                    "and memory)",
-                    what, e.code().message()));
-  };
-  for (int w = 0; w < concurrency; ++w) {
-    auto work = [&, w] {
-      try {
-        {
-          warm_up(
-              parts.server, *warmup.request, warmup.times, [&] { return failure.failed() || lifecycle::interrupted(); },
-              w == 0 ? warmup.each : nullptr,
-              w == 0 ? &fastest_warmup : nullptr);  // worker 0's calibrates CPU sampling
-          std::unique_lock<std::mutex> lock(gate_mutex);
-          ++warmed;
-          gate_cv.notify_all();
-          gate_cv.wait(lock, [&] { return gate_open; });
-        }
-        if (failure.failed() || !wait_until(opened.epoch)) return;
-        const CpuSampling cpu = opened.cpu;
-        Batch batch(kBatch);
-        std::size_t used = 0;
-        Chunk chunk;
-        bool stop = false;
-        while (!stop && jobs.pop(chunk)) {
-          for (std::size_t i = 0; i < chunk->size; ++i) {
-            // What abort() drops from the queue, the rest of a taken chunk is too.
-            if (cut_short.load(std::memory_order_relaxed) || failure.failed()) {
-              stop = true;
-              break;
-            }
-            const Job& job = chunk->jobs[i];
-            if (job.due != 0 && !wait_until(job.due)) {  // interrupted before it arrived: never released
-              stop = true;
-              break;
-            }
-            if (job.event) {
-              parts.on_event(job.version);
-              continue;
-            }
-            try {
-              ServeJob step{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)};
-              step.cpu = cpu.wants(job.seq);
-              serve_step(parts.server, parts.caches, parts.updates, parts.verifier, step, batch[used]);
-            } catch (const Error& e) {
-              if (parts.skipped && parts.skipped->absorb(e)) continue;
-              throw;
-            }
-            if (parts.done) parts.done->fetch_add(1, std::memory_order_relaxed);
-            if (++used == kBatch) {
-              if (!to_collector.push(std::move(batch))) return;
-              if (!recycled.try_pop(batch)) batch = Batch(kBatch);
-              used = 0;
-            }
-          }
-          free_chunks.try_push(std::move(chunk));
-        }
-        batch.resize(used);
-        if (used > 0) to_collector.push(std::move(batch));
-      } catch (...) {
-        failure.set(std::current_exception());
-        abort_all();
-        std::lock_guard<std::mutex> lock(gate_mutex);
-        ++warmed;
-        gate_cv.notify_all();
-      }
-    };
-    try {
-      workers.emplace_back(work);
-    } catch (const std::system_error& e) {
-      throw cannot_start(e, fmt::format("replay worker {} of {}", w + 1, concurrency));
-    }
-  }
+  std::mutex gate_mutex_;
+  std::condition_variable gate_cv_;
+  int warmed_ = 0;
+  bool gate_open_ = false;
+  GateOpen opened_;
+  WarmUpFastest fastest_warmup_;
+  std::vector<std::thread> workers_;
+  std::thread producer_, collector_thread_;
+};
 
+void ThreadedDrive::open_gate() {
   {
-    std::unique_lock<std::mutex> lock(gate_mutex);
-    gate_cv.wait(lock, [&] { return warmed == concurrency; });
+    std::lock_guard<std::mutex> lock(gate_mutex_);
+    gate_open_ = true;
   }
-  if (!failure.failed()) {
-    try {
-      opened = gate(fastest_warmup);
-      feed.set_epoch(opened.epoch);
-    } catch (...) {
-      failure.set(std::current_exception());
-      abort_all();
-    }
-  }
+  gate_cv_.notify_all();
+}
 
-  auto produce = [&] {
+// A thread that cannot start (a limit on threads or memory under
+// --concurrency 5000) fails the run with one line, after the threads
+// already running have stopped: a joinable std::thread must never be destroyed.
+Error ThreadedDrive::cannot_start(const std::system_error& e, const std::string& what) {
+  failure_.set(std::current_exception());
+  abort_all();
+  open_gate();
+  for (auto& t : workers_)
+    t.join();
+  if (producer_.joinable()) producer_.join();
+  if (collector_thread_.joinable()) collector_thread_.join();
+  return runtime_failure(
+      fmt::format("cannot start {}: {} (lower --concurrency, or raise the limit on threads "
+                  "and memory)",
+                  what, e.code().message()));
+}
+
+void ThreadedDrive::start_workers() {
+  for (int w = 0; w < concurrency_; ++w) {
     try {
-      for (bool more = true; more && !failure.failed();) {
-        Chunk chunk;
-        if (!free_chunks.try_pop(chunk)) {
-          chunk = std::make_unique<JobChunk>();
-          chunk->jobs.resize(chunk_size);
-        }
-        chunk->size = 0;
-        while (chunk->size < chunk_size && (more = feed.next(chunk->jobs[chunk->size])))
-          ++chunk->size;
-        if (chunk->size > 0 && !jobs.push(std::move(chunk))) break;
-      }
-      jobs.close();
-    } catch (...) {
-      failure.set(std::current_exception());
-      abort_all();
+      workers_.emplace_back([this, w] { work(w); });
+    } catch (const std::system_error& e) {
+      throw cannot_start(e, fmt::format("replay worker {} of {}", w + 1, concurrency_));
     }
-  };
-  auto collect = [&] {
-    try {
-      Batch batch;
-      while (to_collector.pop(batch)) {
-        for (const auto& r : batch)
-          opened.collector->add(r);
-        if (batch.size() == kBatch) recycled.try_push(std::move(batch));
-      }
-    } catch (...) {
-      failure.set(std::current_exception());
-      abort_all();
-    }
-  };
+  }
+}
+
+void ThreadedDrive::work(int w) {
   try {
-    producer = std::thread(produce);
-    collector_thread = std::thread(collect);
+    warm_up_and_wait(w);
+    if (failure_.failed() || !wait_until(opened_.epoch)) return;
+    serve_jobs(w);
+  } catch (...) {
+    failure_.set(std::current_exception());
+    abort_all();
+    std::lock_guard<std::mutex> lock(gate_mutex_);
+    ++warmed_;
+    gate_cv_.notify_all();
+  }
+}
+
+void ThreadedDrive::warm_up_and_wait(int w) {
+  warm_up(
+      parts_.server, *warmup_.request, warmup_.times, [&] { return failure_.failed() || lifecycle::interrupted(); },
+      w == 0 ? warmup_.each : nullptr,
+      w == 0 ? &fastest_warmup_ : nullptr);  // worker 0's calibrates CPU sampling
+  std::unique_lock<std::mutex> lock(gate_mutex_);
+  ++warmed_;
+  gate_cv_.notify_all();
+  gate_cv_.wait(lock, [&] { return gate_open_; });
+}
+
+void ThreadedDrive::serve_jobs(int w) {
+  const CpuSampling cpu = opened_.cpu;
+  Batch batch(kBatch);
+  std::size_t used = 0;
+  Chunk chunk;
+  bool stop = false;
+  while (!stop && jobs_.pop(chunk)) {
+    for (std::size_t i = 0; i < chunk->size; ++i) {
+      // What abort() drops from the queue, the rest of a taken chunk is too.
+      if (cut_short_.load(std::memory_order_relaxed) || failure_.failed()) {
+        stop = true;
+        break;
+      }
+      const Job& job = chunk->jobs[i];
+      if (job.due != 0 && !wait_until(job.due)) {  // interrupted before it arrived: never released
+        stop = true;
+        break;
+      }
+      if (!serve_one(job, w, cpu, batch[used])) continue;
+      if (++used == kBatch) {
+        if (!to_collector_.push(std::move(batch))) return;
+        if (!recycled_.try_pop(batch)) batch = Batch(kBatch);
+        used = 0;
+      }
+    }
+    free_chunks_.try_push(std::move(chunk));
+  }
+  batch.resize(used);
+  if (used > 0) to_collector_.push(std::move(batch));
+}
+
+// False when the job left no record: a model update's event, or a request skipped as invalid.
+bool ThreadedDrive::serve_one(const Job& job, int w, const CpuSampling& cpu, RequestRecord& record) {
+  if (job.event) {
+    parts_.on_event(job.version);
+    return false;
+  }
+  try {
+    ServeJob step{&job.request, job.seq, job.line, job.due, static_cast<std::uint32_t>(w)};
+    step.cpu = cpu.wants(job.seq);
+    serve_step(parts_.server, parts_.caches, parts_.updates, parts_.verifier, step, record);
+  } catch (const Error& e) {
+    if (parts_.skipped && parts_.skipped->absorb(e)) return false;
+    throw;
+  }
+  if (parts_.done) parts_.done->fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// Every worker warm (or failed): the gate's owner starts the clock.
+void ThreadedDrive::pass_gate(const Gate& gate) {
+  {
+    std::unique_lock<std::mutex> lock(gate_mutex_);
+    gate_cv_.wait(lock, [&] { return warmed_ == concurrency_; });
+  }
+  if (failure_.failed()) return;
+  try {
+    opened_ = gate(fastest_warmup_);
+    feed_.set_epoch(opened_.epoch);
+  } catch (...) {
+    failure_.set(std::current_exception());
+    abort_all();
+  }
+}
+
+void ThreadedDrive::produce() {
+  try {
+    for (bool more = true; more && !failure_.failed();) {
+      Chunk chunk;
+      if (!free_chunks_.try_pop(chunk)) {
+        chunk = std::make_unique<JobChunk>();
+        chunk->jobs.resize(chunk_size_);
+      }
+      chunk->size = 0;
+      while (chunk->size < chunk_size_ && (more = feed_.next(chunk->jobs[chunk->size])))
+        ++chunk->size;
+      if (chunk->size > 0 && !jobs_.push(std::move(chunk))) break;
+    }
+    jobs_.close();
+  } catch (...) {
+    failure_.set(std::current_exception());
+    abort_all();
+  }
+}
+
+void ThreadedDrive::collect() {
+  try {
+    Batch batch;
+    while (to_collector_.pop(batch)) {
+      for (const auto& r : batch)
+        opened_.collector->add(r);
+      if (batch.size() == kBatch) recycled_.try_push(std::move(batch));
+    }
+  } catch (...) {
+    failure_.set(std::current_exception());
+    abort_all();
+  }
+}
+
+DriveResult ThreadedDrive::run(const Gate& gate) {
+  stop_hook_.emplace([this] {
+    cut_short_ = true;
+    jobs_.abort();
+  });
+  start_workers();
+  pass_gate(gate);
+  try {
+    producer_ = std::thread([this] { produce(); });
+    collector_thread_ = std::thread([this] { collect(); });
   } catch (const std::system_error& e) {
     throw cannot_start(e, "the trace reader and the collector");
   }
   open_gate();
 
-  producer.join();
-  for (auto& t : workers)
+  producer_.join();
+  for (auto& t : workers_)
     t.join();
   DriveResult result;
   result.end = now_ns();
-  to_collector.close();
-  collector_thread.join();
-  stop_hook.reset();  // an interrupt from here on cuts nothing short
-  failure.rethrow();
-  result.cut_short = cut_short;
+  to_collector_.close();
+  collector_thread_.join();
+  stop_hook_.reset();  // an interrupt from here on cuts nothing short
+  failure_.rethrow();
+  result.cut_short = cut_short_;
   return result;
+}
+
+}  // namespace
+
+DriveResult drive_threaded(DriveParts& parts, JobFeed& feed, int concurrency, const WarmUpPlan& warmup,
+                           const Gate& gate) {
+  return ThreadedDrive(parts, feed, concurrency, warmup).run(gate);
 }
 
 }  // namespace inferprof::detail

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <iterator>
 
-#include "report/json.hpp"
+#include "base/json.hpp"
+#include "base/text.hpp"
 #include "report/streams.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::report {
 
@@ -64,7 +64,7 @@ void ChromeTraceWriter::append(const RequestRecord& r, fmt::memory_buffer& out) 
   out.append(std::string_view(R"(,"total_us":)"));
   append_us3(out, r.total());
   out.append(std::string_view(R"(,"cache":)"));
-  append_json_string(out, r.cache_outcome);
+  append_json_string(out, outcome_name(r.cache_outcome));
   if (!r.ok) {
     out.append(std::string_view(R"(,"ok":false,"error":)"));
     append_json_string(out, r.error);

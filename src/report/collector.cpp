@@ -7,10 +7,11 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/histogram.hpp"
+#include "base/text.hpp"
 #include "inferprof/report.hpp"
-#include "report/histogram.hpp"
+#include "report/request_sinks.hpp"
 #include "report/streams.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace {
@@ -42,7 +43,6 @@ struct Scratch {
   std::vector<Nanos> child_ns;
   std::vector<std::uint8_t> under_compute;
   std::vector<std::uint32_t> path;
-  fmt::memory_buffer csv_row;
 };
 
 Scratch& scratch() {
@@ -96,8 +96,7 @@ struct Collector::Impl {
         part_hist(options.preprocess_ops.size()),
         part_cpu_hist(options.preprocess_ops.size()),
         part_count(options.preprocess_ops.size()),
-        part_cpu_wall(options.preprocess_ops.size()),
-        trace(options.epoch) {
+        part_cpu_wall(options.preprocess_ops.size()) {
     paths.push_back(PathNode{});
   }
 
@@ -156,9 +155,8 @@ struct Collector::Impl {
   std::uint64_t requests = 0;
   std::uint64_t failed = 0;
   std::uint64_t spans = 0;
-  std::uint64_t trace_requests = 0;
-  std::uint64_t trace_bytes = 0;  // trace.json's events so far
-  bool trace_full = false;        // the next request's events would pass the cap: no more
+  std::uint64_t trace_requests = 0;  // the requests every sink holds (trace.json's cap)
+  bool sink_full = false;            // a sink holds no more requests
   std::array<Histogram, kStageCount> stage_hist;
   std::array<std::uint64_t, kStageCount> stage_count{};
   Histogram total_hist;
@@ -175,7 +173,7 @@ struct Collector::Impl {
   std::vector<Nanos> part_cpu_wall;
   std::vector<std::string> failed_examples;
   // Latency by what served the request; a handful of outcomes, so a small map.
-  std::map<std::string, Histogram> outcome_hist;
+  std::map<CacheOutcome, Histogram> outcome_hist;  // in the enum's order, which is its names'
   // Request totals by model-update phase: [k + 1][pending] for RequestRecord::update == k.
   // At most kUpdatePhases updates are told apart (two histograms each).
   static constexpr std::size_t kUpdatePhases = 64;
@@ -191,27 +189,14 @@ struct Collector::Impl {
   std::uint64_t gpu_kernels = 0, h2d_bytes = 0, d2h_bytes = 0;
   Nanos gpu_idle = 0;
 
-  bool files = false;  // streaming to out_dir
+  // Streaming to out_dir: requests.csv and trace.json (request_sinks.hpp); empty once committed or discarded.
+  std::vector<std::unique_ptr<report::RequestSink>> sinks;
   bool committed = false;
-  TempFile trace_file;
-  TempFile csv_file;
-  report::ChromeTraceWriter trace;
-  fmt::memory_buffer trace_events;
 };
 
 Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   if (impl_->options.out_dir.empty()) return;
-  const std::string& dir = impl_->options.out_dir;
-  try {
-    impl_->trace_file.open(dir, "trace.json");
-    impl_->trace_file.write(report::ChromeTraceWriter::header());
-    impl_->csv_file.open(dir, "requests.csv");
-    impl_->csv_file.write(report::requests_csv_header(impl_->options.copies_applicable, impl_->options.preprocess_ops));
-  } catch (...) {
-    discard();
-    throw;
-  }
-  impl_->files = true;
+  impl_->sinks = report::report_folder_sinks(impl_->options.out_dir, impl_->options);
 }
 
 Collector::~Collector() {
@@ -221,7 +206,8 @@ Collector::~Collector() {
 void Collector::set_epoch(Nanos epoch) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->options.epoch = epoch;
-  impl_->trace.set_epoch(epoch);
+  for (auto& sink : impl_->sinks)
+    sink->set_epoch(epoch);
 }
 
 void Collector::add(const RequestRecord& r) {
@@ -250,12 +236,9 @@ void Collector::add(const RequestRecord& r) {
     sc.child_ns[pu] += s.dur;
     sc.under_compute[i] = sc.under_compute[pu] || (sc.parent[pu] < 0 && r.spans[pu].name == name_id(Stage::compute));
   }
-  // out_dir is immutable, unlike `files`, so it may be read without the lock.
-  if (!m.options.out_dir.empty()) {
-    sc.csv_row.clear();
-    report::append_request_row(sc.csv_row, r, m.options.epoch, m.options.copies_applicable,
-                               m.options.preprocess_ops.size());
-  }
+  // The sinks are set before the first add() and only dropped after the last: read without the lock.
+  for (auto& sink : m.sinks)
+    sink->prepare(r);
 
   std::lock_guard<std::mutex> lock(m.mutex);
   ++m.requests;
@@ -269,7 +252,7 @@ void Collector::add(const RequestRecord& r) {
   m.h2d_bytes += r.gpu.h2d_bytes;
   m.d2h_bytes += r.gpu.d2h_bytes;
   m.gpu_idle += r.gpu.gpu_idle;
-  if (r.cache_outcome != "none") m.outcome_hist[r.cache_outcome].record(r.total());
+  if (r.cache_outcome != CacheOutcome::none) m.outcome_hist[r.cache_outcome].record(r.total());
   {
     // Requests before any update (update == -1) are update 0's "before".
     const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(r.update + 1), Impl::kUpdatePhases);
@@ -300,27 +283,16 @@ void Collector::add(const RequestRecord& r) {
   // summing to its total.
   m.paths[m.path_of(0, name_id(Stage::overhead))].self_ns += r.stage[kOverhead] - top_level_other;
 
-  // trace.json keeps the first requests whose events fit in the cap, so that
-  // a viewer can open it; once one does not fit, later (smaller) ones are not
-  // added either, so that it holds a contiguous prefix of the replay.
-  if (!m.trace_full) {
-    if (m.files) {
-      m.trace_events.clear();
-      m.trace.append(r, m.trace_events);
-      const std::uint64_t cap = m.options.trace_json_max_bytes;
-      if (cap != 0 && m.trace_bytes + m.trace_events.size() > cap) {
-        m.trace_full = true;
-      } else {
-        m.trace_file.write(std::string_view(m.trace_events.data(), m.trace_events.size()));
-        m.trace_bytes += m.trace_events.size();
-      }
-    }
-    if (!m.trace_full) {
-      ++m.trace_requests;
-      m.spans += 1 + n;
-    }
+  // Every sink keeps the request, but trace.json only up to its cap (a contiguous prefix of the
+  // replay): the summary counts the requests and spans every file holds.
+  bool kept = true;
+  for (auto& sink : m.sinks)
+    kept = sink->write(r) && kept;
+  if (!kept) m.sink_full = true;
+  if (!m.sink_full) {
+    ++m.trace_requests;
+    m.spans += 1 + n;
   }
-  if (m.files) m.csv_file.write(std::string_view(sc.csv_row.data(), sc.csv_row.size()));
 }
 
 RunSummary Collector::summarize(const RunInfo& info) const {
@@ -372,7 +344,7 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   s.latency_sample_us = m.sample;
   for (const auto& [outcome, h] : m.outcome_hist) {
     const LatencyStats l = latency_of(h);
-    s.outcomes.push_back(OutcomeStats{outcome, l.count, l.mean_us, l.p50_us, l.p99_us});
+    s.outcomes.push_back(OutcomeStats{std::string(outcome_name(outcome)), l.count, l.mean_us, l.p50_us, l.p99_us});
   }
   // Update k's "before" is the settled phase of update k - 1 (or of no update).
   for (std::size_t k = 0; k + 1 < m.update_hist.size(); ++k) {
@@ -443,7 +415,7 @@ std::vector<std::pair<std::string, std::uint64_t>> Collector::folded() const {
 
 void Collector::commit(const RunSummary& summary) {
   Impl& m = *impl_;
-  if (!m.files || m.committed) return;
+  if (m.sinks.empty() || m.committed) return;
   const std::string& dir = m.options.out_dir;
   const auto folded_stacks = folded();
   const std::string title =
@@ -452,11 +424,8 @@ void Collector::commit(const RunSummary& summary) {
   std::lock_guard<std::mutex> lock(m.mutex);
   std::array<TempFile, 5> whole;
   try {
-    m.trace_file.write(m.trace.footer(summary));
-    m.trace_file.close();
-    m.csv_file.close();
-    if (m.trace_file.error() != 0) throw report::write_error(m.trace_file.final_path(), m.trace_file.error());
-    if (m.csv_file.error() != 0) throw report::write_error(m.csv_file.final_path(), m.csv_file.error());
+    for (auto& sink : m.sinks)
+      sink->finish(summary);
     const std::array<std::pair<const char*, std::string>, 5> contents = {{
         {"summary.json", render_summary_json(summary)},
         {"stages.csv", render_stages_csv(summary)},
@@ -471,8 +440,9 @@ void Collector::commit(const RunSummary& summary) {
       if (whole[i].error() != 0) throw report::write_error(whole[i].final_path(), whole[i].error());
     }
     // Every file is written before any is renamed, so a full disk leaves none.
-    const std::array<TempFile*, 7> order = {&whole[0], &whole[1], &m.csv_file,  &whole[2],
-                                            &whole[3], &whole[4], &m.trace_file};
+    std::vector<TempFile*> order = {&whole[0], &whole[1], &whole[2], &whole[3], &whole[4]};
+    for (auto& sink : m.sinks)
+      order.push_back(&sink->file());
     std::size_t renamed = 0;
     try {
       for (; renamed < order.size(); ++renamed)
@@ -485,21 +455,17 @@ void Collector::commit(const RunSummary& summary) {
   } catch (...) {
     for (auto& f : whole)
       f.remove();
-    m.trace_file.remove();
-    m.csv_file.remove();
-    m.files = false;
+    m.sinks.clear();  // removes their temporary files
     throw;
   }
-  m.files = false;
+  m.sinks.clear();
   m.committed = true;
 }
 
 void Collector::discard() noexcept {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
-  m.trace_file.remove();
-  m.csv_file.remove();
-  m.files = false;
+  m.sinks.clear();  // removes their temporary files
 }
 
 }  // namespace inferprof

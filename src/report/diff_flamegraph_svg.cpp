@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "inferprof/compare.hpp"
+#include "base/text.hpp"
+#include "inferprof/compare_result.hpp"
 #include "report/flamegraph_svg.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace report {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "report/text.hpp"
+#include "base/text.hpp"
 
 namespace inferprof {
 namespace report {

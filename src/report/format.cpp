@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "inferprof/compare.hpp"
-#include "inferprof/diff.hpp"
+#include "inferprof/compare_result.hpp"
+#include "inferprof/diff_result.hpp"
 #include "inferprof/error.hpp"
-#include "inferprof/replicas.hpp"
+#include "inferprof/replicas_result.hpp"
 #include "inferprof/report.hpp"
-#include "inferprof/simulate.hpp"
+#include "inferprof/simulate_result.hpp"
 
 namespace inferprof::report {
 

@@ -5,9 +5,9 @@
 #include <iterator>
 #include <numeric>
 
+#include "base/text.hpp"
 #include "report/flamegraph_svg.hpp"
 #include "report/line_plot_svg.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::report::html {
 namespace {

@@ -7,8 +7,8 @@
 #include <iterator>
 #include <limits>
 
+#include "base/text.hpp"
 #include "report/flamegraph_svg.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::report {
 

@@ -1,8 +1,8 @@
 // requests.csv: one row per request, streamed by the Collector as requests complete.
 #include <iterator>
 
+#include "base/text.hpp"
 #include "report/streams.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace report {
@@ -50,7 +50,7 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
     append_us3(out, r.stage[i]);
   }
   out.push_back(',');
-  append_csv_field(out, r.cache_outcome);
+  append_csv_field(out, outcome_name(r.cache_outcome));
   out.append(std::string_view(r.ok ? ",true," : ",false,"));
   append_csv_field(out, r.error);
   out.push_back(',');

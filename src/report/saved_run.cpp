@@ -12,12 +12,19 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/csv_io.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
-#include "report/csv_io.hpp"
 
 namespace inferprof::report {
 namespace {
+
+// requests.csv's cache column: "none" (no cache tier) or one of a walk's
+// outcomes; nullopt for other text.
+std::optional<CacheOutcome> parse_cache_column(std::string_view text) {
+  if (text == outcome_name(CacheOutcome::none)) return CacheOutcome::none;
+  return parse_outcome(text);
+}
 
 namespace fs = std::filesystem;
 
@@ -276,7 +283,8 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
       throw bad_input(
           at_line(path, r.line, fmt::format("{} fields, expected {} as in the header", fields.size(), width)));
     r.ok = fields[ok_col] == "true";
-    r.cache = cache_col >= 0 ? fields[static_cast<std::size_t>(cache_col)] : "none";
+    r.cache = cache_col < 0 ? std::optional<CacheOutcome>(CacheOutcome::none)
+                            : parse_cache_column(fields[static_cast<std::size_t>(cache_col)]);
     // One cell as µs; an empty cell (n/a, or no CPU clock read) or no column: nothing.
     auto cell = [&](int col, const std::string& name) -> std::optional<double> {
       if (col < 0) return std::nullopt;

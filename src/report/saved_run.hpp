@@ -66,7 +66,8 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check = SummaryChe
 struct RequestRow {
   std::uint64_t line = 0;
   bool ok = false;
-  std::string cache = "none";                // the "cache" column, "none" without one
+  // The "cache" column: none without one, nullopt for text that names no outcome.
+  std::optional<CacheOutcome> cache = CacheOutcome::none;
   std::array<double, kStageCount + 1> us{};  // stage µs, then total_us; an empty cell (n/a) or no column: 0
   // Thread CPU µs (<stage>_cpu_us, then cpu_us), the same way; has_cpu: cpu_us has a value.
   std::array<double, kStageCount + 1> cpu_us{};

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/atomic_file.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/report.hpp"
-#include "report/atomic_file.hpp"
 
 namespace inferprof::report {
 

@@ -59,7 +59,7 @@ void read_requests(const std::string& path, SimCosts& c) {
     const double t = r.us[kStageCount] - r.us[kCache];
     ++c.rows;
     // "none": the run had no cache, so every request took the miss path.
-    const std::optional<CacheOutcome> served = r.cache == "none" ? CacheOutcome::miss : parse_outcome(r.cache);
+    const std::optional<CacheOutcome> served = r.cache == CacheOutcome::none ? CacheOutcome::miss : r.cache;
     if (served == CacheOutcome::miss) {
       miss.add(t);
       derived_l3.add(t - r.us[kInput] - r.us[kPre]);

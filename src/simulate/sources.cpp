@@ -11,11 +11,11 @@
 #include <limits>
 #include <memory>
 
+#include "base/text.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/simulate.hpp"
 #include "inferprof/trace.hpp"
 #include "report/streams.hpp"
-#include "report/text.hpp"
 #include "trace/csv_rows.hpp"
 
 namespace inferprof {

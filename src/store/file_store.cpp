@@ -15,10 +15,10 @@
 #include <optional>
 #include <utility>
 
+#include "base/atomic_file.hpp"
+#include "base/read_file.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
-#include "report/atomic_file.hpp"
-#include "report/read_file.hpp"
 #include "store/store_detail.hpp"
 
 namespace fs = std::filesystem;

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <optional>
 
+#include "base/read_file.hpp"
 #include "inferprof/error.hpp"
-#include "report/read_file.hpp"
 
 namespace inferprof::text {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/csv_io.hpp"
 #include "inferprof/trace.hpp"
-#include "report/csv_io.hpp"
 
 namespace inferprof {
 

@@ -11,10 +11,10 @@
 #include <cstring>
 #include <random>
 
+#include "base/atomic_file.hpp"
+#include "base/json.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/trace.hpp"
-#include "report/atomic_file.hpp"
-#include "report/json.hpp"
 
 namespace inferprof {
 

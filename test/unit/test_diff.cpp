@@ -11,6 +11,7 @@
 #include "diff_runs.hpp"
 #include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
+#include "inferprof/report.hpp"
 #include "temp_dir.hpp"
 
 using namespace inferprof;

@@ -45,7 +45,7 @@ class StandIn final : public RequestServer {
     calls.emplace_back(caches, request.id);
     ScopedSpan span(record, Stage::compute);
     if (!caches) return;
-    record.cache_outcome = seen[caches].insert(request.key).second ? "miss" : "l1_hit";
+    record.cache_outcome = seen[caches].insert(request.key).second ? CacheOutcome::miss : CacheOutcome::l1_hit;
     if (served) *served = std::make_shared<const std::string>("out");
   }
   double verify(const TraceRequest&, const Blob& served, const ModelHandle&) override {
@@ -69,7 +69,7 @@ TEST_SUITE("engine") {
     StandIn server;
     CacheSet caches;
     RequestRecord record;
-    record.cache_outcome = "stale";
+    record.cache_outcome = CacheOutcome::l2_hit;  // stale: serve must set it
     record.spans.resize(7);
     const TraceRequest req = request_of(17, "k");
     serve_step(server, &caches, nullptr, nullptr, ServeJob{&req, 3, 40, 0, 2}, record);
@@ -78,12 +78,12 @@ TEST_SUITE("engine") {
     CHECK(record.line == 40);
     CHECK(record.key == "k");
     CHECK(record.worker == 2);
-    CHECK(record.cache_outcome == "miss");
+    CHECK(record.cache_outcome == CacheOutcome::miss);
     CHECK(record.spans.size() == 1);  // the stand-in's compute span only: the old ones were reset
     CHECK(record.end >= record.start);
     CHECK(record.arrival == record.start);  // closed loop: it arrives when served
     serve_step(server, &caches, nullptr, nullptr, ServeJob{&req, 4, 41, 0, 2}, record);
-    CHECK(record.cache_outcome == "l1_hit");
+    CHECK(record.cache_outcome == CacheOutcome::l1_hit);
   }
 
   TEST_CASE("serve step: verify checks the sampled hits, never a miss, and counts a mismatch") {
@@ -146,7 +146,8 @@ TEST_SUITE("engine") {
     for (const auto& lane : lanes) {
       CHECK(lane.latency_us.size() == 4);
       // Each lane has its own cache state: x misses once per lane, then hits.
-      CHECK(lane.outcome == std::vector<std::string>{"miss", "miss", "l1_hit", "l1_hit"});
+      CHECK(lane.outcome == std::vector<CacheOutcome>{CacheOutcome::miss, CacheOutcome::miss, CacheOutcome::l1_hit,
+                                                      CacheOutcome::l1_hit});
     }
   }
 

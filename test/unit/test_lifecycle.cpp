@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/atomic_file.hpp"
 #include "inferprof/lifecycle.hpp"
-#include "report/atomic_file.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

@@ -14,15 +14,16 @@
 #include <thread>
 #include <vector>
 
+#include "base/atomic_file.hpp"
+#include "base/histogram.hpp"
+#include "base/text.hpp"
 #include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/replicas.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/timing.hpp"
 #include "report/format.hpp"
-#include "report/histogram.hpp"
 #include "report/streams.hpp"
-#include "report/text.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

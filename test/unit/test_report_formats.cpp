@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/csv_io.hpp"
 #include "diff_runs.hpp"
 #include "inferprof/compare.hpp"
 #include "inferprof/diff.hpp"
@@ -19,7 +20,6 @@
 #include "inferprof/replicas.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/simulate.hpp"
-#include "report/csv_io.hpp"
 #include "report/format.hpp"
 #include "temp_dir.hpp"
 

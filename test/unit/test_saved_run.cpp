@@ -7,12 +7,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/atomic_file.hpp"
+#include "base/csv_io.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/report.hpp"
-#include "pipeline/plugin_api.hpp"
-#include "report/atomic_file.hpp"
-#include "report/csv_io.hpp"
+#include "plugin/plugin_api.hpp"
 #include "report/saved_run.hpp"
 #include "temp_dir.hpp"
 
@@ -90,7 +90,7 @@ TEST_SUITE("saved run") {
                       (path + ":3: 'x' is not a number of µs in column 'compute_us'").c_str());
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].ok);
-    CHECK(rows[0].cache == "l1_hit");
+    CHECK(rows[0].cache == CacheOutcome::l1_hit);
     CHECK(rows[0].us[kStageCount] == 20.5);
     CHECK(rows[0].us[static_cast<std::size_t>(Stage::compute)] == 10);
     CHECK(rows[0].us[static_cast<std::size_t>(Stage::input)] == 0);  // no such column

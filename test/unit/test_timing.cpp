@@ -74,7 +74,7 @@ TEST_SUITE("timing") {
     r.reset();
     CHECK(r.spans.empty());
     CHECK(r.stage[static_cast<std::size_t>(Stage::preprocess)] == 0);
-    CHECK(r.cache_outcome == "none");
+    CHECK(r.cache_outcome == CacheOutcome::none);
   }
 
   TEST_CASE("errors carry their exit code and file:line prefix") {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "report/text.hpp"
+#include "base/text.hpp"
 
 namespace inferprof::report {
 

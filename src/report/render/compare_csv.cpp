@@ -3,8 +3,8 @@
 #include <cmath>
 #include <iterator>
 
+#include "base/text.hpp"
 #include "report/render/compare_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace report {

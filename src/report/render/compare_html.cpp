@@ -3,10 +3,10 @@
 // its requests and the gates. Tables are the terminal's cells.
 #include <fmt/format.h>
 
-#include "inferprof/compare.hpp"
+#include "base/text.hpp"
+#include "inferprof/compare_result.hpp"
 #include "report/html_page.hpp"
 #include "report/render/compare_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace {

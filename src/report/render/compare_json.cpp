@@ -1,5 +1,5 @@
 // A comparison as JSON (--format json, and compare.json).
-#include "report/json.hpp"
+#include "base/json.hpp"
 #include "report/render/cache_section.hpp"
 #include "report/render/compare_parts.hpp"
 

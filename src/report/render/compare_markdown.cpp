@@ -1,6 +1,6 @@
 // A comparison as GitHub markdown (--format markdown): the table's cells and notes.
+#include "base/text.hpp"
 #include "report/render/compare_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "base/text.hpp"
 #include "report/render/cache_section.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::report::compare_parts {
 namespace {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inferprof/compare.hpp"
+#include "inferprof/compare_result.hpp"
 
 namespace inferprof::report::compare_parts {
 

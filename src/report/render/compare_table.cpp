@@ -5,8 +5,8 @@
 // explained, not only shown.
 #include <algorithm>
 
+#include "base/text.hpp"
 #include "report/render/compare_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

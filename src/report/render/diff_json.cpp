@@ -1,6 +1,6 @@
 // A diff as JSON (--format json), for dashboards.
-#include "inferprof/diff.hpp"
-#include "report/json.hpp"
+#include "base/json.hpp"
+#include "inferprof/diff_result.hpp"
 
 namespace inferprof {
 

@@ -1,6 +1,6 @@
 // A diff as GitHub markdown (--format markdown), for a pull-request comment: the verdict first.
+#include "base/text.hpp"
 #include "report/render/diff_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

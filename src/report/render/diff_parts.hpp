@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "inferprof/diff.hpp"
+#include "inferprof/diff_result.hpp"
 
 namespace inferprof::report::diff_parts {
 

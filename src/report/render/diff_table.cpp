@@ -1,8 +1,8 @@
 // A diff as the terminal table (--format table), for the CI log.
 #include <algorithm>
 
+#include "base/text.hpp"
 #include "report/render/diff_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace {

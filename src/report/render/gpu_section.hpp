@@ -3,8 +3,8 @@
 // achieved next to this machine's peak, kernels per request, CUPTI's counts.
 #include <string>
 
+#include "base/json.hpp"
 #include "inferprof/report.hpp"
-#include "report/json.hpp"
 
 namespace inferprof::report {
 

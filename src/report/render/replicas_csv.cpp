@@ -3,8 +3,8 @@
 
 #include <iterator>
 
-#include "inferprof/replicas.hpp"
-#include "report/text.hpp"
+#include "base/text.hpp"
+#include "inferprof/replicas_result.hpp"
 
 namespace inferprof {
 

@@ -1,6 +1,6 @@
 // `run --replicas N` as JSON (--format json, and replicas.json).
-#include "inferprof/replicas.hpp"
-#include "report/json.hpp"
+#include "base/json.hpp"
+#include "inferprof/replicas_result.hpp"
 
 namespace inferprof {
 

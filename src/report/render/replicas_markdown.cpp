@@ -1,6 +1,6 @@
 // `run --replicas N` as GitHub markdown (--format markdown).
+#include "base/text.hpp"
 #include "report/render/replicas_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

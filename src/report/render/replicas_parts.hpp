@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "inferprof/replicas.hpp"
+#include "inferprof/replicas_result.hpp"
 
 namespace inferprof::report::replicas_parts {
 

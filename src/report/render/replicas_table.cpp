@@ -1,7 +1,7 @@
 // `run --replicas N` as the terminal table (--format table): the per-replica
 // table, the cross-replica spread and the version skew of each update.
+#include "base/text.hpp"
 #include "report/render/replicas_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

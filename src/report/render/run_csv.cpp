@@ -1,7 +1,8 @@
 // A run as CSV (--format csv, and stages.csv): one row per stage, then the total.
 #include <iterator>
 
-#include "report/text.hpp"
+#include "base/text.hpp"
+#include "inferprof/report.hpp"
 
 namespace inferprof {
 namespace report {

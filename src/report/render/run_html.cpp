@@ -3,10 +3,10 @@
 // graph with search. The same figures as summary.json, for a person.
 #include <fmt/format.h>
 
+#include "base/text.hpp"
 #include "inferprof/report.hpp"
 #include "report/html_page.hpp"
 #include "report/render/cache_section.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace {

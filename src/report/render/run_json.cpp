@@ -1,11 +1,11 @@
 // A run as JSON (--format json, and summary.json): the machine-readable
 // summary `diff` and dashboards read. Each section is its own function so
 // later fields slot in as one more.
-#include "report/json.hpp"
+#include "base/json.hpp"
+#include "base/text.hpp"
 #include "report/render/cache_section.hpp"
 #include "report/render/gpu_section.hpp"
 #include "report/render/update_section.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace report {

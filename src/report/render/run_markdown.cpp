@@ -1,9 +1,10 @@
 // A run as GitHub markdown (--format markdown), e.g. for a CI comment.
 #include <algorithm>
 
+#include "base/text.hpp"
 #include "report/render/cache_section.hpp"
+#include "report/render/run_parts.hpp"
 #include "report/render/update_section.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace report {

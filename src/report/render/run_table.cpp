@@ -1,10 +1,11 @@
 // A run as the terminal table (--format table): what a person reads after a run.
 #include <algorithm>
 
+#include "base/text.hpp"
 #include "report/render/cache_section.hpp"
 #include "report/render/gpu_section.hpp"
+#include "report/render/run_parts.hpp"
 #include "report/render/update_section.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 namespace report {

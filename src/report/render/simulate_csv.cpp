@@ -2,9 +2,9 @@
 // (or, with only --policies, the policy grid's rows).
 #include <iterator>
 
+#include "base/text.hpp"
 #include "report/render/cache_section.hpp"
 #include "report/render/simulate_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

@@ -1,7 +1,7 @@
 // report.html of a simulation: predicted latency per configuration, what the
 // tiers did, the miss-ratio curves and the policy grid with its
 // recommendation. Tables are the terminal's cells.
-#include "inferprof/simulate.hpp"
+#include "inferprof/simulate_result.hpp"
 #include "report/html_page.hpp"
 #include "report/render/simulate_parts.hpp"
 

@@ -1,5 +1,5 @@
 // A simulation as JSON (--format json, and simulate.json).
-#include "report/json.hpp"
+#include "base/json.hpp"
 #include "report/render/cache_section.hpp"
 #include "report/render/simulate_parts.hpp"
 

@@ -1,6 +1,6 @@
 // A simulation as GitHub markdown (--format markdown).
+#include "base/text.hpp"
 #include "report/render/simulate_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

@@ -1,8 +1,8 @@
 // The miss-ratio curves of a simulation as CSV (mrc.csv): one row per capacity of each curve.
 #include <iterator>
 
-#include "inferprof/simulate.hpp"
-#include "report/text.hpp"
+#include "base/text.hpp"
+#include "inferprof/simulate_result.hpp"
 
 namespace inferprof {
 

@@ -1,7 +1,7 @@
 // The miss-ratio curves of a simulation as an SVG line plot (mrc.svg).
+#include "base/text.hpp"
 #include "report/line_plot_svg.hpp"
 #include "report/render/simulate_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

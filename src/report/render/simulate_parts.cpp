@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/text.hpp"
 #include "report/render/cache_section.hpp"
-#include "report/text.hpp"
 
 namespace inferprof::report::simulate_parts {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "inferprof/simulate.hpp"
+#include "inferprof/simulate_result.hpp"
 
 namespace inferprof::report::simulate_parts {
 

@@ -2,8 +2,8 @@
 // only the grid): one row per policy and size.
 #include <iterator>
 
+#include "base/text.hpp"
 #include "report/render/simulate_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

@@ -1,6 +1,6 @@
 // A simulation as the terminal table (--format table).
+#include "base/text.hpp"
 #include "report/render/simulate_parts.hpp"
-#include "report/text.hpp"
 
 namespace inferprof {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "report/text.hpp"
+#include "base/text.hpp"
 
 namespace inferprof::report {
 

@@ -1,8 +1,8 @@
 #pragma once
 #include <string>
 
+#include "base/json.hpp"
 #include "inferprof/report.hpp"
-#include "report/json.hpp"
 
 namespace inferprof::report {
 

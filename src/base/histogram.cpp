@@ -1,4 +1,4 @@
-#include "report/histogram.hpp"
+#include "base/histogram.hpp"
 
 #include <algorithm>
 #include <cmath>

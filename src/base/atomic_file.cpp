@@ -1,7 +1,7 @@
 // Every file inferprof writes is complete or absent: written under a temporary
 // name in the same folder (so the rename cannot cross file systems), synced
 // to disk, then renamed.
-#include "report/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -13,7 +13,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "report/text.hpp"
+#include "base/text.hpp"
 
 namespace inferprof {
 namespace report {

@@ -1,5 +1,5 @@
 // See redis_connect.hpp.
-#include "cache/redis_connect.hpp"
+#include "redis/redis_connect.hpp"
 
 #include <cstdlib>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "report/read_file.hpp"
+#include "base/read_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -8,13 +8,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
 
-#include "inferprof/compare.hpp"
+#include "inferprof/stats.hpp"
 
 namespace inferprof {
 namespace {

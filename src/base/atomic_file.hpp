@@ -9,11 +9,20 @@
 
 #include "inferprof/error.hpp"
 
-namespace inferprof::report {
+namespace inferprof {
+
+// Writes `content` to dir/name atomically (temp file + rename). Throws Error.
+void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content);
+
+// Checks up front that `dir` can hold reports (creating it if needed), so a
+// bad --out fails before any work. Throws Error(bad_input) naming the folder.
+void ensure_output_dir(const std::string& dir);
+
+namespace report {
 
 // "cannot write 'PATH': strerror(err)", exit code runtime.
 Error write_error(const std::string& path, int err);
-// write_file_atomic (inferprof/report.hpp) in the folder open as `dir_fd`
+// write_file_atomic (above) in the folder open as `dir_fd`
 // (AT_FDCWD: `dir` itself), named `dir` in messages; see TempFile::open_at.
 void write_file_atomic_at(int dir_fd, const std::string& dir, const std::string& name, std::string_view content);
 
@@ -63,4 +72,5 @@ class TempFile {
   std::vector<char> buffer_;  // stdio buffer: large, so workers seldom wait on write(2)
 };
 
-}  // namespace inferprof::report
+}  // namespace report
+}  // namespace inferprof

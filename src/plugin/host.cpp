@@ -15,10 +15,10 @@
 #include <limits>
 #include <mutex>
 
+#include "base/read_file.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
-#include "pipeline/plugin_api.hpp"
-#include "report/read_file.hpp"
+#include "plugin/plugin_api.hpp"
 
 namespace inferprof {
 

@@ -50,7 +50,7 @@ void RequestRecord::reset() {
   std::fill(preprocess_op_cpu.begin(), preprocess_op_cpu.end(), 0);
   image_bytes = image_pixels = 0;
   spans.clear();
-  cache_outcome = "none";
+  cache_outcome = CacheOutcome::none;
   model_version.clear();
   update = -1;
   update_pending = false;

@@ -5,6 +5,8 @@
 // If the server goes away the thread reconnects and subscribes again until
 // the channel is destroyed (messages published meanwhile are lost: pub/sub
 // keeps nothing).
+#include "inferprof/update_channel.hpp"
+
 #include <fmt/format.h>
 #include <sys/socket.h>
 
@@ -14,9 +16,8 @@
 #include <mutex>
 #include <thread>
 
-#include "cache/redis_connect.hpp"
 #include "inferprof/error.hpp"
-#include "inferprof/store.hpp"
+#include "redis/redis_connect.hpp"
 
 namespace inferprof {
 

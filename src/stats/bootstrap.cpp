@@ -1,11 +1,11 @@
-// The bootstrap machinery compare and diff share (declared in compare.hpp),
-// in the base layer so that diff does not depend on replay.
+// The bootstrap machinery compare and diff share (inferprof/stats.hpp): draws,
+// percentile intervals and Student t quantiles.
 #include <algorithm>
 #include <iterator>
 #include <limits>
 #include <random>
 
-#include "inferprof/compare.hpp"
+#include "inferprof/stats.hpp"
 
 namespace inferprof {
 

@@ -1,9 +1,9 @@
-#include "report/json.hpp"
+#include "base/json.hpp"
 
 #include <cmath>
 #include <iterator>
 
-#include "report/text.hpp"
+#include "base/text.hpp"
 
 namespace inferprof::report {
 void append_json_string(fmt::memory_buffer& out, std::string_view s) {

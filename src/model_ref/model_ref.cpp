@@ -1,4 +1,6 @@
 // Model references (name@version), sha256, and the metadata's JSON form.
+#include "inferprof/model_ref.hpp"
+
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <simdjson.h>
@@ -8,11 +10,10 @@
 #include <ctime>
 #include <tuple>
 
+#include "base/json.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
-#include "inferprof/store.hpp"
-#include "report/json.hpp"
-#include "store/store_detail.hpp"
+#include "model_ref/model_ref.hpp"
 
 namespace inferprof {
 namespace {

@@ -1,15 +1,12 @@
 #pragma once
 // Formatting helpers shared by the renderers: units for people, exact decimal
-// microseconds for machines, CSV quoting, padding by display width, and the
-// parts of the run description the table and the markdown both print.
+// microseconds for machines, CSV quoting, padding by display width.
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "inferprof/report.hpp"
 
 namespace inferprof::report {
 
@@ -54,20 +51,6 @@ std::string truncate_display(std::string_view s, std::size_t width);
 std::string join_path(const std::string& dir, const std::string& name);
 std::string base_name(const std::string& path);
 
-// The description lines the table and the markdown share.
-std::string run_headline(const RunInfo& info);   // "inferprof run · model.pt (...) · ..."
-std::string load_text(const RunInfo& info);      // "12.31 ms"
-std::string warmup_text(const RunInfo& info);    // "3 iterations: first ... (cold), then mean ..."
-std::string requests_text(const RunSummary& s);  // "1,000 in 0.52 s · 1,923.1 req/s"
-
-// The stage rows shown to people: queue..overhead always; cache and load only
-// when some request spent time there.
-struct StageRow {
-  std::string_view name;  // "compute", or a part's "preprocess.resize"
-  const StageStats* stats;
-  std::string_view op;  // a part's op ("resize"), shown indented under its stage; "" for a stage
-};
-std::vector<StageRow> visible_stage_rows(const RunSummary& s);
 // Columns padded to their widest cell, two spaces apart, right-aligned except
 // those in `left` (column indexes); trailing blanks trimmed.
 std::string render_grid(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left);

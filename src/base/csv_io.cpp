@@ -1,4 +1,4 @@
-#include "report/csv_io.hpp"
+#include "base/csv_io.hpp"
 
 #include "inferprof/error.hpp"
 

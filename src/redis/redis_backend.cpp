@@ -41,9 +41,9 @@
 #include <utility>
 #include <vector>
 
-#include "cache/redis_connect.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
+#include "redis/redis_connect.hpp"
 
 namespace inferprof {
 namespace {
