@@ -117,6 +117,92 @@ void read_preprocess_ops(const Doc& doc, simdjson::dom::object stages, std::vect
   }
 }
 
+// "run": the facts diff and simulate compare (model, trace, machine, mode).
+void read_run_info(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
+  simdjson::dom::object info;
+  if (top["run"].get(info) == simdjson::SUCCESS) {
+    run.model_hash = doc.optional_string(info, "model_hash");
+    run.trace_hash = doc.optional_string(info, "trace_hash");
+    run.model_path = doc.optional_string(info, "model_path");
+    run.trace_path = doc.optional_string(info, "trace_path");
+    run.hostname = doc.optional_string(info, "hostname");
+    run.cpu_model = doc.optional_string(info, "cpu_model");
+    run.libtorch_version = doc.optional_string(info, "libtorch_version");
+    run.device = doc.optional_string(info, "device");
+    run.profile_name = doc.optional_string(info, "profile_name");
+    run.mode = doc.optional_string(info, "mode");
+    run.started_at = doc.optional_string(info, "started_at");
+    run.cpu_cores = static_cast<int>(doc.optional_number(info, "cpu_cores"));
+    run.threads = static_cast<int>(doc.optional_number(info, "threads"));
+    run.concurrency = static_cast<int>(doc.optional_number(info, "concurrency"));
+    run.limit = static_cast<std::uint64_t>(doc.optional_number(info, "limit"));
+    simdjson::dom::object probe, at;
+    if (info["speed_probe"].get(probe) == simdjson::SUCCESS)
+      for (auto [name, into] : {std::pair{"before", &run.speed_before}, std::pair{"after", &run.speed_after}})
+        if (probe[name].get(at) == simdjson::SUCCESS)
+          *into = SpeedProbe{doc.optional_number(at, "compute_us"), doc.optional_number(at, "memory_us")};
+  } else if (doc.complete) {
+    throw doc.missing("run", "an object");
+  }
+}
+
+// "caches": each tier this version knows, its hit ratio and what it held.
+void read_caches(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
+  simdjson::dom::array caches;
+  if (top["caches"].get(caches) == simdjson::SUCCESS)
+    for (simdjson::dom::element c : caches) {
+      SavedRun::Tier t;
+      std::string_view tier;
+      if (c["tier"].get(tier) != simdjson::SUCCESS) continue;
+      const std::optional<CacheLevel> level = parse_enum<CacheLevel>(tier);
+      if (!level) continue;  // a tier this version does not know
+      t.tier = *level;
+      simdjson::dom::element ratio;
+      if (c["hit_ratio"].get(ratio) == simdjson::SUCCESS) t.hit_ratio = doc.number(ratio, "caches[].hit_ratio");
+      simdjson::dom::object o;
+      if (c.get(o) == simdjson::SUCCESS) {
+        t.entries = doc.optional_number(o, "entries");
+        t.bytes = doc.optional_number(o, "bytes");
+      }
+      run.caches.push_back(std::move(t));
+    }
+}
+
+// "served_by": requests and mean latency by what served them.
+void read_served_by(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
+  simdjson::dom::array by;
+  if (top["served_by"].get(by) == simdjson::SUCCESS)
+    for (simdjson::dom::element e : by) {
+      simdjson::dom::object o;
+      std::string_view name;
+      if (e.get(o) != simdjson::SUCCESS || o["outcome"].get(name) != simdjson::SUCCESS) continue;
+      SavedRun::Outcome out;
+      out.outcome = std::string(name);
+      out.requests = doc.optional_number(o, "requests");
+      simdjson::dom::element m;
+      if (o["mean_us"].get(m) == simdjson::SUCCESS) out.mean_us = Doc::number_of(m).value_or(-1);
+      run.served_by.push_back(std::move(out));
+    }
+}
+
+// "updates": the model updates and what they cost.
+void read_updates(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
+  simdjson::dom::array updates;
+  if (top["updates"].get(updates) == simdjson::SUCCESS)
+    for (simdjson::dom::element e : updates) {
+      simdjson::dom::object o;
+      if (e.get(o) != simdjson::SUCCESS) continue;
+      SavedRun::Update u;
+      u.to_version = doc.optional_string(o, "to_version");
+      simdjson::dom::element live;
+      if (o["live_unix_ms"].get(live) == simdjson::SUCCESS) u.live_unix_ms = Doc::number_of(live).value_or(-1);
+      u.stale_served = static_cast<std::uint64_t>(doc.optional_number(o, "stale_served"));
+      u.stalled = static_cast<std::uint64_t>(doc.optional_number(o, "stalled"));
+      u.stall_ms = doc.optional_number(o, "stall_ms");
+      run.updates.push_back(std::move(u));
+    }
+}
+
 }  // namespace
 
 SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
@@ -150,31 +236,7 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
     throw bad_input(fmt::format("{}: not an inferprof summary (schema '{}', expected '{}')", run.summary_path,
                                 printable(schema), kSummarySchema));
 
-  simdjson::dom::object info;
-  if (top["run"].get(info) == simdjson::SUCCESS) {
-    run.model_hash = doc.optional_string(info, "model_hash");
-    run.trace_hash = doc.optional_string(info, "trace_hash");
-    run.model_path = doc.optional_string(info, "model_path");
-    run.trace_path = doc.optional_string(info, "trace_path");
-    run.hostname = doc.optional_string(info, "hostname");
-    run.cpu_model = doc.optional_string(info, "cpu_model");
-    run.libtorch_version = doc.optional_string(info, "libtorch_version");
-    run.device = doc.optional_string(info, "device");
-    run.profile_name = doc.optional_string(info, "profile_name");
-    run.mode = doc.optional_string(info, "mode");
-    run.started_at = doc.optional_string(info, "started_at");
-    run.cpu_cores = static_cast<int>(doc.optional_number(info, "cpu_cores"));
-    run.threads = static_cast<int>(doc.optional_number(info, "threads"));
-    run.concurrency = static_cast<int>(doc.optional_number(info, "concurrency"));
-    run.limit = static_cast<std::uint64_t>(doc.optional_number(info, "limit"));
-    simdjson::dom::object probe, at;
-    if (info["speed_probe"].get(probe) == simdjson::SUCCESS)
-      for (auto [name, into] : {std::pair{"before", &run.speed_before}, std::pair{"after", &run.speed_after}})
-        if (probe[name].get(at) == simdjson::SUCCESS)
-          *into = SpeedProbe{doc.optional_number(at, "compute_us"), doc.optional_number(at, "memory_us")};
-  } else if (doc.complete) {
-    throw doc.missing("run", "an object");
-  }
+  read_run_info(doc, top, run);
 
   run.requests = static_cast<std::uint64_t>(doc.number(top, "requests", "requests"));
   run.throughput_rps = doc.number(top, "throughput_rps", "throughput_rps");
@@ -191,53 +253,9 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   }
   run.has_stage[kStageCount] = read_stage(doc, top, "total", "total", run.stages[kStageCount]);
 
-  simdjson::dom::array caches;
-  if (top["caches"].get(caches) == simdjson::SUCCESS)
-    for (simdjson::dom::element c : caches) {
-      SavedRun::Tier t;
-      std::string_view tier;
-      if (c["tier"].get(tier) != simdjson::SUCCESS) continue;
-      const std::optional<CacheLevel> level = parse_enum<CacheLevel>(tier);
-      if (!level) continue;  // a tier this version does not know
-      t.tier = *level;
-      simdjson::dom::element ratio;
-      if (c["hit_ratio"].get(ratio) == simdjson::SUCCESS) t.hit_ratio = doc.number(ratio, "caches[].hit_ratio");
-      simdjson::dom::object o;
-      if (c.get(o) == simdjson::SUCCESS) {
-        t.entries = doc.optional_number(o, "entries");
-        t.bytes = doc.optional_number(o, "bytes");
-      }
-      run.caches.push_back(std::move(t));
-    }
-
-  simdjson::dom::array by;
-  if (top["served_by"].get(by) == simdjson::SUCCESS)
-    for (simdjson::dom::element e : by) {
-      simdjson::dom::object o;
-      std::string_view name;
-      if (e.get(o) != simdjson::SUCCESS || o["outcome"].get(name) != simdjson::SUCCESS) continue;
-      SavedRun::Outcome out;
-      out.outcome = std::string(name);
-      out.requests = doc.optional_number(o, "requests");
-      simdjson::dom::element m;
-      if (o["mean_us"].get(m) == simdjson::SUCCESS) out.mean_us = Doc::number_of(m).value_or(-1);
-      run.served_by.push_back(std::move(out));
-    }
-
-  simdjson::dom::array updates;
-  if (top["updates"].get(updates) == simdjson::SUCCESS)
-    for (simdjson::dom::element e : updates) {
-      simdjson::dom::object o;
-      if (e.get(o) != simdjson::SUCCESS) continue;
-      SavedRun::Update u;
-      u.to_version = doc.optional_string(o, "to_version");
-      simdjson::dom::element live;
-      if (o["live_unix_ms"].get(live) == simdjson::SUCCESS) u.live_unix_ms = Doc::number_of(live).value_or(-1);
-      u.stale_served = static_cast<std::uint64_t>(doc.optional_number(o, "stale_served"));
-      u.stalled = static_cast<std::uint64_t>(doc.optional_number(o, "stalled"));
-      u.stall_ms = doc.optional_number(o, "stall_ms");
-      run.updates.push_back(std::move(u));
-    }
+  read_caches(doc, top, run);
+  read_served_by(doc, top, run);
+  read_updates(doc, top, run);
   return run;
 }
 

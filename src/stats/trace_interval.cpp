@@ -39,6 +39,129 @@ struct Pool {
   }
 };
 
+// Requests grouped by class: the input (when `with_input`) and what served it
+// under both configurations.
+std::vector<std::vector<std::size_t>> classes_by(bool with_input, const std::vector<std::uint64_t>& input,
+                                                 const std::vector<std::uint8_t>& base_outcome,
+                                                 const std::vector<std::uint8_t>& other_outcome) {
+  std::unordered_map<std::uint64_t, std::size_t> id;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    std::uint64_t k = (static_cast<std::uint64_t>(base_outcome[i]) << 8) | other_outcome[i];
+    if (with_input) k ^= input[i] * 0x9E3779B97F4A7C15ull + (k << 6);
+    auto [it, fresh] = id.emplace(k, members.size());
+    if (fresh) members.emplace_back();
+    members[it->second].push_back(i);
+  }
+  return members;
+}
+
+bool has_repeats(const std::vector<std::vector<std::size_t>>& classes) {
+  return std::any_of(classes.begin(), classes.end(), [](const auto& m) { return m.size() >= 2; });
+}
+
+// The classes and the noise they show, which the linearised interval and the
+// stratified bootstrap both read.
+struct Strata {
+  const std::vector<double>& b;
+  const std::vector<double>& o;
+  const std::vector<std::uint8_t>& base_outcome;
+  const std::vector<std::uint8_t>& other_outcome;
+  double ratio = 1;
+  std::vector<std::vector<std::size_t>> classes;
+  std::vector<std::size_t> singles;  // requests alone in their class
+  std::array<Pool, kOutcomeCodes> pools;
+  Pool all;
+  double within = 0;  // sum over classes of m * (sample variance of e = b - ratio * o)
+  std::size_t df = 0;
+
+  // The noise of the classes that show it: their variance of e, and relative
+  // residuals per noise group (scaled by sqrt(m / (m - 1)), as a residual
+  // from its own class mean understates the spread).
+  void measure() {
+    for (const auto& m : classes) {
+      if (m.size() < 2) {
+        singles.push_back(m[0]);
+        continue;
+      }
+      const double k = static_cast<double>(m.size());
+      double mb = 0, mo = 0, me = 0;
+      for (std::size_t i : m) {
+        mb += b[i];
+        mo += o[i];
+        me += b[i] - ratio * o[i];
+      }
+      mb /= k;
+      mo /= k;
+      me /= k;
+      double ss = 0;
+      for (std::size_t i : m)
+        ss += (b[i] - ratio * o[i] - me) * (b[i] - ratio * o[i] - me);
+      within += k * ss / (k - 1);
+      df += m.size() - 1;
+      const double scale = std::sqrt(k / (k - 1));
+      for (std::size_t i : m) {
+        if (mb > 0) pools[noise_group(base_outcome[m[0]])].residuals.push_back(1 + (b[i] / mb - 1) * scale);
+        if (mo > 0) pools[noise_group(other_outcome[m[0]])].residuals.push_back(1 + (o[i] / mo - 1) * scale);
+      }
+    }
+    for (Pool& p : pools) {
+      all.residuals.insert(all.residuals.end(), p.residuals.begin(), p.residuals.end());
+      p.finish();
+    }
+    all.finish();
+  }
+  // A group with too few residuals of its own borrows everyone's.
+  const Pool& pool_of(std::uint8_t outcome) const {
+    constexpr std::size_t kMinPool = 5;
+    const Pool& p = pools[noise_group(outcome)];
+    return p.residuals.size() >= kMinPool ? p : all;
+  }
+  // The singletons' variance of e, from the pooled relative noise.
+  double singles_variance(bool& borrowed) const {
+    double v = 0;
+    for (std::size_t i : singles) {
+      const Pool& pb = pool_of(base_outcome[i]);
+      const Pool& po = pool_of(other_outcome[i]);
+      v += b[i] * b[i] * pb.rel_var + ratio * ratio * o[i] * o[i] * po.rel_var;
+      if (&pb == &all || &po == &all) borrowed = true;
+    }
+    return v;
+  }
+  // The stratified bootstrap's replicates of the ratio: each class redrawn
+  // within itself, each single request scaled by residuals drawn from its
+  // noise group.
+  std::vector<double> bootstrap(int resamples) const {
+    std::mt19937_64 rng(42);  // the same data always gives the same interval
+    auto draw = [&](const Pool& p) {
+      return p.residuals.empty()
+                 ? 1.0
+                 : std::max(p.residuals[std::uniform_int_distribution<std::size_t>(0, p.residuals.size() - 1)(rng)],
+                            0.0);
+    };
+    std::vector<double> ratios;
+    ratios.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    for (int r = 0; r < resamples; ++r) {
+      double sb = 0, so = 0;
+      for (const auto& m : classes) {
+        if (m.size() < 2) continue;
+        std::uniform_int_distribution<std::size_t> pick(0, m.size() - 1);
+        for (std::size_t k = 0; k < m.size(); ++k) {
+          const std::size_t i = m[pick(rng)];
+          sb += b[i];
+          so += o[i];
+        }
+      }
+      for (std::size_t i : singles) {
+        sb += b[i] * draw(pool_of(base_outcome[i]));
+        so += o[i] * draw(pool_of(other_outcome[i]));
+      }
+      if (so > 0 && sb > 0) ratios.push_back(sb / so);
+    }
+    return ratios;
+  }
+};
+
 // Requests of one pass share the machine's state (its load, caches, memory
 // layout over those seconds); resampling requests treats them as independent
 // and misses what moves a whole pass. With three or more passes, each pass is
@@ -114,130 +237,29 @@ Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<do
   // Classes: the input and both outcomes. When no input repeats with the same
   // outcomes, no class has two members to show the noise: classes are then the
   // outcomes alone (wider: which inputs were served varies too), and said so.
-  auto classes_by = [&](bool with_input) {
-    std::unordered_map<std::uint64_t, std::size_t> id;
-    std::vector<std::vector<std::size_t>> members;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint64_t k = (static_cast<std::uint64_t>(base_outcome[i]) << 8) | other_outcome[i];
-      if (with_input) k ^= input[i] * 0x9E3779B97F4A7C15ull + (k << 6);
-      auto [it, fresh] = id.emplace(k, members.size());
-      if (fresh) members.emplace_back();
-      members[it->second].push_back(i);
-    }
-    return members;
-  };
-  std::vector<std::vector<std::size_t>> classes = classes_by(true);
-  auto has_repeats = [](const std::vector<std::vector<std::size_t>>& c) {
-    return std::any_of(c.begin(), c.end(), [](const auto& m) { return m.size() >= 2; });
-  };
-  if (!has_repeats(classes)) {
-    classes = classes_by(false);
+  Strata strata{b, o, base_outcome, other_outcome, ratio};
+  strata.classes = classes_by(true, input, base_outcome, other_outcome);
+  if (!has_repeats(strata.classes)) {
+    strata.classes = classes_by(false, input, base_outcome, other_outcome);
     facts.inputs_ignored = true;
-    if (!has_repeats(classes)) return s;  // one request per outcome: nothing shows the noise
+    if (!has_repeats(strata.classes)) return s;  // one request per outcome: nothing shows the noise
   }
-
-  // The noise of requests alone in their class, from the classes that show it:
-  // relative residuals per noise group (scaled by sqrt(m / (m - 1)), as a
-  // residual from its own class mean understates the spread).
-  std::array<Pool, kOutcomeCodes> pools;
-  Pool all;
-  double within = 0;  // sum over classes of m * (sample variance of e = b - ratio * o)
-  std::size_t df = 0;
-  for (const auto& m : classes) {
-    if (m.size() < 2) continue;
-    const double k = static_cast<double>(m.size());
-    double mb = 0, mo = 0, me = 0;
-    for (std::size_t i : m) {
-      mb += b[i];
-      mo += o[i];
-      me += b[i] - ratio * o[i];
-    }
-    mb /= k;
-    mo /= k;
-    me /= k;
-    double ss = 0;
-    for (std::size_t i : m) {
-      const double e = b[i] - ratio * o[i] - me;
-      ss += e * e;
-    }
-    within += k * ss / (k - 1);
-    df += m.size() - 1;
-    const double scale = std::sqrt(k / (k - 1));
-    for (std::size_t i : m) {
-      if (mb > 0) pools[noise_group(base_outcome[m[0]])].residuals.push_back(1 + (b[i] / mb - 1) * scale);
-      if (mo > 0) pools[noise_group(other_outcome[m[0]])].residuals.push_back(1 + (o[i] / mo - 1) * scale);
-    }
-  }
-  for (Pool& p : pools) {
-    all.residuals.insert(all.residuals.end(), p.residuals.begin(), p.residuals.end());
-    p.finish();
-  }
-  all.finish();
-  // A group with too few residuals of its own borrows everyone's.
-  constexpr std::size_t kMinPool = 5;
-  auto pool_of = [&](std::uint8_t outcome) -> const Pool& {
-    const Pool& p = pools[noise_group(outcome)];
-    return p.residuals.size() >= kMinPool ? p : all;
-  };
-
-  double alone = 0;  // the singletons' variance of e, from the pooled relative noise
-  std::vector<std::size_t> singles;
-  for (const auto& m : classes)
-    if (m.size() == 1) singles.push_back(m[0]);
-  for (std::size_t i : singles) {
-    const Pool& pb = pool_of(base_outcome[i]);
-    const Pool& po = pool_of(other_outcome[i]);
-    alone += b[i] * b[i] * pb.rel_var + ratio * ratio * o[i] * o[i] * po.rel_var;
-    if (&pb == &all || &po == &all) facts.borrowed = true;
-  }
-  facts.classes = classes.size();
-  facts.singletons = singles.size();
+  strata.measure();
+  const double alone = strata.singles_variance(facts.borrowed);
+  facts.classes = strata.classes.size();
+  facts.singletons = strata.singles.size();
 
   // The ratio's linearised interval on the log scale: never a bound <= 0.
-  const double se = std::sqrt(within + alone) / sum_o;
-  const double half = student_t_975(df) * se / ratio;
+  const double se = std::sqrt(strata.within + alone) / sum_o;
+  const double half = student_t_975(strata.df) * se / ratio;
   s.low = ratio * std::exp(-half);
   s.high = ratio * std::exp(half);
-
-  // The stratified bootstrap: each class redrawn within itself, each single
-  // request scaled by residuals drawn from its noise group. Its percentile
-  // interval widens the linearised one where the noise is skewed.
-  if (resamples > 0) {
-    std::mt19937_64 rng(42);  // the same data always gives the same interval
-    std::vector<double> ratios;
-    ratios.reserve(static_cast<std::size_t>(resamples));
-    for (int r = 0; r < resamples; ++r) {
-      double sb = 0, so = 0;
-      for (const auto& m : classes) {
-        if (m.size() < 2) continue;
-        std::uniform_int_distribution<std::size_t> pick(0, m.size() - 1);
-        for (std::size_t k = 0; k < m.size(); ++k) {
-          const std::size_t i = m[pick(rng)];
-          sb += b[i];
-          so += o[i];
-        }
-      }
-      for (std::size_t i : singles) {
-        const Pool& pb = pool_of(base_outcome[i]);
-        const Pool& po = pool_of(other_outcome[i]);
-        const double rb =
-            pb.residuals.empty()
-                ? 1
-                : pb.residuals[std::uniform_int_distribution<std::size_t>(0, pb.residuals.size() - 1)(rng)];
-        const double ro =
-            po.residuals.empty()
-                ? 1
-                : po.residuals[std::uniform_int_distribution<std::size_t>(0, po.residuals.size() - 1)(rng)];
-        sb += b[i] * std::max(rb, 0.0);
-        so += o[i] * std::max(ro, 0.0);
-      }
-      if (so > 0 && sb > 0) ratios.push_back(sb / so);
-    }
-    if (!ratios.empty()) {
-      const auto [lo, hi] = percentile_interval(ratios, 0.95);
-      s.low = std::min(s.low, lo);
-      s.high = std::max(s.high, hi);
-    }
+  // The bootstrap's percentile interval widens it where the noise is skewed.
+  std::vector<double> ratios = strata.bootstrap(resamples);
+  if (!ratios.empty()) {
+    const auto [lo, hi] = percentile_interval(ratios, 0.95);
+    s.low = std::min(s.low, lo);
+    s.high = std::max(s.high, hi);
   }
   widen_by_passes(s, b, o, pass, facts);
   s.noise = s.low <= 1.0 && 1.0 <= s.high;

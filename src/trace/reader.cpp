@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "inferprof/error.hpp"
@@ -418,32 +419,47 @@ class LineParser {
     return simdjson::SUCCESS;
   }
 
+  // An array of numbers of one type (int64 or double) into `out`; `ok` is
+  // false when `v` is not an array or an element is not such a number (every
+  // element is still validated, so the line is checked to its end).
+  template <class T>
+  error_code read_numbers(od::value& v, std::vector<T>& out, bool& ok, int depth) {
+    out.clear();
+    od::array array;
+    if (v.get_array().get(array) != simdjson::SUCCESS) {
+      ok = false;
+      return validate(v, depth);
+    }
+    ok = true;
+    for (auto element : array) {
+      od::value item;
+      SIMDJSON_TRY(element.get(item));
+      T number{};
+      error_code got = simdjson::SUCCESS;
+      if constexpr (std::is_same_v<T, double>)
+        got = item.get_double().get(number);
+      else
+        got = item.get_int64().get(number);
+      if (got == simdjson::SUCCESS) {
+        out.push_back(number);
+      } else {
+        SIMDJSON_TRY(validate(item, depth + 1));
+        ok = false;
+      }
+    }
+    return simdjson::SUCCESS;
+  }
+
   error_code parse_input_field(std::string_view name, od::value& v, InputSpec& in, Sources& seen,
                                std::string_view label, int depth) {
     const auto shape_type = [&] { fail(fmt::format("field '{}.shape' must be an array of positive integers", label)); };
     if (name == "shape") {
-      od::array array;
-      if (v.get_array().get(array) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, depth));
-        shape_type();
-        return simdjson::SUCCESS;
-      }
-      in.shape.clear();
-      bool ok = true;
-      for (auto element : array) {
-        od::value item;
-        SIMDJSON_TRY(element.get(item));
-        std::int64_t extent = 0;
-        if (item.get_int64().get(extent) == simdjson::SUCCESS && extent > 0) {
-          in.shape.push_back(extent);
-        } else {
-          SIMDJSON_TRY(validate(item, depth + 1));
-          ok = false;
-        }
-      }
+      bool ok = false;
+      SIMDJSON_TRY(read_numbers(v, in.shape, ok, depth));
       // An empty shape would read as "not given" (InputSpec's default), so a
       // literal [] is refused rather than silently meaning something else.
-      if (!ok || in.shape.empty()) shape_type();
+      if (!ok || in.shape.empty() || std::any_of(in.shape.begin(), in.shape.end(), [](auto e) { return e <= 0; }))
+        shape_type();
     } else if (name == "dtype") {
       std::string_view text;
       if (v.get_string().get(text) != simdjson::SUCCESS) {
@@ -486,25 +502,8 @@ class LineParser {
     } else if (name == "data") {
       seen.data = true;
       in.kind = InputSpec::Kind::data;
-      od::array array;
-      if (v.get_array().get(array) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, depth));
-        fail(fmt::format("field '{}.data' must be an array of numbers", label));
-        return simdjson::SUCCESS;
-      }
-      in.data.clear();
-      bool ok = true;
-      for (auto element : array) {
-        od::value item;
-        SIMDJSON_TRY(element.get(item));
-        double number = 0;
-        if (item.get_double().get(number) == simdjson::SUCCESS) {
-          in.data.push_back(number);
-        } else {
-          SIMDJSON_TRY(validate(item, depth + 1));
-          ok = false;
-        }
-      }
+      bool ok = false;
+      SIMDJSON_TRY(read_numbers(v, in.data, ok, depth));
       if (!ok) fail(fmt::format("field '{}.data' must be an array of numbers", label));
     } else if (name == "text") {
       seen.text = true;
@@ -520,30 +519,11 @@ class LineParser {
       if (!ok || in.file.empty()) fail(fmt::format("field '{}.text_file' must be a path to a text file", label));
     } else if (name == "range") {
       seen.range = true;
-      const auto range_type = [&] {
-        fail(fmt::format("field '{}.range' must be [low, high] with integers low < high", label));
-      };
-      od::array array;
-      if (v.get_array().get(array) != simdjson::SUCCESS) {
-        SIMDJSON_TRY(validate(v, depth));
-        range_type();
-        return simdjson::SUCCESS;
-      }
       std::vector<std::int64_t> bounds;
-      bool ok = true;
-      for (auto element : array) {
-        od::value item;
-        SIMDJSON_TRY(element.get(item));
-        std::int64_t bound = 0;
-        if (item.get_int64().get(bound) == simdjson::SUCCESS) {
-          bounds.push_back(bound);
-        } else {
-          SIMDJSON_TRY(validate(item, depth + 1));
-          ok = false;
-        }
-      }
+      bool ok = false;
+      SIMDJSON_TRY(read_numbers(v, bounds, ok, depth));
       if (!ok || bounds.size() != 2 || bounds[0] >= bounds[1])
-        range_type();
+        fail(fmt::format("field '{}.range' must be [low, high] with integers low < high", label));
       else
         in.range = std::array<std::int64_t, 2>{bounds[0], bounds[1]};
     } else {
