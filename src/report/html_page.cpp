@@ -94,6 +94,17 @@ std::string_view without_xml_declaration(std::string_view svg) {
   return svg;
 }
 
+// The opening of a chart's SVG, its title at x = `title_x`.
+void open_svg(fmt::memory_buffer& out, double width, double height, double title_x, std::string_view title) {
+  fmt::format_to(std::back_inserter(out),
+                 "<svg version=\"1.1\" width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" "
+                 "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"Verdana, sans-serif\" font-size=\"12\">\n"
+                 "<text x=\"{2}\" y=\"22\" font-size=\"15\">",
+                 width, height, title_x);
+  append_xml(out, title);
+  out.append(std::string_view("</text>\n"));
+}
+
 }  // namespace
 
 std::string stacked_bars_svg(const std::string& title, const std::vector<std::string>& segment_names,
@@ -108,13 +119,7 @@ std::string stacked_bars_svg(const std::string& title, const std::vector<std::st
   const double height = legend_y + 20 * std::ceil(static_cast<double>(segment_names.size()) / 5.0) + 10;
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
-  fmt::format_to(it,
-                 "<svg version=\"1.1\" width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" "
-                 "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"Verdana, sans-serif\" font-size=\"12\">\n"
-                 "<text x=\"{2}\" y=\"22\" font-size=\"15\">",
-                 kWidth, height, kLabel);
-  append_xml(out, title);
-  out.append(std::string_view("</text>\n"));
+  open_svg(out, kWidth, height, kLabel, title);
   for (std::size_t b = 0; b < bars.size(); ++b) {
     const Bar& bar = bars[b];
     const double y = kTop + static_cast<double>(b) * (kBarHeight + kGap);
@@ -163,13 +168,7 @@ std::string interval_plot_svg(const std::string& title, const std::vector<Estima
   auto X = [&](double v) { return kLabel + plot * (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo)); };
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
-  fmt::format_to(it,
-                 "<svg version=\"1.1\" width=\"{0}\" height=\"{1:.0f}\" viewBox=\"0 0 {0} {1:.0f}\" "
-                 "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"Verdana, sans-serif\" font-size=\"12\">\n"
-                 "<text x=\"{2}\" y=\"22\" font-size=\"15\">",
-                 kWidth, height, kLabel);
-  append_xml(out, title);
-  out.append(std::string_view("</text>\n"));
+  open_svg(out, kWidth, height, kLabel, title);
   const double bottom = kTop + kRow * static_cast<double>(rows.size());
   fmt::format_to(it,
                  "<line x1=\"{0:.1f}\" y1=\"{1:.0f}\" x2=\"{0:.1f}\" y2=\"{2:.0f}\" stroke=\"#888\" "
