@@ -75,6 +75,10 @@ struct Strata {
   double within = 0;  // sum over classes of m * (sample variance of e = b - ratio * o)
   std::size_t df = 0;
 
+  Strata(const std::vector<double>& base, const std::vector<double>& other, const std::vector<std::uint8_t>& bo,
+         const std::vector<std::uint8_t>& oo, double r)
+      : b(base), o(other), base_outcome(bo), other_outcome(oo), ratio(r) {}
+
   // The noise of the classes that show it: their variance of e, and relative
   // residuals per noise group (scaled by sqrt(m / (m - 1)), as a residual
   // from its own class mean understates the spread).
@@ -237,7 +241,7 @@ Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<do
   // Classes: the input and both outcomes. When no input repeats with the same
   // outcomes, no class has two members to show the noise: classes are then the
   // outcomes alone (wider: which inputs were served varies too), and said so.
-  Strata strata{b, o, base_outcome, other_outcome, ratio};
+  Strata strata(b, o, base_outcome, other_outcome, ratio);
   strata.classes = classes_by(true, input, base_outcome, other_outcome);
   if (!has_repeats(strata.classes)) {
     strata.classes = classes_by(false, input, base_outcome, other_outcome);
