@@ -114,7 +114,7 @@ TEST_SUITE("e2e html") {
     for (const char* heading :
          {"<h2>Latency</h2>", "<h2>Where the time went</h2>", "<h2>Caches</h2>", "<h2>Flame graph</h2>", "Latency CDF",
           "Stages of a mean request", "Mean latency by what served the request", "l1_hit", "miss"})
-      CHECK_MESSAGE(html.find(heading) != std::string::npos, heading);
+      CHECK_MESSAGE(html.find(heading) != std::string::npos, std::string(heading));
     CHECK(count_of(html, "<svg") == 3);  // CDF, stages, hit/miss cost; the flame graph is in its frame
     CHECK(html.find("<iframe title=\"flame graph\"") != std::string::npos);
     CHECK(html.find("type=\"search\"") != std::string::npos);
@@ -133,8 +133,9 @@ TEST_SUITE("e2e html") {
     const std::string html = slurp(page);
     check_self_contained(html);
     for (const char* part : {"Speedup against none", "95% interval (this trace)", "Latency CDF per configuration",
-                             "Stages of a mean request", "What served the requests", "l1 (faster)"})
-      CHECK_MESSAGE(html.find(part) != std::string::npos, part);
+                             "Stages of a mean request", "What served the requests",
+                             "l1 ("})  // its verdict in brackets (which one depends on the machine)
+      CHECK_MESSAGE(html.find(part) != std::string::npos, std::string(part));
     CHECK(count_of(html, "<svg") == 3);
     // Each configuration's own run folder has its page too.
     CHECK(fs::exists(fs::path(out.path()) / "l1" / "report.html"));
@@ -152,7 +153,7 @@ TEST_SUITE("e2e html") {
     const std::string html = slurp(page);
     check_self_contained(html);
     for (const char* part : {"Predicted latency", "Miss-ratio curves", "hit ratio"})
-      CHECK_MESSAGE(html.find(part) != std::string::npos, part);
+      CHECK_MESSAGE(html.find(part) != std::string::npos, std::string(part));
     check_in_browser(page, "report-simulate.png", 1);
   }
 }

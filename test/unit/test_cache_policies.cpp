@@ -728,7 +728,7 @@ TEST_SUITE("cache policies") {
     });
   }
 
-  TEST_CASE("2q: A1in's oldest goes to A1out, whose keys enter Am; a full Am gives up its LRU") {
+  TEST_CASE("2q: A1in's oldest goes to A1out, whose keys enter Am, and a full Am gives up its LRU") {
     hand_trace(Policy::twoq, 4, [](PolicyCache<Nothing>& c) {  // A1in 1 entry, Am 3, A1out 2
       for (std::uint64_t i = 1; i <= 4; ++i)
         put(c, i);  // A1in = 1 2 3 4: new keys all enter A1in while there is room
@@ -765,7 +765,7 @@ TEST_SUITE("cache policies") {
     });
   }
 
-  TEST_CASE("slru: a new key takes the lowest segment with room; a hit climbs one, pushing that one's LRU down") {
+  TEST_CASE("slru: a new key takes the lowest segment with room, and a hit climbs one, pushing that one's LRU down") {
     PolicyParams two;
     two.segments = 2;
     hand_trace(
