@@ -1,7 +1,7 @@
 #pragma once
 // The one CSV reader of inferprof (RFC 4180: quoted fields may hold commas,
 // doubled quotes and newlines; a CR before a line end is dropped). Its writer
-// half is append_csv_field (report/text.hpp), which quotes what needs it.
+// half is append_csv_field (base/text.hpp), which quotes what needs it.
 #include <cstdint>
 #include <istream>
 #include <string>
