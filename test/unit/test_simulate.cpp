@@ -301,8 +301,8 @@ TEST_SUITE("simulate") {
     CHECK_THROWS_AS(parse_mrc_spec("l1=ttl:10", 30), Error);
   }
 
-  TEST_CASE("SHARDS sampling estimates the exact curve within its stated bound") {
-    TempDir dir;
+  // 200,000 requests over 50,000 keys (Zipf 0.8) as an .iptrace in `dir`: enough keys for sampling to matter.
+  std::string zipf_iptrace(const TempDir& dir) {
     GenTraceOptions g;
     g.requests = 200000;
     g.keys = 50000;
@@ -311,6 +311,12 @@ TEST_SUITE("simulate") {
     const std::string jsonl = dir.file("t.jsonl"), bin = dir.file("t.iptrace");
     generate_trace(g, jsonl);
     convert_trace(jsonl, bin);
+    return bin;
+  }
+
+  TEST_CASE("SHARDS sampling estimates the exact curve within its stated bound") {
+    TempDir dir;
+    const std::string bin = zipf_iptrace(dir);
     SimulateConfig c;
     c.trace_path = bin;
     c.mrc = {parse_mrc_spec("l1=lru:100..50000", 6)};
@@ -332,14 +338,7 @@ TEST_SUITE("simulate") {
 
   TEST_CASE("policy grid: SHARDS sampling estimates the exact grid within its stated bound") {
     TempDir dir;
-    GenTraceOptions g;
-    g.requests = 200000;
-    g.keys = 50000;
-    g.zipf = 0.8;
-    g.rate = 0;
-    const std::string jsonl = dir.file("t.jsonl"), bin = dir.file("t.iptrace");
-    generate_trace(g, jsonl);
-    convert_trace(jsonl, bin);
+    const std::string bin = zipf_iptrace(dir);
     SimulateConfig c;
     c.trace_path = bin;
     PolicyGridSpec grid;
