@@ -107,7 +107,7 @@ struct CacheTierReport {
 // Latency of the requests grouped by what served them: "l1_hit", "l2_hit",
 // "l3_hit", "miss" (perf_analyzer's cache hit latency vs miss latency).
 struct OutcomeStats {
-  std::string outcome;
+  CacheOutcome outcome = CacheOutcome::miss;
   std::uint64_t count = 0;
   double mean_us = 0, p50_us = 0, p99_us = 0;
 };

@@ -22,7 +22,6 @@ struct Speedup {
 // What served a request, as this_trace_speedup reads it: "none" (no cache
 // tier), "miss", "l1_hit", "l2_hit", "l3_hit".
 inline constexpr std::uint8_t kOutcomeNone = 0, kOutcomeMiss = 1, kOutcomeCodes = 5;
-std::uint8_t outcome_code(std::string_view outcome);
 inline std::uint8_t outcome_code(CacheOutcome o) {
   switch (o) {
     case CacheOutcome::miss:

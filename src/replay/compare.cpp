@@ -64,7 +64,7 @@ std::vector<OutcomeStats> outcome_costs(const std::vector<double>& latency_us,
   for (int k = 0; k < kCacheOutcomes; ++k) {
     OutcomeStats o;
     const auto served = static_cast<CacheOutcome>(k);
-    o.outcome = std::string(outcome_name(served));
+    o.outcome = served;
     double sum = 0;
     for (std::size_t i = 0; i < latency_us.size() && i < outcome.size(); ++i)
       if (outcome[i] == served) {
@@ -199,146 +199,118 @@ void keep_only(std::vector<T>& v, const std::vector<std::size_t>& kept) {
   v = std::move(out);
 }
 
-// Lockstep: per configuration, the figures of every (pass, request) pair, in
-// the same order for all.
-struct PairedRequests {
+// One configuration of the compare: how it is set up and what its replays gave.
+struct Configuration {
+  Setup setup;
+  std::vector<double> samples;  // its replays' latency samples, pooled (sequential's interval)
+  std::vector<std::pair<std::string, std::uint64_t>> folded;  // its last replay's stacks (--flamegraph-diff)
+  detail::RequestSeries paired;  // lockstep: every (pass, request), the same order in every configuration
+};
+
+// Lockstep: what the (pass, request) pairs share across the configurations.
+struct Pairs {
   std::vector<std::uint64_t> input;    // its input, the same in every configuration
   std::vector<std::uint32_t> pass_of;  // which lockstep pass served it (0, 1, ...)
   std::uint32_t passes = 0;
-  std::vector<std::vector<double>> latency, cpu;
-  std::vector<std::vector<CacheOutcome>> outcome;
-  std::vector<std::array<std::vector<double>, kStageCount>> stage, stage_cpu;
-  // Per configuration, its preprocessing ops ("preprocess.resize") and their per-request µs.
-  std::vector<std::vector<std::string>> op_names;
-  std::vector<std::vector<std::vector<double>>> op, op_cpu;
+  void append(std::vector<std::uint64_t>&& pass_input) {
+    pass_of.insert(pass_of.end(), pass_input.size(), passes++);
+    input.insert(input.end(), pass_input.begin(), pass_input.end());
+  }
+};
 
-  explicit PairedRequests(std::size_t n)
-      : latency(n), cpu(n), outcome(n), stage(n), stage_cpu(n), op_names(n), op(n), op_cpu(n) {}
-  void append(detail::LockstepPass& pass) {
-    input.insert(input.end(), pass.input.begin(), pass.input.end());
-    pass_of.insert(pass_of.end(), pass.input.size(), passes++);
-    for (std::size_t c = 0; c < latency.size(); ++c) {
-      auto add = [](std::vector<double>& to, const std::vector<double>& from) {
-        to.insert(to.end(), from.begin(), from.end());
-      };
-      add(latency[c], pass.latency_us[c]);
-      add(cpu[c], pass.cpu_us[c]);
-      outcome[c].insert(outcome[c].end(), pass.outcome[c].begin(), pass.outcome[c].end());
-      for (std::size_t s = 0; s < kStageCount; ++s) {
-        add(stage[c][s], pass.stage_us[c][s]);
-        add(stage_cpu[c][s], pass.stage_cpu_us[c][s]);
-      }
-      op_names[c] = pass.op_names[c];
-      op[c].resize(op_names[c].size());
-      op_cpu[c].resize(op_names[c].size());
-      for (std::size_t k = 0; k < op_names[c].size(); ++k) {
-        add(op[c][k], pass.op_us[c][k]);
-        add(op_cpu[c][k], pass.op_cpu_us[c][k]);
-      }
+std::vector<std::uint8_t> outcome_codes(const std::vector<CacheOutcome>& outcome) {
+  std::vector<std::uint8_t> out;
+  out.reserve(outcome.size());
+  for (const CacheOutcome o : outcome)
+    out.push_back(outcome_code(o));
+  return out;
+}
+
+// The state run_compare carries from one phase to the next.
+struct CompareRun {
+  const CompareConfig& config;
+  CompareMode mode;
+  std::vector<Configuration> configs;  // in the order of result.rows
+  CompareResult result;
+  Pairs pairs;
+  std::vector<double> pace;  // lockstep with an uncached baseline: machine_pace of its latencies
+
+  CompareRun(const CompareConfig& c, CompareMode m, std::vector<Setup> setups) : config(c), mode(m) {
+    for (Setup& setup : setups)
+      configs.push_back(Configuration{std::move(setup), {}, {}, {}});
+  }
+  const Setup& setup(std::size_t c) const { return configs[c].setup; }
+  RunConfig setup_config(std::size_t c, const RunConfig& base) const {
+    RunConfig run = base;
+    if (!setup(c).model_path.empty()) run.model_path = setup(c).model_path;
+    if (setup(c).profile) run.profile = *setup(c).profile;
+    return run;
+  }
+  std::string out_dir(std::size_t c) const {
+    return config.out_dir.empty() ? "" : (fs::path(config.out_dir) / result.rows[c].folder).string();
+  }
+  const std::vector<double>& base_latency() const { return configs.front().paired.latency_us; }
+  // A completed replay (or lockstep pass) of configuration c: its figures, and the last one's reports.
+  void keep(std::size_t c, RunOutcome outcome) {
+    CompareRow& row = result.rows[c];
+    row.means_us.push_back(outcome.summary.total.mean_us);
+    row.walls_s.push_back(outcome.summary.info.wall_s);
+    std::vector<double>& samples = configs[c].samples;
+    samples.insert(samples.end(), outcome.summary.latency_sample_us.begin(), outcome.summary.latency_sample_us.end());
+    row.last = std::move(outcome.summary);
+    configs[c].folded = std::move(outcome.folded);
+    // Each pass rewrites the same files: each is listed once.
+    for (auto& f : outcome.files)
+      if (std::find(result.files.begin(), result.files.end(), f) == result.files.end()) result.files.push_back(f);
+  }
+  // A lockstep pass: its requests after the earlier passes', and each configuration's reports.
+  void keep(detail::LockstepPass&& pass) {
+    pairs.append(std::move(pass.input));
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+      configs[c].paired.append(std::move(pass.series[c]));
+      keep(c, std::move(pass.outcomes[c]));
     }
   }
-  // Configuration c's per-request µs of `stage` ("total", a stage's name or a
-  // preprocessing op's); null when it has no such op.
-  const std::vector<double>* series(std::size_t c, const std::string& name, bool on_cpu) const {
-    if (name == "total") return on_cpu ? &cpu[c] : &latency[c];
-    const auto s = std::find(kStageNames.begin(), kStageNames.end(), name);
-    if (s != kStageNames.end()) {
-      const auto i = static_cast<std::size_t>(s - kStageNames.begin());
-      return on_cpu ? &stage_cpu[c][i] : &stage[c][i];
-    }
-    const auto k = std::find(op_names[c].begin(), op_names[c].end(), name);
-    if (k == op_names[c].end()) return nullptr;
-    const auto i = static_cast<std::size_t>(k - op_names[c].begin());
-    return on_cpu ? &op_cpu[c][i] : &op[c][i];
+  // Lockstep with an uncached baseline: it does the same work for every
+  // request, so its latencies say how fast the machine ran when (machine_pace).
+  std::vector<double> current_pace() const {
+    return mode == CompareMode::lockstep && result.rows.front().tiers.empty() && !base_latency().empty()
+               ? machine_pace(base_latency())
+               : std::vector<double>{};
   }
-  // Only the configurations `kept` (indices, in order) stay.
-  void keep(const std::vector<std::size_t>& kept) {
-    keep_only(latency, kept), keep_only(cpu, kept), keep_only(outcome, kept), keep_only(stage, kept),
-        keep_only(stage_cpu, kept), keep_only(op_names, kept), keep_only(op, kept), keep_only(op_cpu, kept);
-  }
-  std::vector<std::uint8_t> codes(std::size_t c) const {
-    std::vector<std::uint8_t> out;
-    out.reserve(outcome[c].size());
-    for (const CacheOutcome o : outcome[c])
-      out.push_back(outcome_code(o));
-    return out;
-  }
-  // The this-trace speedup of `other` (configuration c) over `base`
-  // (configuration 0), over the pairs read in both (CPU sampling reads the
+  // The this-trace speedup of configuration c's series `other` over the
+  // baseline's `base`, over the pairs read in both (CPU sampling reads the
   // same requests in every configuration), each divided by `pace` when given.
   Speedup speedup(std::size_t c, const std::vector<double>& base, const std::vector<double>& other,
                   const std::vector<double>& pace, TraceIntervalInfo* info = nullptr) const {
-    const std::vector<std::uint8_t> cb = codes(0), co = codes(c);
+    const std::vector<std::uint8_t> cb = outcome_codes(configs[0].paired.outcome);
+    const std::vector<std::uint8_t> co = outcome_codes(configs[c].paired.outcome);
     std::vector<double> b, o, p;
     std::vector<std::uint64_t> in;
     std::vector<std::uint8_t> kb, ko;
     std::vector<std::uint32_t> ps;
     for (std::size_t i = 0; i < base.size() && i < other.size(); ++i) {
       if (!std::isfinite(base[i]) || !std::isfinite(other[i])) continue;
-      ps.push_back(pass_of[i]);
+      ps.push_back(pairs.pass_of[i]);
       b.push_back(base[i]);
       o.push_back(other[i]);
       if (!pace.empty()) p.push_back(pace[i]);
-      in.push_back(input[i]);
+      in.push_back(pairs.input[i]);
       kb.push_back(cb[i]);
       ko.push_back(co[i]);
     }
     return this_trace_speedup(b, o, in, kb, ko, 2000, p, info, ps);
   }
-};
-
-// The state run_compare carries from one phase to the next.
-struct CompareRun {
-  const CompareConfig& config;
-  CompareMode mode;
-  std::vector<Setup> setups;
-  CompareResult result;
-  std::vector<std::vector<double>> samples;
-  std::vector<std::vector<std::pair<std::string, std::uint64_t>>> folded;
-  PairedRequests paired;
-  std::vector<double> pace;  // lockstep with an uncached baseline: machine_pace of its latencies
-
-  CompareRun(const CompareConfig& c, CompareMode m, std::vector<Setup> s)
-      : config(c),
-        mode(m),
-        setups(std::move(s)),
-        samples(setups.size()),
-        folded(setups.size()),
-        paired(setups.size()) {}
-  RunConfig setup_config(std::size_t c, const RunConfig& base) const {
-    RunConfig run = base;
-    if (!setups[c].model_path.empty()) run.model_path = setups[c].model_path;
-    if (setups[c].profile) run.profile = *setups[c].profile;
-    return run;
-  }
-  std::string out_dir(std::size_t c) const {
-    return config.out_dir.empty() ? "" : (fs::path(config.out_dir) / result.rows[c].folder).string();
-  }
-  // A completed replay (or lockstep pass) of configuration c: its figures, and the last one's reports.
-  void keep(std::size_t c, RunOutcome outcome) {
-    CompareRow& row = result.rows[c];
-    row.means_us.push_back(outcome.summary.total.mean_us);
-    row.walls_s.push_back(outcome.summary.info.wall_s);
-    samples[c].insert(samples[c].end(), outcome.summary.latency_sample_us.begin(),
-                      outcome.summary.latency_sample_us.end());
-    row.last = std::move(outcome.summary);
-    folded[c] = std::move(outcome.folded);
-    for (auto& f : outcome.files)
-      result.files.push_back(f);
-  }
-  // Lockstep with an uncached baseline: it does the same work for every
-  // request, so its latencies say how fast the machine ran when (machine_pace).
-  std::vector<double> current_pace() const {
-    return mode == CompareMode::lockstep && result.rows.front().tiers.empty() && !paired.latency[0].empty()
-               ? machine_pace(paired.latency[0])
-               : std::vector<double>{};
+  // The this-trace speedup of configuration c's mean latency.
+  Speedup latency_speedup(std::size_t c, const std::vector<double>& pace, TraceIntervalInfo* info = nullptr) const {
+    return speedup(c, base_latency(), configs[c].paired.latency_us, pace, info);
   }
   // The widest relative half-width of the this-trace intervals so far, and whose.
   std::pair<double, std::size_t> widest() const {
     const std::vector<double> p = current_pace();
     std::pair<double, std::size_t> out{0, 0};
     for (std::size_t c = 1; c < result.rows.size(); ++c) {
-      const Speedup s = paired.speedup(c, paired.latency[0], paired.latency[c], p);
+      const Speedup s = latency_speedup(c, p);
       const double half = s.value > 0 ? std::max(s.high / s.value - 1, 1 - s.low / s.value) : HUGE_VAL;
       if (half >= out.first) out = {half, c};
     }
@@ -379,11 +351,11 @@ CompareMode checked_mode(const CompareConfig& config) {
 // twice (an A/A check, none against none) gets "-2", "-3": two configurations
 // never share a folder.
 void make_rows(CompareRun& run) {
-  for (std::size_t c = 0; c < run.setups.size(); ++c) {
+  for (const Configuration& config : run.configs) {
     CompareRow row;
-    row.name = run.setups[c].name;
-    const Profile& profile = run.setups[c].profile ? *run.setups[c].profile : run.config.base.profile;
-    row.tiers = resolve_tiers(profile, run.setups[c].caches, run.config.overrides, run.config.redis_url, "");
+    row.name = config.setup.name;
+    const Profile& profile = config.setup.profile ? *config.setup.profile : run.config.base.profile;
+    row.tiers = resolve_tiers(profile, config.setup.caches, run.config.overrides, run.config.redis_url, "");
     run.result.rows.push_back(row);
   }
   for (std::size_t c = 0; c < run.result.rows.size(); ++c) {
@@ -405,7 +377,8 @@ std::string op_list(const std::vector<std::string>& names) {
 void check_gate_ops(const CompareRun& run) {
   for (const GateSpec& g : run.config.gates) {
     if (g.stage.find('.') == std::string::npos) continue;
-    for (const Setup& setup : run.setups) {
+    for (const Configuration& config : run.configs) {
+      const Setup& setup = config.setup;
       const Profile& profile = setup.profile ? *setup.profile : run.config.base.profile;
       std::vector<std::string> names;
       for (const std::string& op : profile.preprocess_op_names())
@@ -420,14 +393,13 @@ void check_gate_ops(const CompareRun& run) {
 // One gate on one configuration and one stage ("total", a stage, or a preprocessing op).
 CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spec, const std::string& stage,
                        const std::vector<double>& pace) {
-  const PairedRequests& paired = run.paired;
   const bool cpu = spec.clock == "cpu";
-  const std::vector<double>* base_series = paired.series(0, stage, cpu);
-  const std::vector<double>* other_series = paired.series(c, stage, cpu);
+  const std::vector<double>* base_series = run.configs[0].paired.named(stage, cpu);
+  const std::vector<double>* other_series = run.configs[c].paired.named(stage, cpu);
   if (!base_series || !other_series)
     throw bad_input(fmt::format("--gate {}: {} has no preprocessing op '{}' (its profile has {})", spec.text,
                                 run.result.rows[base_series ? c : 0].name, stage,
-                                op_list(paired.op_names[base_series ? c : 0])));
+                                op_list(run.configs[base_series ? c : 0].paired.op_names)));
   const std::vector<double>& b = *base_series;
   const std::vector<double>& o = *other_series;
   CompareGate g;
@@ -443,7 +415,7 @@ CompareGate judge_gate(const CompareRun& run, std::size_t c, const GateSpec& spe
   g.change.base = n ? sb / static_cast<double>(n) : 0;
   g.change.now = n ? so / static_cast<double>(n) : 0;
   if (g.change.base > 0 && g.change.now > 0) {
-    const Speedup s = paired.speedup(c, b, o, cpu ? std::vector<double>{} : pace);
+    const Speedup s = run.speedup(c, b, o, cpu ? std::vector<double>{} : pace);
     g.change.now = g.change.base / s.value;
     g.change.interval = std::pair{g.change.base / s.high - g.change.base, g.change.base / s.low - g.change.base};
   }
@@ -500,7 +472,7 @@ void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
     std::vector<detail::LockstepTarget> targets;
     for (std::size_t c = 0; c < result.rows.size(); ++c)
       targets.push_back(detail::LockstepTarget{result.rows[c].tiers, run_namespace(c, rep), run.out_dir(c),
-                                               run.setups[c].model_path, run.setups[c].profile});
+                                               run.setup(c).model_path, run.setup(c).profile});
     if (observer)
       observer->context(fmt::format("lockstep over {} configurations{}{}", result.rows.size(),
                                     adaptive            ? fmt::format(" · pass {}", rep + 1)
@@ -514,10 +486,8 @@ void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
       if (!lifecycle::interrupted()) throw;
       break;  // interrupted before a request completed: the earlier repeats stand
     }
-    run.paired.append(pass);
     // An interrupted pass covers the requests served under every configuration.
-    for (std::size_t c = 0; c < result.rows.size(); ++c)
-      run.keep(c, std::move(pass.outcomes[c]));
+    run.keep(std::move(pass));
     ++passes;
     // Adaptive: more passes while an interval is wider than --precision asks,
     // or a gate's interval straddles its limit (more pairs settle it).
@@ -599,8 +569,7 @@ void drop_unfinished(CompareRun& run) {
     std::error_code ec;
     if (!run.config.out_dir.empty()) fs::remove_all(run.out_dir(c), ec);
   }
-  keep_only(result.rows, kept), keep_only(run.samples, kept), keep_only(run.folded, kept), keep_only(run.setups, kept);
-  run.paired.keep(kept);
+  keep_only(result.rows, kept), keep_only(run.configs, kept);
   if (result.rows.empty())
     throw Error(
         static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
@@ -624,7 +593,7 @@ void measure_pace(CompareRun& run) {
   run.pace = run.current_pace();
   if (run.pace.empty()) return;
   result.paced = true;
-  result.pace_window = std::min(kPaceWindow, run.paired.latency[0].size());
+  result.pace_window = std::min(kPaceWindow, run.base_latency().size());
   const auto [least, most] = std::minmax_element(run.pace.begin(), run.pace.end());
   result.pace_min = *least;
   result.pace_max = *most;
@@ -634,7 +603,6 @@ void measure_pace(CompareRun& run) {
 void compute_rows(CompareRun& run) {
   CompareResult& result = run.result;
   const bool lockstep = run.mode == CompareMode::lockstep;
-  const PairedRequests& paired = run.paired;
   const CompareRow& base = result.rows.front();
   for (std::size_t c = 0; c < result.rows.size(); ++c) {
     CompareRow& row = result.rows[c];
@@ -643,9 +611,9 @@ void compute_rows(CompareRun& run) {
     row.p50_us = row.last.total.p50_us;
     row.p99_us = row.last.total.p99_us;
     row.rps = row.wall_s > 0 ? static_cast<double>(row.last.requests) / row.wall_s : 0;
-    row.outliers_dominate = outliers_dominate(run.samples[c]);
-    row.outcome_costs =
-        lockstep ? outcome_costs(paired.latency[c], paired.outcome[c]) : outcome_costs(row.last.outcomes);
+    const detail::RequestSeries& paired = run.configs[c].paired;
+    row.outliers_dominate = outliers_dominate(run.configs[c].samples);
+    row.outcome_costs = lockstep ? outcome_costs(paired.latency_us, paired.outcome) : outcome_costs(row.last.outcomes);
     result.verify_mismatches += row.last.verify.mismatches;
     if (c == 0) {
       row.mean_speedup = row.wall_speedup = row.traffic_speedup = row.cpu_speedup = Speedup{};
@@ -655,17 +623,17 @@ void compute_rows(CompareRun& run) {
     // for both; the verdict reads the this-trace interval. Sequential:
     // bootstrap over the pooled requests of all repeats.
     if (lockstep) {
-      row.mean_speedup = paired.speedup(c, paired.latency[0], paired.latency[c], run.pace, &row.interval_facts);
-      row.traffic_speedup = paired_bootstrap_speedup(paired.latency[0], paired.latency[c], 2000, run.pace);
-      row.cpu_speedup = paired.speedup(c, paired.cpu[0], paired.cpu[c], {});
+      row.mean_speedup = run.latency_speedup(c, run.pace, &row.interval_facts);
+      row.traffic_speedup = paired_bootstrap_speedup(run.base_latency(), paired.latency_us, 2000, run.pace);
+      row.cpu_speedup = run.speedup(c, run.configs[0].paired.cpu_us, paired.cpu_us, {});
     } else {
-      row.mean_speedup = row.traffic_speedup = bootstrap_speedup(run.samples[0], run.samples[c]);
+      row.mean_speedup = row.traffic_speedup = bootstrap_speedup(run.configs[0].samples, run.configs[c].samples);
       if (row.last.total.cpu && base.last.total.cpu && row.last.total.cpu_mean_us > 0) {
         row.cpu_speedup.value = base.last.total.cpu_mean_us / row.last.total.cpu_mean_us;
         row.cpu_speedup.low = row.cpu_speedup.high = row.cpu_speedup.value;
       }
     }
-    if (result.paced) row.unpaced_speedup = mean_of(paired.latency[0]) / std::max(mean_of(paired.latency[c]), 1e-9);
+    if (result.paced) row.unpaced_speedup = mean_of(run.base_latency()) / std::max(mean_of(paired.latency_us), 1e-9);
     // Replay time: over repeats when there are enough of them, else a point value.
     if (result.repeat >= 3) {
       row.wall_speedup = bootstrap_speedup(base.walls_s, row.walls_s);
@@ -677,12 +645,8 @@ void compute_rows(CompareRun& run) {
       result.warnings.push_back(fmt::format(
           "{} vs {}: the 95% interval of the speedup{} [{:.2f}, {:.2f}] includes 1.0 — no measurable difference",
           row.name, base.name, lockstep ? " on this trace" : "", row.mean_speedup.low, row.mean_speedup.high));
-    if (row.outliers_dominate)
-      result.warnings.push_back(fmt::format(
-          "{}: the slowest 1% of requests hold over half of the time; compare p50 rather than the mean", row.name));
   }
-  if (base.outliers_dominate)
-    result.warnings.push_back(fmt::format("{}: the slowest 1% of requests hold over half of the time", base.name));
+  // row.outliers_dominate: the renderers' notes warn of it (notes_of).
 }
 
 void apply_gates(CompareRun& run) {
@@ -701,10 +665,11 @@ void write_compare_files(CompareRun& run) {
   if (config.flamegraph_diff) {
     for (std::size_t c = 1; c < result.rows.size(); ++c) {
       std::string name = fmt::format("diff-{}-vs-{}.svg", result.rows[c].folder, result.rows[0].folder);
-      write_file_atomic(config.out_dir, name,
-                        render_diff_flamegraph_svg(
-                            run.folded[0], result.rows[0].last.requests, run.folded[c], result.rows[c].last.requests,
-                            fmt::format("inferprof compare · {} vs {}", result.rows[c].name, result.rows[0].name)));
+      write_file_atomic(
+          config.out_dir, name,
+          render_diff_flamegraph_svg(
+              run.configs[0].folded, result.rows[0].last.requests, run.configs[c].folded, result.rows[c].last.requests,
+              fmt::format("inferprof compare · {} vs {}", result.rows[c].name, result.rows[0].name)));
       result.files.push_back((fs::path(config.out_dir) / name).string());
     }
   }
@@ -759,7 +724,7 @@ CompareResult run_compare(const CompareConfig& config) {
   apply_gates(run);
   result.show_traffic = config.intervals == CompareIntervals::both;
   if (run.mode == CompareMode::lockstep) {
-    result.paired = run.paired.latency[0].size();
+    result.paired = run.base_latency().size();
     describe_lockstep_intervals(result);
   } else {
     result.interval = fmt::format("bootstrap over pooled requests of {} repeat{} (traffic like this trace: no pairing)",

@@ -239,6 +239,39 @@ std::vector<std::string> SkippedRequests::examples() const {
   return examples_;
 }
 
+void RequestSeries::append(RequestSeries&& more) {
+  const auto add = [](std::vector<double>& to, const std::vector<double>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  };
+  add(latency_us, more.latency_us);
+  add(cpu_us, more.cpu_us);
+  outcome.insert(outcome.end(), more.outcome.begin(), more.outcome.end());
+  for (std::size_t s = 0; s < kStageCount; ++s) {
+    add(stage_us[s], more.stage_us[s]);
+    add(stage_cpu_us[s], more.stage_cpu_us[s]);
+  }
+  op_names = std::move(more.op_names);
+  op_us.resize(op_names.size());
+  op_cpu_us.resize(op_names.size());
+  for (std::size_t k = 0; k < op_names.size() && k < more.op_us.size(); ++k) {
+    add(op_us[k], more.op_us[k]);
+    add(op_cpu_us[k], more.op_cpu_us[k]);
+  }
+}
+
+const std::vector<double>* RequestSeries::named(const std::string& name, bool on_cpu) const {
+  if (name == "total") return on_cpu ? &cpu_us : &latency_us;
+  const auto s = std::find(kStageNames.begin(), kStageNames.end(), name);
+  if (s != kStageNames.end()) {
+    const auto i = static_cast<std::size_t>(s - kStageNames.begin());
+    return on_cpu ? &stage_cpu_us[i] : &stage_us[i];
+  }
+  const auto k = std::find(op_names.begin(), op_names.end(), name);
+  if (k == op_names.end()) return nullptr;
+  const auto i = static_cast<std::size_t>(k - op_names.begin());
+  return on_cpu ? &op_cpu_us[i] : &op_us[i];
+}
+
 std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& lanes,
                              const std::function<bool(TraceRequest&, std::uint64_t&)>& next,
                              const std::function<bool()>& stop, std::uint64_t limit, SkippedRequests* skipped,
@@ -267,22 +300,23 @@ std::uint64_t drive_lockstep(RequestServer& server, std::vector<LockstepLane>& l
     for (std::size_t l = 0; l < n; ++l) {
       LockstepLane& lane = lanes[l];
       const RequestRecord& record = records[l];
-      lane.latency_us.push_back(static_cast<double>(record.total()) / 1e3);
-      lane.outcome.push_back(record.cache_outcome);
-      lane.cpu_us.push_back(record.cpu_measured() ? static_cast<double>(record.cpu_total()) / 1e3
-                                                  : std::numeric_limits<double>::quiet_NaN());
+      RequestSeries& out = lane.series;
+      out.latency_us.push_back(static_cast<double>(record.total()) / 1e3);
+      out.outcome.push_back(record.cache_outcome);
+      out.cpu_us.push_back(record.cpu_measured() ? static_cast<double>(record.cpu_total()) / 1e3
+                                                 : std::numeric_limits<double>::quiet_NaN());
       lane.input.push_back(input);
       for (std::size_t s = 0; s < kStageCount; ++s) {
-        lane.stage_us[s].push_back(static_cast<double>(record.stage[s]) / 1e3);
-        lane.stage_cpu_us[s].push_back(record.cpu_measured() ? static_cast<double>(record.stage_cpu[s]) / 1e3
-                                                             : std::numeric_limits<double>::quiet_NaN());
+        out.stage_us[s].push_back(static_cast<double>(record.stage[s]) / 1e3);
+        out.stage_cpu_us[s].push_back(record.cpu_measured() ? static_cast<double>(record.stage_cpu[s]) / 1e3
+                                                            : std::numeric_limits<double>::quiet_NaN());
       }
-      for (std::size_t k = 0; k < lane.op_us.size(); ++k) {
+      for (std::size_t k = 0; k < out.op_us.size(); ++k) {
         const bool ran = k < record.preprocess_op.size();  // a cache hit runs no preprocessing: 0
-        lane.op_us[k].push_back(ran ? static_cast<double>(record.preprocess_op[k]) / 1e3 : 0);
-        lane.op_cpu_us[k].push_back(!record.cpu_measured() ? std::numeric_limits<double>::quiet_NaN()
-                                    : ran                  ? static_cast<double>(record.preprocess_op_cpu[k]) / 1e3
-                                                           : 0);
+        out.op_us[k].push_back(ran ? static_cast<double>(record.preprocess_op[k]) / 1e3 : 0);
+        out.op_cpu_us[k].push_back(!record.cpu_measured() ? std::numeric_limits<double>::quiet_NaN()
+                                   : ran                  ? static_cast<double>(record.preprocess_op_cpu[k]) / 1e3
+                                                          : 0);
       }
       lane.busy_ns += record.total();
       if (lane.collector) lane.collector->add(record);

@@ -164,20 +164,33 @@ class SkippedRequests {
   std::vector<std::string> examples_;
 };
 
+// One configuration's figures, request by request in the order served (the
+// same order in every configuration of a lockstep pass).
+struct RequestSeries {
+  std::vector<double> latency_us;
+  std::vector<CacheOutcome> outcome;
+  std::vector<double> cpu_us;  // thread CPU time; NaN where not read (CPU sampling)
+  // Per stage: wall µs, and thread CPU µs (NaN where not read).
+  std::array<std::vector<double>, kStageCount> stage_us, stage_cpu_us;
+  // Its preprocessing ops ("preprocess.resize", the profile's order), each's µs the same way.
+  std::vector<std::string> op_names;
+  std::vector<std::vector<double>> op_us, op_cpu_us;
+
+  // `more`'s requests after these (its op names replace these).
+  void append(RequestSeries&& more);
+  // The per-request µs of `name`: "total", a stage's name or a preprocessing
+  // op's; null when it has no such op.
+  const std::vector<double>* named(const std::string& name, bool on_cpu) const;
+};
+
 struct LockstepLane {
   RequestServer* server = nullptr;  // what serves this lane (its model and profile); null: drive_lockstep's
   const CacheSet* caches = nullptr;
-  Collector* collector = nullptr;  // null: not aggregated
-  Verifier* verifier = nullptr;    // --verify's sample of its hits; null: none
-  std::vector<double> latency_us;  // per request, in the order served
-  std::vector<CacheOutcome> outcome;
-  std::vector<double> cpu_us;        // per request: thread CPU time; NaN where not read (CPU sampling)
+  Collector* collector = nullptr;    // null: not aggregated
+  Verifier* verifier = nullptr;      // --verify's sample of its hits; null: none
+  RequestSeries series;              // op_names (and op_us's size) set by the caller
   std::vector<std::uint64_t> input;  // per request: a hash of its input key (the same in every lane)
-  // Per stage, per request: wall µs, and thread CPU µs (NaN where not read).
-  std::array<std::vector<double>, kStageCount> stage_us, stage_cpu_us;
-  // Per preprocessing op (its profile's preprocess_op_names() order), per request, the same way.
-  std::vector<std::vector<double>> op_us, op_cpu_us;
-  Nanos busy_ns = 0;  // summed request time: this lane's replay time
+  Nanos busy_ns = 0;                 // summed request time: this lane's replay time
 };
 // Serves requests from `next` (false: no more) through each lane's server
 // (`server` for a lane without one) until it ends, `stop` says so
@@ -256,17 +269,10 @@ struct LockstepTarget {
   const Profile* profile = nullptr;  // null: the base's (it must outlive the pass)
 };
 struct LockstepPass {
-  std::uint64_t requests = 0;                      // served under every configuration
-  std::vector<RunOutcome> outcomes;                // per target (files written when out_dir was set)
-  std::vector<std::vector<double>> latency_us;     // per target, per request (same order for all)
-  std::vector<std::vector<CacheOutcome>> outcome;  // per target, per request: what served it
-  std::vector<std::vector<double>> cpu_us;         // per target, per request: thread CPU time (NaN: not read)
-  std::vector<std::uint64_t> input;                // per request: a hash of its input key
-  // Per target, per stage, per request: wall µs and thread CPU µs (NaN: not read).
-  std::vector<std::array<std::vector<double>, kStageCount>> stage_us, stage_cpu_us;
-  // Per target, per preprocessing op ("preprocess.resize", its profile's order), per request.
-  std::vector<std::vector<std::string>> op_names;
-  std::vector<std::vector<std::vector<double>>> op_us, op_cpu_us;
+  std::uint64_t requests = 0;         // served under every configuration
+  std::vector<RunOutcome> outcomes;   // per target (files written when out_dir was set)
+  std::vector<RequestSeries> series;  // per target, its requests (the same order for all)
+  std::vector<std::uint64_t> input;   // per request: a hash of its input key
 };
 // Set-up, one pipeline per distinct (model, profile) with its warm-up, drive,
 // collect, commit. Throws Error; a failure

@@ -13,6 +13,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/replay.hpp"
+#include "replay/driver.hpp"
 #include "replay/dump.hpp"
 #include "replay/engine.hpp"
 #include "replay/machine.hpp"
@@ -106,55 +107,22 @@ CpuSampling warm_up_variants(std::vector<Variant>& variants, const TraceRequest&
   return cpu;
 }
 
-// The trace after its head, requests only (model updates need a replay of
-// their own: run, or --mode sequential), counted for the progress line.
-class LockstepFeed {
- public:
-  LockstepFeed(std::deque<TraceRecord> early, TraceReader& reader, ReplayCounters& counters)
-      : early_(std::move(early)), reader_(reader), counters_(counters) {}
-  bool operator()(TraceRequest& request, std::uint64_t& line) {
-    TraceRecord rec;
-    for (;;) {
-      if (!early_.empty()) {
-        rec = std::move(early_.front());
-        early_.pop_front();
-      } else if (!reader_.next(rec)) {
-        return false;
-      }
-      if (rec.kind == TraceRecord::Kind::request) break;
-      ++ignored_events_;
-    }
-    request = std::move(rec.request);
-    line = rec.line;
-    counters_.done = counters_.done.load() + 1;
-    return true;
-  }
-  std::uint64_t ignored_events() const { return ignored_events_; }
-
- private:
-  std::deque<TraceRecord> early_;
-  TraceReader& reader_;
-  ReplayCounters& counters_;
-  std::uint64_t ignored_events_ = 0;
-};
-
 // Each target's lane: its pipeline's server, its caches, collector and --verify sample.
 struct Lanes {
   std::vector<std::unique_ptr<Collector>> collectors;
   std::vector<std::unique_ptr<Verifier>> verifiers;
   std::vector<LockstepLane> lanes;
-  std::vector<std::vector<std::string>> op_names;  // per lane: "preprocess.resize", ...
   Lanes(const RunConfig& base, const std::vector<LockstepTarget>& targets, const std::vector<Variant>& variants,
         const std::vector<std::size_t>& variant_of, const std::vector<CacheState>& states)
       : lanes(targets.size()) {
     for (std::size_t c = 0; c < targets.size(); ++c) {
       const Variant& variant = variants[variant_of[c]];
       const CollectorOptions copts = collector_options(variant.config, variant.info, targets[c].out_dir);
-      lanes[c].op_us.resize(copts.preprocess_ops.size());
-      lanes[c].op_cpu_us.resize(copts.preprocess_ops.size());
-      op_names.push_back({});
+      RequestSeries& series = lanes[c].series;
       for (const std::string& op : copts.preprocess_ops)
-        op_names.back().push_back("preprocess." + op);
+        series.op_names.push_back("preprocess." + op);
+      series.op_us.resize(series.op_names.size());
+      series.op_cpu_us.resize(series.op_names.size());
       collectors.push_back(std::make_unique<Collector>(copts));
       lanes[c].server = variant.server.get();
       lanes[c].caches = states[c].caches();
@@ -166,16 +134,8 @@ struct Lanes {
   // The per-request series of every lane, handed to the pass.
   void move_series_into(LockstepPass& pass) {
     pass.input = std::move(lanes.front().input);
-    for (auto& lane : lanes) {
-      pass.latency_us.push_back(std::move(lane.latency_us));
-      pass.outcome.push_back(std::move(lane.outcome));
-      pass.cpu_us.push_back(std::move(lane.cpu_us));
-      pass.stage_us.push_back(std::move(lane.stage_us));
-      pass.stage_cpu_us.push_back(std::move(lane.stage_cpu_us));
-      pass.op_us.push_back(std::move(lane.op_us));
-      pass.op_cpu_us.push_back(std::move(lane.op_cpu_us));
-    }
-    pass.op_names = op_names;
+    for (auto& lane : lanes)
+      pass.series.push_back(std::move(lane.series));
   }
 };
 
@@ -249,13 +209,26 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     observer->phase(ReplayObserver::Phase::replaying);
     observer->replaying(counters);
   }
-  LockstepFeed next(std::move(early), reader, counters);
+  // The trace after its head, requests only: model updates need a replay of
+  // their own (run, or --mode sequential), so no read-ahead.
+  JobFeed::Options feed_options;
+  feed_options.trace_path = base.replay.trace_path;
+  feed_options.trace_bytes = info.trace_bytes;
+  JobFeed feed(feed_options, reader, std::move(early), nullptr, "", &counters);
+  Job job;
+  const auto next = [&](TraceRequest& request, std::uint64_t& line) {
+    if (!feed.next(job)) return false;
+    std::swap(request, job.request);
+    line = job.line;
+    counters.done = counters.done.load() + 1;
+    return true;
+  };
   SkippedRequests skipped(base.replay.skip_invalid);
   const std::uint64_t served = drive_lockstep(
-      *variants.front().server, lanes.lanes, std::ref(next), [] { return lifecycle::interrupted(); }, base.replay.limit,
-      &skipped, cpu);
+      *variants.front().server, lanes.lanes, next, [] { return lifecycle::interrupted(); }, base.replay.limit, &skipped,
+      cpu);
   if (served == 0 && lifecycle::interrupted()) throw_interrupted_before_any_request();
-  finish_infos(variants, reader, skipped, next.ignored_events(), cpu);
+  finish_infos(variants, reader, skipped, feed.ignored_events(), cpu);
   if (served == 0) throw_no_valid_requests(base.replay.trace_path, variants.front().info.skipped_invalid);
 
   if (observer) observer->phase(ReplayObserver::Phase::writing_reports);

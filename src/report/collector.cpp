@@ -344,7 +344,7 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   s.latency_sample_us = m.sample;
   for (const auto& [outcome, h] : m.outcome_hist) {
     const LatencyStats l = latency_of(h);
-    s.outcomes.push_back(OutcomeStats{std::string(outcome_name(outcome)), l.count, l.mean_us, l.p50_us, l.p99_us});
+    s.outcomes.push_back(OutcomeStats{outcome, l.count, l.mean_us, l.p50_us, l.p99_us});
   }
   // Update k's "before" is the settled phase of update k - 1 (or of no update).
   for (std::size_t k = 0; k + 1 < m.update_hist.size(); ++k) {

@@ -176,8 +176,10 @@ void read_served_by(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
       simdjson::dom::object o;
       std::string_view name;
       if (e.get(o) != simdjson::SUCCESS || o["outcome"].get(name) != simdjson::SUCCESS) continue;
+      const std::optional<CacheOutcome> served = parse_cache_column(name);
+      if (!served) continue;  // a later version's outcome: not one this reader knows
       SavedRun::Outcome out;
-      out.outcome = std::string(name);
+      out.outcome = *served;
       out.requests = doc.optional_number(o, "requests");
       simdjson::dom::element m;
       if (o["mean_us"].get(m) == simdjson::SUCCESS) out.mean_us = Doc::number_of(m).value_or(-1);

@@ -39,7 +39,7 @@ struct SavedRun {
   };
   std::vector<Tier> caches;
   struct Outcome {
-    std::string outcome;
+    CacheOutcome outcome = CacheOutcome::miss;
     double requests = 0;
     double mean_us = -1;  // -1: absent
   };

@@ -177,8 +177,7 @@ SimCosts load_sim_costs(const std::string& path) {
   for (const auto& o : run.served_by) {
     if (o.mean_us < 0 || o.requests <= 0) continue;
     constexpr int kSlot[kCacheOutcomes] = {2, 3, 1, 0};  // served[] index of l1_hit, l2_hit, l3_hit, miss
-    if (const std::optional<CacheOutcome> out = parse_outcome(o.outcome))
-      served[kSlot[static_cast<int>(*out)]] = o.mean_us;
+    if (o.outcome != CacheOutcome::none) served[kSlot[static_cast<int>(o.outcome)]] = o.mean_us;
   }
   bool had[3] = {false, false, false};  // the run's tiers
   for (const auto& t : run.caches) {

@@ -202,14 +202,6 @@ void widen_by_passes(Speedup& s, const std::vector<double>& b, const std::vector
 
 }  // namespace
 
-std::uint8_t outcome_code(std::string_view outcome) {
-  if (outcome == "miss") return kOutcomeMiss;
-  if (outcome == "l1_hit") return 2;
-  if (outcome == "l2_hit") return 3;
-  if (outcome == "l3_hit") return 4;
-  return kOutcomeNone;  // "none": no cache tier
-}
-
 Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<double>& other,
                            const std::vector<std::uint64_t>& input, const std::vector<std::uint8_t>& base_outcome,
                            const std::vector<std::uint8_t>& other_outcome, int resamples,

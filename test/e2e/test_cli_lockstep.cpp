@@ -265,6 +265,24 @@ TEST_SUITE("e2e lockstep") {
     CHECK(twice == 2 * once);
   }
 
+  TEST_CASE("compare --repeat lists each report file once, not once per pass") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--limit", "20",
+                      "--repeat", "3", "--out", out.file("c"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    // Every pass rewrites the same files; the list named them once per pass.
+    const std::size_t from = r.out.find("reports written to");
+    REQUIRE(from != std::string::npos);
+    const std::string list = r.out.substr(from, r.out.find('\n', from) - from);
+    for (const char* file : {"none/summary.json", "l1/requests.csv", "compare.json"}) {
+      std::size_t count = 0;
+      for (std::size_t at = list.find(file); at != std::string::npos; at = list.find(file, at + 1))
+        ++count;
+      CHECK_MESSAGE(count == 1, file);
+    }
+  }
+
   TEST_CASE("a lockstep configuration that fails leaves no configuration's reports") {
     auto& f = fixture();
     TempDir out;

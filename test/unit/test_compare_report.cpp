@@ -34,7 +34,7 @@ CacheTierReport tier(std::string name, std::string where, std::uint64_t lookups,
 
 OutcomeStats outcome(std::string name, std::uint64_t count, double mean_us) {
   OutcomeStats o;
-  o.outcome = std::move(name);
+  o.outcome = *parse_outcome(name);
   o.count = count;
   o.mean_us = mean_us;
   o.p50_us = mean_us;
@@ -538,8 +538,8 @@ TEST_SUITE("the this-trace interval") {
       t.base.push_back(100);
       t.other.push_back(i < 4 ? 100 : 1);
       t.input.push_back(static_cast<std::uint64_t>(i % 4));
-      t.base_outcome.push_back(outcome_code("none"));
-      t.other_outcome.push_back(outcome_code(i < 4 ? "miss" : "l1_hit"));
+      t.base_outcome.push_back(outcome_code(CacheOutcome::none));
+      t.other_outcome.push_back(outcome_code(i < 4 ? CacheOutcome::miss : CacheOutcome::l1_hit));
     }
     return t;
   }
@@ -571,7 +571,7 @@ TEST_SUITE("the this-trace interval") {
       o.push_back(i % 2 ? 95 : 105);
     }
     const std::vector<std::uint64_t> input(10, 7);
-    const std::vector<std::uint8_t> none(10, outcome_code("none"));
+    const std::vector<std::uint8_t> none(10, outcome_code(CacheOutcome::none));
     const Speedup s = this_trace_speedup(b, o, input, none, none);
     CHECK(s.value == doctest::Approx(1.0));
     CHECK(s.low == doctest::Approx(0.9274).epsilon(0.001));
@@ -596,8 +596,8 @@ TEST_SUITE("the this-trace interval") {
       b.push_back(repeat ? (i % 2 ? 110 : 90) : 100);
       o.push_back(100);
       input.push_back(repeat ? 0u : static_cast<std::uint64_t>(i));
-      bo.push_back(outcome_code("none"));
-      oo.push_back(outcome_code(repeat ? "none" : "miss"));
+      bo.push_back(outcome_code(CacheOutcome::none));
+      oo.push_back(outcome_code(repeat ? CacheOutcome::none : CacheOutcome::miss));
     }
     TraceIntervalInfo facts;
     const Speedup s = this_trace_speedup(b, o, input, bo, oo, 2000, {}, &facts);
@@ -619,7 +619,7 @@ TEST_SUITE("the this-trace interval") {
       o.push_back(i == 3 ? 5000 : 100 + (i * 53 % 13));  // one request 50x slower: heavy tail
       input.push_back(static_cast<std::uint64_t>(i));
     }
-    const std::vector<std::uint8_t> none(30, outcome_code("none"));
+    const std::vector<std::uint8_t> none(30, outcome_code(CacheOutcome::none));
     TraceIntervalInfo facts;
     const Speedup s = this_trace_speedup(b, o, input, none, none, 2000, {}, &facts);
     CHECK(facts.inputs_ignored);
@@ -646,7 +646,7 @@ TEST_SUITE("the this-trace interval") {
         pass.push_back(p);
       }
     const std::vector<std::uint64_t> input(40, 7);
-    const std::vector<std::uint8_t> none(40, outcome_code("none"));
+    const std::vector<std::uint8_t> none(40, outcome_code(CacheOutcome::none));
     TraceIntervalInfo facts;
     const Speedup requests_only = this_trace_speedup(b, o, input, none, none, 2000, {}, &facts);
     CHECK(facts.passes == 0);

@@ -144,10 +144,10 @@ TEST_SUITE("engine") {
     CHECK(server.calls[6] == std::make_pair(static_cast<const CacheSet*>(&c), std::uint64_t{12}));
     CHECK(server.calls[9] == std::make_pair(static_cast<const CacheSet*>(&a), std::uint64_t{13}));
     for (const auto& lane : lanes) {
-      CHECK(lane.latency_us.size() == 4);
+      CHECK(lane.series.latency_us.size() == 4);
       // Each lane has its own cache state: x misses once per lane, then hits.
-      CHECK(lane.outcome == std::vector<CacheOutcome>{CacheOutcome::miss, CacheOutcome::miss, CacheOutcome::l1_hit,
-                                                      CacheOutcome::l1_hit});
+      CHECK(lane.series.outcome == std::vector<CacheOutcome>{CacheOutcome::miss, CacheOutcome::miss,
+                                                             CacheOutcome::l1_hit, CacheOutcome::l1_hit});
     }
   }
 
@@ -166,8 +166,8 @@ TEST_SUITE("engine") {
     int polls = 0;
     std::vector<LockstepLane> more(2);
     CHECK(drive_lockstep(server, more, endless, [&] { return ++polls > 3; }) == 3);
-    CHECK(more[0].latency_us.size() == 3);
-    CHECK(more[1].latency_us.size() == 3);
+    CHECK(more[0].series.latency_us.size() == 3);
+    CHECK(more[1].series.latency_us.size() == 3);
   }
 }
 
@@ -193,7 +193,8 @@ TEST_SUITE("compare report") {
     l1.mean_us = 15000;
     l1.tiers.push_back(TierSpec{});
     l1.mean_speedup = Speedup{3.2, 3.0, 3.4, false};
-    l1.outcome_costs = {OutcomeStats{"l1_hit", 80, 12.5, 0, 0}, OutcomeStats{"miss", 40, 47000, 0, 0}};
+    l1.outcome_costs = {OutcomeStats{CacheOutcome::l1_hit, 80, 12.5, 0, 0},
+                        OutcomeStats{CacheOutcome::miss, 40, 47000, 0, 0}};
     CacheTierReport t;
     t.spec.tier = CacheLevel::l1;
     l1.last.caches.push_back(t);

@@ -61,7 +61,7 @@ RunSummary sample_run() {
   l1.stats.hits = 1;
   l1.stats.misses = 1;
   s.caches = {l1};
-  s.outcomes = {{"l1_hit", 1, 5, 5, 5}, {"miss", 1, 900, 900, 900}};
+  s.outcomes = {{CacheOutcome::l1_hit, 1, 5, 5, 5}, {CacheOutcome::miss, 1, 900, 900, 900}};
   return s;
 }
 

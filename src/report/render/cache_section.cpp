@@ -70,10 +70,10 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
     }
     for (const OutcomeStats& o : s.outcomes) {
       if (markdown) {
-        outcomes.push_back({o.outcome, group_thousands(o.count), ratio(o.count, s.requests),
+        outcomes.push_back({std::string(outcome_name(o.outcome)), group_thousands(o.count), ratio(o.count, s.requests),
                             human_duration_us(o.mean_us), human_duration_us(o.p50_us), human_duration_us(o.p99_us)});
       } else {
-        out += pad_right(o.outcome, 12) + pad_left(group_thousands(o.count), 10) +
+        out += pad_right(std::string(outcome_name(o.outcome)), 12) + pad_left(group_thousands(o.count), 10) +
                pad_left(ratio(o.count, s.requests), 8) + pad_left(human_duration_us(o.mean_us), 11) +
                pad_left(human_duration_us(o.p50_us), 11) + pad_left(human_duration_us(o.p99_us), 11) + '\n';
       }
@@ -121,7 +121,7 @@ void write_cache_json(JsonWriter& w, const RunSummary& s) {
   w.key("served_by").begin_array();
   for (const OutcomeStats& o : s.outcomes) {
     w.begin_object();
-    w.field("outcome", o.outcome);
+    w.field("outcome", outcome_name(o.outcome));
     w.field("requests", o.count);
     w.field_number("mean_us", o.mean_us, 3);
     w.field_number("p50_us", o.p50_us, 3);

@@ -61,7 +61,8 @@ void add_served_by(report::html::Page& page, const CompareResult& r) {
   std::vector<std::vector<std::string>> rows;
   for (const CompareRow& row : r.rows)
     for (const OutcomeStats& o : row.outcome_costs)
-      rows.push_back({row.name, o.outcome, report::group_thousands(o.count), report::human_duration_us(o.mean_us)});
+      rows.push_back({row.name, std::string(outcome_name(o.outcome)), report::group_thousands(o.count),
+                      report::human_duration_us(o.mean_us)});
   if (rows.empty()) return;
   page.section("What served the requests", "Hit against miss: count and mean latency by what served a request.");
   page.table({"configuration", "served by", "requests", "mean"}, rows);
@@ -71,7 +72,7 @@ void add_served_by(report::html::Page& page, const CompareResult& r) {
 
 std::string render_compare_html(const CompareResult& r) {
   report::html::Page page("inferprof compare", report::compare_parts::headline(r));
-  for (const std::string& w : r.warnings)
+  for (const std::string& w : report::compare_parts::notes_of(r).warnings)
     page.paragraph("warning: " + w);
   if (r.rows.empty()) return page.finish();
   add_speedups(page, r);

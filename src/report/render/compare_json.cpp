@@ -80,7 +80,7 @@ void json_configuration(JsonWriter& w, const CompareResult& r, std::size_t i) {
   // Mean µs of the requests each outcome served: a tier's hit cost against the miss cost.
   w.key("outcome_costs").begin_object();
   for (const OutcomeStats& o : row.outcome_costs) {
-    w.key(o.outcome).begin_object();
+    w.key(outcome_name(o.outcome)).begin_object();
     w.field("count", o.count);
     w.field_number("mean_us", o.mean_us, 3);
     w.end_object();

@@ -96,7 +96,7 @@ const CacheTierReport* find_tier(const CompareRow& row, std::string_view tier) {
 
 const OutcomeStats* outcome_cost(const CompareRow& row, std::string_view outcome) {
   for (const OutcomeStats& o : row.outcome_costs)
-    if (o.outcome == outcome && o.count > 0) return &o;
+    if (outcome_name(o.outcome) == outcome && o.count > 0) return &o;
   return nullptr;
 }
 
@@ -246,12 +246,12 @@ std::string explanation(const CompareRow& row, const CompareRow& base, bool by_s
   std::vector<std::string> served;
   const OutcomeStats* miss = nullptr;
   for (const OutcomeStats& o : s.outcomes) {
-    if (o.outcome == "miss") {
+    if (o.outcome == CacheOutcome::miss) {
       miss = &o;
       continue;
     }
     if (o.count == 0) continue;
-    const std::string tier = served_by_name(o.outcome);
+    const std::string tier = served_by_name(outcome_name(o.outcome));
     // L3 holds preprocessed inputs: its hits still run the model.
     const std::string what = tier == "L3" ? "L3 (preprocessing skipped)" : tier;
     served.push_back(served.empty() ? fmt::format("{} of requests served by {} at {} mean",

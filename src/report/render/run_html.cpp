@@ -91,9 +91,9 @@ void add_caches(report::html::Page& page, const RunSummary& s) {
   std::vector<report::html::Bar> bars;
   for (const OutcomeStats& o : s.outcomes) {
     if (o.count == 0) continue;
-    costs.push_back({o.outcome, group_thousands(o.count), human_duration_us(o.mean_us), human_duration_us(o.p50_us),
-                     human_duration_us(o.p99_us)});
-    bars.push_back({o.outcome, {o.mean_us}});
+    costs.push_back({std::string(outcome_name(o.outcome)), group_thousands(o.count), human_duration_us(o.mean_us),
+                     human_duration_us(o.p50_us), human_duration_us(o.p99_us)});
+    bars.push_back({std::string(outcome_name(o.outcome)), {o.mean_us}});
   }
   if (costs.empty()) return;
   page.svg(
