@@ -34,11 +34,13 @@ PUBLIC_OWNER = {
     # simulate, diff) and renderers alike include them; none includes an engine.
     "report.hpp": "report", "run_result.hpp": "report", "compare_result.hpp": "report",
     "simulate_result.hpp": "report", "diff_result.hpp": "report", "replicas_result.hpp": "report",
+    "sweep_result.hpp": "report",
     "pipeline.hpp": "plugin", "inspect.hpp": "plugin",
     "gpu.hpp": "gpu",
     "replay.hpp": "replay", "run_config.hpp": "replay", "compare.hpp": "replay", "replicas.hpp": "replay",
     "lifecycle.hpp": "replay",
     "simulate.hpp": "simulate",
+    "sweep.hpp": "sweep",
     "diff.hpp": "diff",
 }
 

@@ -114,6 +114,15 @@ class Resampler {
   std::mt19937_64 rng_;
 };
 
+// The q-quantile of an ascending sample and its distribution-free interval:
+// the order statistics whose ranks hold the population's q-quantile with
+// `confidence` (the binomial count below it, normal approximation; exact
+// enough from a few dozen values). Empty: all zero.
+struct QuantileInterval {
+  double value = 0, low = 0, high = 0;
+};
+QuantileInterval quantile_interval(const std::vector<double>& sorted, double q, double confidence = 0.95);
+
 // The central `confidence` interval of bootstrap replicates (reordered): their
 // (1 - c) / 2 and (1 + c) / 2 quantiles. {0, 0} when empty.
 std::pair<double, double> percentile_interval(std::vector<double>& replicates, double confidence);

@@ -34,6 +34,7 @@ int run_cli(int argc, char** argv) {
   };
   add(add_run_command);
   add(add_compare_command);
+  add(add_sweep_command);
   add(add_inspect_command);
   add(add_gen_model_command);
   add(add_gen_trace_command);

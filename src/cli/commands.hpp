@@ -23,6 +23,7 @@ Runner add_gen_images_command(CLI::App& app);
 Runner add_store_command(CLI::App& app);
 Runner add_diff_command(CLI::App& app);
 Runner add_simulate_command(CLI::App& app);
+Runner add_sweep_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
 Runner add_inspect_command(CLI::App& app);
 

@@ -160,6 +160,27 @@ void finish_infos(std::vector<Variant>& variants, const TraceReader& reader, con
   }
 }
 
+// Every configuration's result, then its reports: a failure before the last
+// commit leaves no configuration's reports.
+LockstepPass collect_and_commit(const RunConfig& base, const std::vector<LockstepTarget>& targets,
+                                const std::vector<Variant>& variants, const std::vector<std::size_t>& variant_of,
+                                const std::vector<CacheState>& states, Lanes& lanes, std::uint64_t served) {
+  LockstepPass pass;
+  pass.requests = served;
+  for (std::size_t c = 0; c < targets.size(); ++c) {
+    RunInfo lane_info = variants[variant_of[c]].info;
+    // A configuration's replay time: the time its requests took (the others' are not its own).
+    lane_info.wall_s = static_cast<double>(lanes.lanes[c].busy_ns) / 1e9;
+    pass.outcomes.push_back(collect_run(*lanes.collectors[c], lane_info, states[c], *lanes.verifiers[c]));
+  }
+  // Outside the measurement; before the reports, so that a failed dump leaves none.
+  dump_model_io(base, *variants.front().loaded.pipeline);
+  for (std::size_t c = 0; c < targets.size(); ++c)
+    commit_run(*lanes.collectors[c], pass.outcomes[c], targets[c].out_dir);
+  lanes.move_series_into(pass);
+  return pass;
+}
+
 }  // namespace
 
 LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<LockstepTarget>& targets) {
@@ -168,7 +189,6 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     throw bad_input(
         "lockstep serves one request at a time under every configuration: it needs a closed loop with "
         "--concurrency 1");
-  const std::size_t n = targets.size();
   std::vector<std::pair<std::string, const Profile*>> keys;
   const std::vector<std::size_t> variant_of = group_targets(base, targets, keys);
   check_one_thread_count(base, keys);
@@ -232,21 +252,7 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
   if (served == 0) throw_no_valid_requests(base.replay.trace_path, variants.front().info.skipped_invalid);
 
   if (observer) observer->phase(ReplayObserver::Phase::writing_reports);
-  LockstepPass pass;
-  pass.requests = served;
-  for (std::size_t c = 0; c < n; ++c) {
-    RunInfo lane_info = variants[variant_of[c]].info;
-    // A configuration's replay time: the time its requests took (the others' are not its own).
-    lane_info.wall_s = static_cast<double>(lanes.lanes[c].busy_ns) / 1e9;
-    pass.outcomes.push_back(collect_run(*lanes.collectors[c], lane_info, states[c], *lanes.verifiers[c]));
-  }
-  // Outside the measurement; before the reports, so that a failed dump leaves none.
-  dump_model_io(base, *variants.front().loaded.pipeline);
-  // Commit last: a failure before here leaves no configuration's reports.
-  for (std::size_t c = 0; c < n; ++c)
-    commit_run(*lanes.collectors[c], pass.outcomes[c], targets[c].out_dir);
-  lanes.move_series_into(pass);
-  return pass;
+  return collect_and_commit(base, targets, variants, variant_of, states, lanes, served);
 }
 
 }  // namespace inferprof::detail

@@ -8,6 +8,7 @@
 #include "inferprof/replicas_result.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/simulate_result.hpp"
+#include "inferprof/sweep_result.hpp"
 
 namespace inferprof::report {
 
@@ -64,6 +65,15 @@ const Reporters<SimulateResult>& reporters<SimulateResult>() {
                                            {Format::json, render_simulate_json},
                                            {Format::csv, render_simulate_csv},
                                            {Format::markdown, render_simulate_markdown}};
+  return r;
+}
+
+template <>
+const Reporters<SweepResult>& reporters<SweepResult>() {
+  static const Reporters<SweepResult> r{{Format::table, render_sweep_table},
+                                        {Format::json, render_sweep_json},
+                                        {Format::csv, render_sweep_csv},
+                                        {Format::markdown, render_sweep_markdown}};
   return r;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // --format: the one factory from a format to a result type's reporter.
 //
-// A reporter prints one result type (a run, a comparison, a simulation,
-// replicas, a diff) in one format; each is a function in its own file,
+// A reporter prints one result type (a run, a comparison, a simulation, a
+// sweep, replicas, a diff) in one format; each is a function in its own file,
 // src/report/render/<result>_<format>.cpp (docs/development.md). format.cpp
 // lists the reporters of each result type; a format a result lacks is an
 // error naming those it has, never a silent fallback to the table.
@@ -16,6 +16,7 @@ namespace inferprof {
 struct RunSummary;
 struct CompareResult;
 struct SimulateResult;
+struct SweepResult;
 struct ReplicaSummary;
 struct DiffResult;
 }  // namespace inferprof
@@ -69,6 +70,8 @@ template <>
 const Reporters<CompareResult>& reporters<CompareResult>();
 template <>
 const Reporters<SimulateResult>& reporters<SimulateResult>();
+template <>
+const Reporters<SweepResult>& reporters<SweepResult>();
 template <>
 const Reporters<ReplicaSummary>& reporters<ReplicaSummary>();
 template <>

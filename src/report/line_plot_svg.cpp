@@ -18,11 +18,17 @@ constexpr double kWidth = 900, kHeight = 520;
 constexpr double kLeft = 80, kRight = 90, kTop = 70, kBottom = 60;
 constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 
-// Ticks at 1, 10, 100... inside [lo, hi].
+// Ticks at 1, 10, 100... inside [lo, hi]; at 1, 2, 5, 10, 20... when that
+// leaves fewer than two (a range within a decade or two: a sweep's req/s).
 std::vector<double> decade_ticks(double lo, double hi) {
   std::vector<double> t;
-  for (double d = std::pow(10.0, std::floor(std::log10(lo))); d <= hi * 1.0001; d *= 10)
-    if (d >= lo * 0.9999) t.push_back(d);
+  for (const auto& steps : {std::vector<double>{1}, std::vector<double>{1, 2, 5}}) {
+    t.clear();
+    for (double d = std::pow(10.0, std::floor(std::log10(lo))); d <= hi * 1.0001; d *= 10)
+      for (double m : steps)
+        if (d * m >= lo * 0.9999 && d * m <= hi * 1.0001) t.push_back(d * m);
+    if (t.size() >= 2) break;
+  }
   return t;
 }
 

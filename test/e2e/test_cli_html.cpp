@@ -1,4 +1,4 @@
-// End-to-end: report.html of run, compare and simulate, as a person opens it.
+// End-to-end: report.html of run, compare, simulate and sweep, as a person opens it.
 // The file is checked for being self-contained (no network), and when
 // Debian's chromium is installed (scripts/install-deps.sh --test) it is
 // loaded headless: its script runs to the end with no console error, and a
@@ -155,5 +155,22 @@ TEST_SUITE("e2e html") {
     for (const char* part : {"Predicted latency", "Miss-ratio curves", "hit ratio"})
       CHECK_MESSAGE(html.find(part) != std::string::npos, std::string(part));
     check_in_browser(page, "report-simulate.png", 1);
+  }
+
+  TEST_CASE("sweep writes report.html: the latency-throughput curves with the objective, stages per step") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1,4", "--caches", "none", "--caches", "l1",
+                      "--slo-ms", "50", "--out", out.path(), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string page = (fs::path(out.path()) / "report.html").string();
+    REQUIRE(fs::exists(page));
+    const std::string html = slurp(page);
+    check_self_contained(html);
+    for (const char* part : {"Latency against served traffic", "objective 50 ms", "none p99", "l1 p50",
+                             "Mean time per request by stage", "<h2>Steps</h2>"})
+      CHECK_MESSAGE(html.find(part) != std::string::npos, std::string(part));
+    CHECK(count_of(html, "<svg") == 2);
+    check_in_browser(page, "report-sweep.png", 2);
   }
 }

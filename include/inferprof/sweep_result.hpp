@@ -1,0 +1,84 @@
+#pragma once
+// `inferprof sweep`: one trace replayed at steps of offered load under each
+// cache configuration (sweep.hpp runs it); the latency–throughput curve of
+// each and the traffic it takes within a latency objective.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inferprof/cache.hpp"
+#include "inferprof/timing.hpp"
+
+namespace inferprof {
+
+// What a sweep varies from step to step.
+enum class SweepLoad : std::uint8_t {
+  speed,        // open loop: the trace's own arrivals, ts_ms divided by the step (its burstiness kept)
+  concurrency,  // closed loop: the step's number of workers, each taking the next request when it finishes one
+};
+
+// A percentile with its 95% interval (distribution-free, from order statistics
+// of the step's requests: which requests a replay like it would draw).
+struct PercentileEstimate {
+  double value_us = 0, low_us = 0, high_us = 0;
+};
+
+// One step: one replay of the trace at one load.
+struct SweepStep {
+  double load = 0;          // the speed (×) or the number of workers
+  double offered_rps = 0;   // speed: the trace's requests over its span at this speed; concurrency: 0 (none offered)
+  double achieved_rps = 0;  // requests completed / replay wall time
+  std::uint64_t requests = 0, failed = 0;
+  double mean_us = 0;
+  PercentileEstimate p50, p90, p99;
+  double queue_share = 0;  // of the summed request time, the share spent queued before service (open loop)
+  std::array<double, kStageCount> stage_mean_us{};  // µs per request of each stage (queue included)
+  bool cpu = false;                                 // CPU time read on some of its requests
+  double cpu_mean_us = 0;                           // thread CPU time per request
+  bool saturated = false;  // speed: achieved < 95% of offered; concurrency: < 5% more than the step before
+  bool over_slo = false;   // p99 past --slo-ms
+};
+
+// One cache configuration's steps, until it saturated or missed the objective.
+struct SweepCurve {
+  std::string name;             // "none", "l1", "l1,l2"
+  std::vector<TierSpec> tiers;  // resolved: what each tier was
+  std::vector<SweepStep> steps;
+  std::string stopped;  // why its sweep ended before the last step ("saturated at 3×"); empty: every step ran
+  // The most traffic it serves within the objective (or, without one, unsaturated):
+  // interpolated on p99 between the last step within it and the first past it.
+  double capacity_rps = 0;
+  bool capacity_found = false;    // false: not even the first step met the objective
+  bool capacity_at_edge = false;  // the last step still met it: the capacity is at least this
+  int knee = -1;                  // the last step whose p99 is within twice the lightest step's; -1: none
+};
+
+struct SweepResult {
+  std::string model_path, trace_path, profile_name, device = "cpu";
+  SweepLoad load = SweepLoad::speed;
+  std::vector<double> loads;         // the steps asked for, in order
+  double slo_ms = 0;                 // p99 objective; 0: none
+  std::uint64_t trace_requests = 0;  // requests a step replays (--limit applied)
+  double trace_span_s = 0;           // the last request's ts_ms, in s (speed sweeps)
+  int concurrency = 1;               // workers of a speed sweep
+  std::vector<SweepCurve> curves;
+  double wall_s = 0;    // the whole sweep, model loads and warm-ups included
+  double replay_s = 0;  // of it, the steps' replays
+  std::vector<std::string> warnings;
+  std::vector<std::string> files;  // written with --out
+  std::string interrupted_by;      // a first SIGINT/SIGTERM: the steps that completed
+};
+
+inline std::string_view sweep_load_name(SweepLoad l) {
+  return l == SweepLoad::speed ? "speed" : "concurrency";
+}
+
+std::string render_sweep_table(const SweepResult& r);
+std::string render_sweep_json(const SweepResult& r);
+std::string render_sweep_csv(const SweepResult& r);  // one row per (configuration, step)
+std::string render_sweep_markdown(const SweepResult& r);
+std::string render_sweep_html(const SweepResult& r);  // report.html: the curves, the SLO line, the capacities
+
+}  // namespace inferprof

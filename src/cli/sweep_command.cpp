@@ -1,0 +1,136 @@
+// `inferprof sweep`: its options, validated into a SweepConfig (sweep.hpp).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/replay_options.hpp"
+#include "inferprof/error.hpp"
+#include "inferprof/lifecycle.hpp"
+#include "inferprof/sweep.hpp"
+
+namespace inferprof::cli {
+
+namespace {
+
+struct SweepArgs {
+  std::string speeds, concurrency, out;
+  std::vector<std::string> caches;
+  double slo_ms = 0;
+};
+
+double number_in(std::string_view text, std::string_view flag, std::string_view whole) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    throw bad_input(
+        fmt::format("{} {}: '{}' is not a number (expected FROM:TO:STEP or a list A,B,C)", flag, whole, text));
+  return v;
+}
+
+// "FROM:TO:STEP" (STEP defaults to 1) or "A,B,C": the steps, ascending.
+std::vector<double> parse_steps(const std::string& text, std::string_view flag) {
+  std::vector<double> out;
+  if (text.find(':') == std::string::npos) {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      std::size_t end = text.find(',', start);
+      if (end == std::string::npos) end = text.size();
+      out.push_back(number_in(std::string_view(text).substr(start, end - start), flag, text));
+      start = end + 1;
+    }
+    return out;
+  }
+  std::vector<double> parts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(':', start);
+    if (end == std::string::npos) end = text.size();
+    parts.push_back(number_in(std::string_view(text).substr(start, end - start), flag, text));
+    start = end + 1;
+  }
+  if (parts.size() > 3) throw bad_input(fmt::format("{} {}: expected FROM:TO:STEP", flag, text));
+  const double from = parts[0], to = parts[1], step = parts.size() == 3 ? parts[2] : 1;
+  if (!(step > 0) || !(to >= from)) throw bad_input(fmt::format("{} {}: expected FROM <= TO and STEP > 0", flag, text));
+  constexpr int kMaxSteps = 100;
+  for (int i = 0;; ++i) {
+    const double x = from + step * i;
+    if (x > to * (1 + 1e-9)) break;
+    if (i == kMaxSteps) throw bad_input(fmt::format("{} {}: more than {} steps", flag, text, kMaxSteps));
+    out.push_back(x);
+  }
+  return out;
+}
+
+SweepConfig make_sweep_config(const ReplayArgs& args, const SweepArgs& a) {
+  if (!a.speeds.empty() == !a.concurrency.empty())
+    throw bad_input(
+        "sweep needs one kind of step: --speeds FROM:TO:STEP (open loop, the trace's arrivals sped up) "
+        "or --concurrency FROM:TO[:STEP] (closed loop)");
+  if (args.open_loop || args.speed != 0)
+    throw bad_input("sweep sets the drive per step: leave out --open-loop and --speed (use --speeds)");
+  if (!a.concurrency.empty() && args.concurrency != 1)
+    throw bad_input("sweep --concurrency sets the workers of each step: leave out --workers");
+  SweepConfig config;
+  config.base = make_run_config(args);
+  config.load = a.speeds.empty() ? SweepLoad::concurrency : SweepLoad::speed;
+  config.loads = a.speeds.empty() ? parse_steps(a.concurrency, "--concurrency") : parse_steps(a.speeds, "--speeds");
+  config.configurations = a.caches.empty() ? std::vector<std::string>{"none"} : a.caches;
+  config.overrides = tier_overrides(args);
+  config.redis_url = redis_url(args);
+  config.slo_ms = a.slo_ms;
+  config.out_dir = a.out;
+  return config;
+}
+
+}  // namespace
+
+Runner add_sweep_command(CLI::App& app) {
+  auto args = std::make_shared<ReplayArgs>();
+  auto a = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep",
+      "Replay a trace at rising load under each cache configuration: latency against throughput, and the traffic "
+      "each serves within a p99 objective");
+  add_replay_options(cmd, *args);
+  add_format_option<SweepResult>(cmd, args->format);
+  // --concurrency is a replay option (one value); sweep takes a range under the same name.
+  cmd->remove_option(cmd->get_option("--concurrency"));
+  cmd->add_option("--speeds", a->speeds,
+                  "Open loop: the trace's own arrivals sped up by each step, e.g. 0.5:4:0.5 or 1,2,4,8");
+  cmd->add_option("--concurrency", a->concurrency, "Closed loop: workers at each step, e.g. 1:8 or 1,2,4,8");
+  cmd->add_option("--workers", args->concurrency, "With --speeds: replay workers serving the open loop")
+      ->check(whole_at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--caches", a->caches,
+                  "A cache configuration to sweep (repeatable): none, l1, l1,l2, ... (default: none)")
+      ->allow_extra_args(false);
+  cmd->add_option("--slo-ms", a->slo_ms,
+                  "The p99 objective in ms: a configuration stops at the first step past it, and its capacity is "
+                  "the traffic it serves within it")
+      ->check(number_above(0));
+  cmd->add_option("--out", a->out, "Write sweep.json, sweep.csv and report.html here");
+  return [args, a] {
+    lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the steps completed
+    const SweepConfig config = make_sweep_config(*args, *a);
+    const SweepResult result = run_sweep(config);
+    std::fputs(report::render(args->format, result, "a sweep").c_str(), stdout);
+    if (!result.files.empty()) {
+      std::FILE* to = args->format == report::Format::table ? stdout : stderr;
+      std::fprintf(to, "\nreports written to %s/: sweep.json sweep.csv report.html\n", config.out_dir.c_str());
+    }
+    if (lifecycle::interrupted()) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "inferprof: interrupted by %s: reported the steps that completed\n",
+                   lifecycle::interrupt_name().c_str());
+      return lifecycle::interrupted_exit_code();
+    }
+    return 0;
+  };
+}
+
+}  // namespace inferprof::cli

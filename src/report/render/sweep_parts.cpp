@@ -1,0 +1,98 @@
+// The shared cells and sentences of sweep's reporters (sweep_parts.hpp).
+#include "report/render/sweep_parts.hpp"
+
+#include <fmt/format.h>
+
+#include "base/text.hpp"
+#include "report/render/cache_section.hpp"
+
+namespace inferprof::report::sweep_parts {
+
+namespace {
+
+std::string with_interval(const PercentileEstimate& p) {
+  return fmt::format("{} [{}, {}]", human_duration_us(p.value_us), human_duration_us(p.low_us),
+                     human_duration_us(p.high_us));
+}
+
+std::string tiers_text(const SweepCurve& c) {
+  std::string out;
+  for (const TierSpec& t : c.tiers)
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", enum_name(t.tier), tier_spec_text(t));
+  return out.empty() ? "no cache" : out;
+}
+
+}  // namespace
+
+std::string load_label(const SweepResult& r, double load) {
+  return r.load == SweepLoad::speed ? fmt::format("{:g}×", load) : fmt::format("{:g}", load);
+}
+
+std::string headline(const SweepResult& r) {
+  std::string steps = r.loads.empty() ? "" : load_label(r, r.loads.front()) + "–" + load_label(r, r.loads.back());
+  return fmt::format("inferprof sweep · {} · {} · {} requests · {} {}{}{}", base_name(r.model_path),
+                     base_name(r.trace_path), group_thousands(r.trace_requests), sweep_load_name(r.load), steps,
+                     r.slo_ms > 0 ? fmt::format(" · p99 ≤ {:g} ms", r.slo_ms) : "",
+                     r.interrupted_by.empty() ? "" : " · interrupted by " + r.interrupted_by);
+}
+
+std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
+  std::vector<std::vector<std::string>> cells{{"caches", r.load == SweepLoad::speed ? "speed" : "workers", "offered/s",
+                                               "served/s", "p50 (95% CI)", "p90", "p99 (95% CI)", "queue", "cpu/req",
+                                               "step"}};
+  for (const SweepCurve& c : r.curves)
+    for (std::size_t k = 0; k < c.steps.size(); ++k) {
+      const SweepStep& s = c.steps[k];
+      std::string verdict = s.over_slo ? "past SLO" : s.saturated ? "saturated" : "ok";
+      if (static_cast<int>(k) == c.knee) verdict += ", knee";
+      cells.push_back({k == 0 ? c.name : "", load_label(r, s.load),
+                       s.offered_rps > 0 ? grouped_fixed(s.offered_rps, 1) : "-", grouped_fixed(s.achieved_rps, 1),
+                       with_interval(s.p50), human_duration_us(s.p90.value_us), with_interval(s.p99),
+                       share_text(s.queue_share), s.cpu ? human_duration_us(s.cpu_mean_us) : "n/a", verdict});
+    }
+  return cells;
+}
+
+std::vector<std::string> capacity_lines(const SweepResult& r) {
+  std::vector<std::string> out;
+  for (const SweepCurve& c : r.curves) {
+    if (c.steps.empty()) {
+      out.push_back(fmt::format("{} ({}): no step completed", c.name, tiers_text(c)));
+      continue;
+    }
+    std::string line = fmt::format("{} ({}): ", c.name, tiers_text(c));
+    const std::string objective = r.slo_ms > 0 ? fmt::format(" at p99 ≤ {:g} ms", r.slo_ms) : " (its most, saturated)";
+    if (!c.capacity_found)
+      line += fmt::format("no step met p99 ≤ {:g} ms, not even {}", r.slo_ms, load_label(r, c.steps.front().load));
+    else
+      line += fmt::format("{}{} req/s{}", c.capacity_at_edge ? "at least " : "", grouped_fixed(c.capacity_rps, 1),
+                          objective);
+    if (c.knee >= 0)
+      line +=
+          fmt::format("; knee at {} ({} req/s, p99 {})", load_label(r, c.steps[c.knee].load),
+                      grouped_fixed(c.steps[c.knee].achieved_rps, 1), human_duration_us(c.steps[c.knee].p99.value_us));
+    line += c.stopped.empty() ? "; every step ran" : "; stopped: " + c.stopped;
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::string method_note(const SweepResult& r) {
+  std::string how = r.load == SweepLoad::speed
+                        ? fmt::format(
+                              "Each step replays the trace's own arrivals sped up (open loop, {} worker{}); "
+                              "offered/s is its requests over its span at that speed; a step serving under "
+                              "95% of it is saturated.",
+                              r.concurrency, r.concurrency == 1 ? "" : "s")
+                        : std::string(
+                              "Each step replays the trace closed-loop with that many workers; a step "
+                              "serving under 5% more than the one before is saturated.");
+  return how +
+         " Every step is a whole replay from cold caches, the configurations taking turns step by step. A "
+         "configuration stops at its first saturated step or its first past the objective. Percentile intervals "
+         "are distribution-free (order statistics of the step's requests): the spread of traffic like this trace, "
+         "not of one replay's timing. The capacity is interpolated on p99 between the last step within the objective "
+         "and the first past it; the knee is the step after which p99 stays above twice the lightest step's.";
+}
+
+}  // namespace inferprof::report::sweep_parts

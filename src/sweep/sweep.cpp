@@ -1,0 +1,262 @@
+// `inferprof sweep` (inferprof/sweep.hpp): whole replays at each step of load,
+// the configurations interleaved step by step so that a machine that slows
+// during the sweep slows every configuration's same steps alike.
+#include "inferprof/sweep.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "base/atomic_file.hpp"
+#include "inferprof/error.hpp"
+#include "inferprof/lifecycle.hpp"
+#include "inferprof/replay.hpp"
+#include "inferprof/stats.hpp"
+#include "inferprof/trace.hpp"
+
+namespace inferprof {
+
+namespace {
+
+// A saturated step serves less than this share of what it is offered (speed),
+// or this much more than the step before it with more workers (concurrency).
+constexpr double kServedShare = 0.95;
+constexpr double kConcurrencyGain = 1.05;
+// The knee: where p99 leaves this many times the lightest step's for good.
+constexpr double kKneeFactor = 2.0;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string load_text(SweepLoad load, double x) {
+  return load == SweepLoad::speed ? fmt::format("{:g}×", x) : fmt::format("concurrency {:g}", x);
+}
+
+void check_config(const SweepConfig& c) {
+  if (c.configurations.empty()) throw bad_input("sweep needs at least one cache configuration (--caches)");
+  if (c.loads.empty()) throw bad_input("sweep needs its steps: --speeds FROM:TO:STEP or --concurrency FROM:TO[:STEP]");
+  for (std::size_t i = 0; i < c.loads.size(); ++i) {
+    if (!(c.loads[i] > 0))
+      throw bad_input(fmt::format("sweep: step {} is {:g}: every step must be > 0", i + 1, c.loads[i]));
+    if (i > 0 && !(c.loads[i] > c.loads[i - 1]))
+      throw bad_input(fmt::format("sweep: the steps must rise: {:g} after {:g}", c.loads[i], c.loads[i - 1]));
+  }
+  if (c.load == SweepLoad::concurrency)
+    for (double x : c.loads)
+      if (x != std::floor(x))
+        throw bad_input(fmt::format("sweep --concurrency: {:g} is not a whole number of workers", x));
+  if (c.slo_ms < 0) throw bad_input("sweep --slo-ms must be > 0");
+}
+
+// The requests a step replays and the last one's arrival time: a speed step
+// offers them over that span divided by its speed.
+void scan_trace(const RunConfig& base, SweepLoad load, SweepResult& r) {
+  TraceReader reader(base.replay.trace_path, TraceReader::Options{base.replay.skip_invalid, 1 << 20, base.replay.csv});
+  TraceRecord record;
+  double last_ts = 0;
+  std::uint64_t without_ts = 0, first_without = 0;
+  while (reader.next(record)) {
+    if (record.kind != TraceRecord::Kind::request) continue;
+    ++r.trace_requests;
+    if (record.request.ts_ms) {
+      last_ts = std::max(last_ts, *record.request.ts_ms);
+    } else if (without_ts++ == 0) {
+      first_without = record.line;
+    }
+    if (base.replay.limit > 0 && r.trace_requests == base.replay.limit) break;
+  }
+  if (r.trace_requests == 0) throw bad_input(fmt::format("{}: no requests to replay", base.replay.trace_path));
+  r.trace_span_s = last_ts / 1000;
+  if (load != SweepLoad::speed) return;
+  if (without_ts > 0)
+    throw bad_input(
+        fmt::format("{}:{}: a speed sweep replays the trace's arrivals, and this request has no ts_ms "
+                    "(sweep --concurrency needs none)",
+                    base.replay.trace_path, first_without));
+  if (r.trace_span_s <= 0)
+    throw bad_input(
+        fmt::format("{}: every request arrives at ts_ms 0: a speed sweep has no span to scale "
+                    "(sweep --concurrency needs none)",
+                    base.replay.trace_path));
+}
+
+SweepStep step_of(const RunSummary& s, double load, double offered_rps) {
+  SweepStep step;
+  step.load = load;
+  step.offered_rps = offered_rps;
+  step.achieved_rps = s.throughput_rps;
+  step.requests = s.requests;
+  step.failed = s.failed;
+  step.mean_us = s.total.mean_us;
+  std::vector<double> sample = s.latency_sample_us;
+  std::sort(sample.begin(), sample.end());
+  const auto estimate = [&](double q, double value) {
+    const QuantileInterval i = quantile_interval(sample, q);
+    // The summary's percentile (every request) with the sample's interval around it.
+    return PercentileEstimate{value, std::min(i.low, value), std::max(i.high, value)};
+  };
+  step.p50 = estimate(0.50, s.total.p50_us);
+  step.p90 = estimate(0.90, s.total.p90_us);
+  step.p99 = estimate(0.99, s.total.p99_us);
+  step.queue_share = s.stages[static_cast<std::size_t>(Stage::queue)].share;
+  for (std::size_t i = 0; i < kStageCount; ++i)
+    step.stage_mean_us[i] = s.stages[i].mean_us;
+  step.cpu = s.total.cpu;
+  step.cpu_mean_us = s.total.cpu_mean_us;
+  return step;
+}
+
+std::string stop_reason(SweepLoad load, double slo_ms, const SweepStep& step) {
+  const std::string at = load_text(load, step.load);
+  if (step.over_slo)
+    return fmt::format("p99 {:.1f} ms past the {:g} ms objective at {}", step.p99.value_us / 1000, slo_ms, at);
+  if (load == SweepLoad::speed)
+    return fmt::format("saturated at {}: {:.1f} of {:.1f} req/s offered served", at, step.achieved_rps,
+                       step.offered_rps);
+  return fmt::format("saturated at {}: {:.1f} req/s, under {:.0f}% more than one worker fewer", at, step.achieved_rps,
+                     (kConcurrencyGain - 1) * 100);
+}
+
+RunConfig step_config(const SweepConfig& c, std::size_t configuration, std::size_t k,
+                      const std::vector<TierSpec>& tiers) {
+  RunConfig run = c.base;
+  run.output.out_dir.clear();
+  run.caches.tiers = tiers;
+  run.caches.key_namespace = fmt::format("sweep-{}-{}-{}", ::getpid(), configuration, k);
+  if (c.load == SweepLoad::speed) {
+    run.replay.drive = Drive::open_loop;
+    run.replay.speed = c.loads[k];
+  } else {
+    run.replay.drive = Drive::closed_loop;
+    run.replay.concurrency = static_cast<int>(c.loads[k]);
+  }
+  return run;
+}
+
+void write_files(const SweepConfig& c, SweepResult& r) {
+  if (c.out_dir.empty()) return;
+  const std::pair<const char*, std::string> files[] = {
+      {"sweep.json", render_sweep_json(r)}, {"sweep.csv", render_sweep_csv(r)}, {"report.html", render_sweep_html(r)}};
+  for (const auto& [name, content] : files) {
+    write_file_atomic(c.out_dir, name, content);
+    r.files.push_back(c.out_dir + "/" + name);
+  }
+}
+
+}  // namespace
+
+void judge_step(SweepLoad load, double slo_ms, const SweepStep* before, SweepStep& step) {
+  if (load == SweepLoad::speed)
+    step.saturated = step.achieved_rps < kServedShare * step.offered_rps;
+  else
+    step.saturated = before != nullptr && step.achieved_rps < kConcurrencyGain * before->achieved_rps;
+  step.over_slo = slo_ms > 0 && step.p99.value_us > slo_ms * 1000;
+}
+
+void summarize_curve(double slo_ms, SweepCurve& curve) {
+  const auto& steps = curve.steps;
+  // The knee: the step before the last steps' run above twice the lightest step's p99 (a
+  // single noisy p99 that the next step undoes is not one); none when the last step is below it.
+  curve.knee = -1;
+  std::size_t above = steps.size();
+  while (above > 0 && steps[above - 1].p99.value_us > kKneeFactor * steps[0].p99.value_us)
+    --above;
+  if (above > 0 && above < steps.size()) curve.knee = static_cast<int>(above) - 1;
+  std::size_t good = 0;  // steps before the first that saturated or missed the objective
+  while (good < steps.size() && !steps[good].saturated && !steps[good].over_slo)
+    ++good;
+  curve.capacity_found = good > 0 || (slo_ms <= 0 && !steps.empty());
+  curve.capacity_at_edge = good == steps.size() && !steps.empty();
+  curve.capacity_rps = 0;
+  if (slo_ms <= 0) {
+    // No objective: the most it served, saturated or not (a saturated open loop serves its capacity).
+    for (const SweepStep& s : steps)
+      curve.capacity_rps = std::max(curve.capacity_rps, s.achieved_rps);
+    return;
+  }
+  if (good == 0) return;
+  const SweepStep& last = steps[good - 1];
+  curve.capacity_rps = last.achieved_rps;
+  if (good < steps.size() && steps[good].over_slo && steps[good].achieved_rps > last.achieved_rps &&
+      steps[good].p99.value_us > last.p99.value_us) {
+    // Between the last step within the objective and the first past it, where p99 crosses it.
+    const SweepStep& next = steps[good];
+    const double f = (slo_ms * 1000 - last.p99.value_us) / (next.p99.value_us - last.p99.value_us);
+    curve.capacity_rps = last.achieved_rps + f * (next.achieved_rps - last.achieved_rps);
+  }
+}
+
+SweepResult run_sweep(const SweepConfig& c) {
+  check_config(c);
+  const auto started = std::chrono::steady_clock::now();
+  SweepResult r;
+  r.model_path = c.base.model_path;
+  r.trace_path = c.base.replay.trace_path;
+  r.profile_name = c.base.profile.name;
+  r.device = c.base.profile.model.device;
+  r.load = c.load;
+  r.loads = c.loads;
+  r.slo_ms = c.slo_ms;
+  r.concurrency = c.base.replay.concurrency;
+  scan_trace(c.base, c.load, r);
+  std::vector<std::vector<TierSpec>> tiers;  // resolved before any replay: a bad spec fails at once
+  for (const std::string& name : c.configurations) {
+    tiers.push_back(resolve_tiers(c.base.profile, name, c.overrides, c.redis_url, ""));
+    SweepCurve curve;
+    curve.name = name;
+    curve.tiers = tiers.back();
+    r.curves.push_back(std::move(curve));
+  }
+  if (!c.out_dir.empty()) ensure_output_dir(c.out_dir);  // an unwritable --out fails before the first replay
+  ReplayObserver* observer = c.base.output.observer.get();
+  const std::size_t total = c.loads.size() * c.configurations.size();
+  std::size_t done = 0;
+  for (std::size_t k = 0; k < c.loads.size() && !lifecycle::interrupted(); ++k) {
+    for (std::size_t i = 0; i < r.curves.size() && !lifecycle::interrupted(); ++i) {
+      SweepCurve& curve = r.curves[i];
+      if (!curve.stopped.empty()) continue;
+      if (observer) {
+        const double eta =
+            done > 0 ? seconds_since(started) / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+        observer->context(fmt::format("step {}/{} · {} at {}{}", k + 1, c.loads.size(), curve.name,
+                                      load_text(c.load, c.loads[k]),
+                                      done > 0 ? fmt::format(" · sweep ETA ≤ {:.0f} s", eta) : ""));
+      }
+      const RunOutcome outcome = run_replay(step_config(c, i, k, tiers[i]));
+      ++done;
+      const RunSummary& s = outcome.summary;
+      if (s.info.interrupted()) break;  // a step cut short is not a step
+      r.replay_s += s.info.wall_s;
+      const double offered =
+          c.load == SweepLoad::speed ? static_cast<double>(r.trace_requests) / (r.trace_span_s / c.loads[k]) : 0;
+      SweepStep step = step_of(s, c.loads[k], offered);
+      judge_step(c.load, c.slo_ms, curve.steps.empty() ? nullptr : &curve.steps.back(), step);
+      for (const std::string& w : s.info.warnings)
+        r.warnings.push_back(fmt::format("{} at {}: {}", curve.name, load_text(c.load, c.loads[k]), w));
+      curve.steps.push_back(step);
+      if (step.saturated || step.over_slo) curve.stopped = stop_reason(c.load, c.slo_ms, step);
+    }
+  }
+  if (observer) observer->context("");
+  if (lifecycle::interrupted()) {
+    r.interrupted_by = lifecycle::interrupt_name();
+    const bool any =
+        std::any_of(r.curves.begin(), r.curves.end(), [](const SweepCurve& s) { return !s.steps.empty(); });
+    if (!any)
+      throw Error(static_cast<ExitCode>(lifecycle::interrupted_exit_code()),
+                  fmt::format("interrupted by {} before any step completed: nothing to report", r.interrupted_by));
+    r.warnings.push_back(
+        fmt::format("interrupted by {}: the figures cover the steps that completed", r.interrupted_by));
+  }
+  for (SweepCurve& curve : r.curves)
+    summarize_curve(c.slo_ms, curve);
+  r.wall_s = seconds_since(started);
+  write_files(c, r);
+  return r;
+}
+
+}  // namespace inferprof
