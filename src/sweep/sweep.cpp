@@ -226,7 +226,13 @@ SweepResult run_sweep(const SweepConfig& c) {
                                       load_text(c.load, c.loads[k]),
                                       done > 0 ? fmt::format(" · sweep ETA ≤ {:.0f} s", eta) : ""));
       }
-      const RunOutcome outcome = run_replay(step_config(c, i, k, tiers[i]));
+      RunOutcome outcome;
+      try {
+        outcome = run_replay(step_config(c, i, k, tiers[i]));
+      } catch (const Error&) {
+        if (!lifecycle::interrupted()) throw;
+        break;  // interrupted before the step served a request: the steps before it stand
+      }
       ++done;
       const RunSummary& s = outcome.summary;
       if (s.info.interrupted()) break;  // a step cut short is not a step

@@ -318,6 +318,40 @@ TEST_SUITE("e2e lifecycle") {
     CHECK(slurp(bg->out).find("\"interrupted\": true") != std::string::npos);
   }
 
+  TEST_CASE("sweep interrupted keeps the steps that completed, drops the one cut short, removes its keys") {
+    REQUIRE_REDIS_SERVER();
+    auto& f = fixture();
+    RedisServer redis;
+    TempDir io, traces;
+    const fs::path out = io.path() / "s";
+    // 40 requests at 20/s: two seconds at 1x, one at 2x.
+    const std::string trace = traces.file("short.jsonl");
+    REQUIRE(run_cli({"gen-trace", "--requests", "40", "--keys", "10", "--rate", "20", "-o", trace}).code == 0);
+    auto bg = start({"sweep", f.model, "--trace", trace, "--speeds", "1,2,4", "--caches", "l2", "--redis", redis.url(),
+                     "--warmup", "1", "--out", out.string(), "--no-progress", "--format", "json"},
+                    io);
+    // The second step's keys (namespace sweep-PID-0-1) mean the first step completed.
+    const auto second_step = [&] {
+      const std::string reply = redis.command("KEYS inferprof:sweep-*-0-1*");
+      return !reply.empty() && reply != "*0";
+    };
+    REQUIRE_MESSAGE(wait_for(second_step, 60s), slurp(bg->err));
+    ::kill(bg->pid, SIGINT);
+    REQUIRE(bg->wait(30s) == 130);
+    simdjson::dom::parser parser;
+    auto result = load_json(parser, out / "sweep.json");
+    bool interrupted = false;
+    CHECK(result["interrupted"].get(interrupted) == simdjson::SUCCESS);
+    CHECK(interrupted);
+    simdjson::dom::array steps;
+    REQUIRE(result["configurations"].at(0)["steps"].get(steps) == simdjson::SUCCESS);
+    REQUIRE(steps.size() == 1);
+    CHECK(json_number(steps.at(0)["load"]) == 1);
+    CHECK(json_number(steps.at(0)["requests"]) == 40);
+    CHECK(slurp(bg->err).find("interrupted by SIGINT") != std::string::npos);
+    CHECK(redis.integer("DBSIZE") == 0);
+  }
+
   // An interrupt before the first request is served under every configuration
   // (model load, warm-up): nothing was measured, so no report at all, one line,
   // exit 130, and no folder left in --out. Where the signal lands is fixed by

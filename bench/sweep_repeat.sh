@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Does `sweep` give the same capacities twice, and does it cost little more
+# than the replays it runs? Issue 26's targets: a 2,000-request trace x 3
+# cache configurations x 8 steps finishes within 2x the time of its replays,
+# and each configuration's capacity repeats within 10% over RUNS runs. Each
+# phase runs RUNS sweeps alone, then (PHASES) with BUSY busy loops pinned on
+# the same cores (bench/busy_load.sh). Figures go to stdout only.
+#
+#   bench/sweep_repeat.sh [build/inferprof]      # ~40 minutes on 2 cores with the defaults
+#   env: ARCH=cnn REQUESTS=2000 KEYS=200 RATE=80 SPEEDS=0.5:4:0.5 SLO_MS=50 RUNS=3
+#        CACHES="none l1 l1,l2" CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded"
+set -euo pipefail
+B=${1:-build/inferprof}
+ARCH=${ARCH:-cnn}
+REQUESTS=${REQUESTS:-2000}
+KEYS=${KEYS:-200}
+RATE=${RATE:-80}
+SPEEDS=${SPEEDS:-0.5:4:0.5}
+SLO_MS=${SLO_MS:-50}
+RUNS=${RUNS:-3}
+read -r -a CACHES <<<"${CACHES:-none l1 l1,l2}"
+source "$(dirname "$0")/busy_load.sh"
+case "$ARCH" in
+  cnn) SHAPE=1,3,64,64 ;;
+  mlp) SHAPE=1,16 ;;
+  resnet18) SHAPE=1,3,224,224 ;;
+  *) echo "ARCH: expected cnn, mlp or resnet18, got $ARCH" >&2; exit 2 ;;
+esac
+D=$(mktemp -d)
+trap 'stop_load; rm -rf "$D"' EXIT
+trap 'exit 130' INT TERM
+
+"$B" gen-model --arch "$ARCH" -o "$D/m.pt" >/dev/null
+"$B" gen-trace --requests "$REQUESTS" --keys "$KEYS" --zipf 1.0 --rate "$RATE" --shape "$SHAPE" -o "$D/t.jsonl" \
+  >/dev/null
+CACHE_ARGS=()
+for c in "${CACHES[@]}"; do CACHE_ARGS+=(--caches "$c"); done
+
+echo "sweep $ARCH, $REQUESTS requests at $RATE req/s, speeds $SPEEDS, caches ${CACHES[*]}, p99 <= $SLO_MS ms"
+for phase in $PHASES; do
+  start_load_for "$phase"
+  for run in $(seq "$RUNS"); do
+    /usr/bin/time -f "%e" -o "$D/time" taskset -c "$CORES" "$B" sweep "$D/m.pt" --trace "$D/t.jsonl" \
+      --speeds "$SPEEDS" --slo-ms "$SLO_MS" "${CACHE_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
+    python3 - "$D/$phase-$run.json" "$(cat "$D/time")" "$phase" "$run" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+steps = sum(len(c["steps"]) for c in r["configurations"])
+caps = "  ".join(f'{c["caches"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""} ({len(c["steps"])} steps)'
+                 for c in r["configurations"])
+print(f'{sys.argv[3]} run {sys.argv[4]}: process {float(sys.argv[2]):.1f} s, replays {r["replay_s"]:.1f} s '
+      f'(x{float(sys.argv[2]) / r["replay_s"]:.2f}), {steps} steps; capacity req/s: {caps}')
+PY
+  done
+  python3 - "$D" "$phase" "$RUNS" <<'PY'
+import json, sys
+d, phase, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+docs = [json.load(open(f"{d}/{phase}-{k}.json")) for k in range(1, runs + 1)]
+for i, c in enumerate(docs[0]["configurations"]):
+    caps = [doc["configurations"][i].get("capacity_rps", 0) for doc in docs]
+    spread = max(caps) / min(caps) if min(caps) > 0 else float("inf")
+    print(f'{phase}: {c["caches"]}: capacity {min(caps):.1f}..{max(caps):.1f} req/s, max/min {spread:.3f}')
+PY
+  stop_load
+done
