@@ -50,10 +50,10 @@ TEST_SUITE("e2e command line") {
   TEST_CASE("an unknown command or option is named with the closest match") {
     check_usage_error({"rn"}, "unknown command 'rn': did you mean run?");
     check_usage_error({"simulte", "--trace", "t.jsonl"}, "unknown command 'simulte': did you mean simulate?");
-    check_usage_error(
-        {"frobnicate"},
-        "unknown command 'frobnicate' (commands: run, compare, inspect, gen-model, gen-trace, gen-images, store, diff, "
-        "simulate, convert)");
+    check_usage_error({"frobnicate"},
+                      "unknown command 'frobnicate' (commands: run, compare, sweep, inspect, gen-model, gen-trace, "
+                      "gen-images, store, diff, "
+                      "simulate, convert)");
     check_usage_error({"run", "m.pt", "--trce", "t.jsonl"}, "unknown option --trce: did you mean --trace?");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurency=2"},
                       "unknown option --concurency: did you mean --concurrency?");

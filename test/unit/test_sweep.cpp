@@ -48,7 +48,7 @@ TEST_SUITE("sweep") {
     CHECK_FALSE(b.over_slo);  // no objective
   }
 
-  TEST_CASE("concurrency: a step under 5% above the one before is saturated; the first never is") {
+  TEST_CASE("concurrency: a step under 5% above the one before is saturated, the first never is") {
     SweepStep one = step(100, 5), two = step(190, 5), three = step(195, 6);
     judge_step(SweepLoad::concurrency, 10, nullptr, one);
     judge_step(SweepLoad::concurrency, 10, &one, two);
@@ -83,7 +83,7 @@ TEST_SUITE("sweep") {
     CHECK(c.knee == 2);
   }
 
-  TEST_CASE("capacity: at least the last step when every step met the objective; none when the first missed it") {
+  TEST_CASE("capacity: at least the last step when every step met the objective, none when the first missed it") {
     SweepCurve all;
     all.steps = {step(100, 1), step(200, 2)};
     summarize_curve(30, all);
