@@ -2,7 +2,9 @@
 # Installs the Debian packages inferprof builds, tests and demos with.
 # Idempotent: only missing packages are fetched. Needs root (or sudo).
 # --test adds what only the tests use: chromium, which loads report.html
-# headless (test/e2e/test_cli_html.cpp); the demo does without it.
+# headless (test/e2e/test_cli_html.cpp), and python3-pil, the independent
+# reference the image tests compare decoding and resizing with byte for byte
+# (they skip without it); the demo does without both.
 set -euo pipefail
 
 PACKAGES=(
@@ -16,7 +18,7 @@ PACKAGES=(
   doctest-dev libbenchmark-dev
   redis-server
 )
-if [[ ${1:-} == --test ]]; then PACKAGES+=(chromium); fi
+if [[ ${1:-} == --test ]]; then PACKAGES+=(chromium python3-pil); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
