@@ -165,6 +165,17 @@ std::string join_path(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(sep, start);
+    parts.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
 std::string base_name(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/')

@@ -47,6 +47,9 @@ std::string pad_right(std::string_view s, std::size_t width);  // left-aligned
 // Keeps at most `width` columns, ending in ".." when cut; never splits a code point.
 std::string truncate_display(std::string_view s, std::size_t width);
 
+// The parts of `text` between `sep`s, empty ones kept ("a,,b" has three; "" has one).
+std::vector<std::string> split(std::string_view text, char sep);
+
 // "dir/name", without doubling a trailing slash.
 std::string join_path(const std::string& dir, const std::string& name);
 std::string base_name(const std::string& path);

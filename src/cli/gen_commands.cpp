@@ -8,9 +8,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "base/atomic_file.hpp"
+#include "base/text.hpp"
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/input_options.hpp"
@@ -55,15 +55,6 @@ struct GenImagesOptions {
   std::uint64_t seed = 1;
 };
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ','))
-    parts.push_back(part);
-  return parts;
-}
-
 std::pair<std::uint32_t, std::uint32_t> parse_size(const std::string& text) {
   const auto x = text.find('x');
   try {
@@ -95,11 +86,11 @@ Runner add_gen_images_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "Picture seed")->capture_default_str();
   return [opts] {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> sizes;
-    for (const auto& s : split_commas(opts->sizes))
+    for (const auto& s : report::split(opts->sizes, ','))
       sizes.push_back(parse_size(s));
     if (sizes.empty()) throw bad_input("--sizes is empty: expected e.g. 1920x1080");
     bool jpeg = false, png = false;
-    for (const auto& f : split_commas(opts->formats)) {
+    for (const auto& f : report::split(opts->formats, ',')) {
       if (f == "jpeg" || f == "jpg")
         jpeg = true;
       else if (f == "png")

@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/read_file.hpp"
+#include "base/text.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "inferprof/error.hpp"
@@ -31,18 +32,6 @@ struct SimulateArgs {
   unsigned threads = 0;
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 SimulateConfig make_config(const SimulateArgs& a) {
   SimulateConfig c;
   TraceReader::check_regular(a.trace);  // a FIFO would be waited on
@@ -64,7 +53,7 @@ SimulateConfig make_config(const SimulateArgs& a) {
       c.configurations.emplace_back();
       continue;
     }
-    auto tiers = split_commas(conf);
+    auto tiers = report::split(conf, ',');
     for (const auto& t : tiers)
       if (!parse_enum<CacheLevel>(t))
         throw bad_input(fmt::format("--caches {}: expected tiers l1, l2, l3 joined by commas, or none", conf));

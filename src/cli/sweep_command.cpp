@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/text.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "inferprof/error.hpp"
@@ -32,31 +33,18 @@ double number_in(std::string_view text, std::string_view flag, std::string_view 
   return v;
 }
 
-// "FROM:TO:STEP" (STEP defaults to 1) or "A,B,C": the steps, ascending.
+// "FROM:TO:STEP" (STEP defaults to 1) or "A,B,C": the steps.
 std::vector<double> parse_steps(const std::string& text, std::string_view flag) {
   std::vector<double> out;
-  if (text.find(':') == std::string::npos) {
-    std::size_t start = 0;
-    while (start <= text.size()) {
-      std::size_t end = text.find(',', start);
-      if (end == std::string::npos) end = text.size();
-      out.push_back(number_in(std::string_view(text).substr(start, end - start), flag, text));
-      start = end + 1;
-    }
-    return out;
-  }
-  std::vector<double> parts;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(':', start);
-    if (end == std::string::npos) end = text.size();
-    parts.push_back(number_in(std::string_view(text).substr(start, end - start), flag, text));
-    start = end + 1;
-  }
-  if (parts.size() > 3) throw bad_input(fmt::format("{} {}: expected FROM:TO:STEP", flag, text));
-  const double from = parts[0], to = parts[1], step = parts.size() == 3 ? parts[2] : 1;
+  const bool range = text.find(':') != std::string::npos;
+  for (const std::string& part : report::split(text, range ? ':' : ','))
+    out.push_back(number_in(part, flag, text));
+  if (!range) return out;
+  if (out.size() < 2 || out.size() > 3) throw bad_input(fmt::format("{} {}: expected FROM:TO:STEP", flag, text));
+  const double from = out[0], to = out[1], step = out.size() == 3 ? out[2] : 1;
   if (!(step > 0) || !(to >= from)) throw bad_input(fmt::format("{} {}: expected FROM <= TO and STEP > 0", flag, text));
   constexpr int kMaxSteps = 100;
+  out.clear();
   for (int i = 0;; ++i) {
     const double x = from + step * i;
     if (x > to * (1 + 1e-9)) break;

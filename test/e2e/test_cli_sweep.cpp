@@ -104,6 +104,8 @@ TEST_SUITE("e2e sweep") {
         {{"--trace", f.trace, "--speeds", "2,1"}, "the steps must rise: 1 after 2"},
         {{"--trace", f.trace, "--concurrency", "1.5,2"}, "1.5 is not a whole number of workers"},
         {{"--trace", f.trace, "--speeds", "1,x"}, "'x' is not a number"},
+        {{"--trace", f.trace, "--speeds", "1,,2"}, "'' is not a number"},
+        {{"--trace", f.trace, "--speeds", "1:2:3:4"}, "--speeds 1:2:3:4: expected FROM:TO:STEP"},
         {{"--trace", f.trace, "--speeds", "1", "--caches", "l9"}, "l9"},
     };
     for (const Case& c : cases) {

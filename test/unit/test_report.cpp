@@ -165,6 +165,13 @@ std::vector<std::string> lines_of(const std::string& text) {
 }  // namespace
 
 TEST_SUITE("report") {
+  TEST_CASE("split keeps empty parts: a trailing or doubled separator is a part a caller can refuse") {
+    CHECK(report::split("a,b", ',') == std::vector<std::string>{"a", "b"});
+    CHECK(report::split("a,,b,", ',') == std::vector<std::string>{"a", "", "b", ""});
+    CHECK(report::split("", ',') == std::vector<std::string>{""});
+    CHECK(report::split("0.5:4:0.5", ':') == std::vector<std::string>{"0.5", "4", "0.5"});
+  }
+
   TEST_CASE("one table, two renderings: the terminal grid and the markdown table align the same columns") {
     const std::vector<std::vector<std::string>> cells = {
         {"config", "mean", "speedup"}, {"none", "4.3 ms", "1.00×"}, {"l1|l2", "12.1 µs", "~3.2× [2.9, 3.5]"}};
