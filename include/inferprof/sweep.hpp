@@ -20,6 +20,7 @@ struct SweepConfig {
   SweepLoad load = SweepLoad::speed;
   std::vector<double> loads;  // ascending
   double slo_ms = 0;          // p99 objective; 0: none (stop at saturation only)
+  int refine = 0;             // speed sweeps: bisection rounds between the last good step and the first bad one
   std::string out_dir;        // sweep.json, sweep.csv, report.html
 };
 
@@ -30,7 +31,10 @@ SweepResult run_sweep(const SweepConfig& config);
 // The rules, apart so that they are tested without replays:
 // marks `step` saturated or over the objective against the step before it (null: the first).
 void judge_step(SweepLoad load, double slo_ms, const SweepStep* before, SweepStep& step);
-// Fills the curve's capacity and knee from its steps.
+// Fills the curve's capacity and knee from its steps (ascending load).
 void summarize_curve(double slo_ms, SweepCurve& curve);
+// The load halfway between the curve's last step within the objective (and
+// unsaturated) and the first that is not; 0 when it has no such pair.
+double bisection_load(const SweepCurve& curve);
 
 }  // namespace inferprof

@@ -39,6 +39,7 @@ struct SweepStep {
   double cpu_mean_us = 0;                           // thread CPU time per request
   bool saturated = false;  // speed: achieved < 95% of offered; concurrency: < 5% more than the step before
   bool over_slo = false;   // p99 past --slo-ms
+  bool refined = false;    // a bisection step (--refine), between two of the steps asked for
 };
 
 // One cache configuration's steps, until it saturated or missed the objective.

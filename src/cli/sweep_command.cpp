@@ -22,6 +22,7 @@ struct SweepArgs {
   std::string speeds, concurrency, out;
   std::vector<std::string> caches;
   double slo_ms = 0;
+  int refine = 0;
 };
 
 double number_in(std::string_view text, std::string_view flag, std::string_view whole) {
@@ -71,6 +72,9 @@ SweepConfig make_sweep_config(const ReplayArgs& args, const SweepArgs& a) {
   config.overrides = tier_overrides(args);
   config.redis_url = redis_url(args);
   config.slo_ms = a.slo_ms;
+  config.refine = a.refine;
+  if (a.refine > 0 && config.load != SweepLoad::speed)
+    throw bad_input("--refine bisects between speeds: it needs --speeds (--concurrency steps are whole workers)");
   config.out_dir = a.out;
   return config;
 }
@@ -101,6 +105,11 @@ Runner add_sweep_command(CLI::App& app) {
                   "The p99 objective in ms: a configuration stops at the first step past it, and its capacity is "
                   "the traffic it serves within it")
       ->check(number_above(0));
+  cmd->add_option("--refine", a->refine,
+                  "With --speeds: after the steps, N bisection rounds between each configuration's last step within "
+                  "the objective (unsaturated) and its first past it, one replay each")
+      ->check(whole_at_least(0))
+      ->capture_default_str();
   cmd->add_option("--out", a->out, "Write sweep.json, sweep.csv and report.html here");
   return [args, a] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the steps completed

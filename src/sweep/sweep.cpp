@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "base/atomic_file.hpp"
 #include "inferprof/error.hpp"
@@ -121,20 +122,62 @@ std::string stop_reason(SweepLoad load, double slo_ms, const SweepStep& step) {
                      (kConcurrencyGain - 1) * 100);
 }
 
-RunConfig step_config(const SweepConfig& c, std::size_t configuration, std::size_t k,
+// The replay of one step: `replay` numbers it within its configuration (its Redis namespace).
+RunConfig step_config(const SweepConfig& c, std::size_t configuration, std::size_t replay, double load,
                       const std::vector<TierSpec>& tiers) {
   RunConfig run = c.base;
   run.output.out_dir.clear();
   run.caches.tiers = tiers;
-  run.caches.key_namespace = fmt::format("sweep-{}-{}-{}", ::getpid(), configuration, k);
+  run.caches.key_namespace = fmt::format("sweep-{}-{}-{}", ::getpid(), configuration, replay);
   if (c.load == SweepLoad::speed) {
     run.replay.drive = Drive::open_loop;
-    run.replay.speed = c.loads[k];
+    run.replay.speed = load;
   } else {
     run.replay.drive = Drive::closed_loop;
-    run.replay.concurrency = static_cast<int>(c.loads[k]);
+    run.replay.concurrency = static_cast<int>(load);
   }
   return run;
+}
+
+// One step of configuration i at `load`, judged against `before`; nullopt when an
+// interrupt cut it short (or came before its first request): a partial step is not a step.
+std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::size_t i, std::size_t replay,
+                                     double load, const SweepStep* before) {
+  RunOutcome outcome;
+  try {
+    outcome = run_replay(step_config(c, i, replay, load, r.curves[i].tiers));
+  } catch (const Error&) {
+    if (!lifecycle::interrupted()) throw;
+    return std::nullopt;
+  }
+  const RunSummary& s = outcome.summary;
+  if (s.info.interrupted()) return std::nullopt;
+  r.replay_s += s.info.wall_s;
+  const double offered =
+      c.load == SweepLoad::speed ? static_cast<double>(r.trace_requests) / (r.trace_span_s / load) : 0;
+  SweepStep step = step_of(s, load, offered);
+  judge_step(c.load, c.slo_ms, before, step);
+  for (const std::string& w : s.info.warnings)
+    r.warnings.push_back(fmt::format("{} at {}: {}", r.curves[i].name, load_text(c.load, load), w));
+  return step;
+}
+
+// --refine: each round, one more step per configuration halfway between its last
+// step within the objective and its first past it (or saturated), as a binary search.
+void refine(const SweepConfig& c, SweepResult& r) {
+  for (int round = 0; round < c.refine && !lifecycle::interrupted(); ++round)
+    for (std::size_t i = 0; i < r.curves.size() && !lifecycle::interrupted(); ++i) {
+      SweepCurve& curve = r.curves[i];
+      const double load = bisection_load(curve);
+      if (load <= 0) continue;
+      std::optional<SweepStep> step =
+          replay_step(c, r, i, c.loads.size() + static_cast<std::size_t>(round), load, nullptr);
+      if (!step) return;
+      step->refined = true;
+      const auto at =
+          std::find_if(curve.steps.begin(), curve.steps.end(), [&](const SweepStep& s) { return s.load > load; });
+      curve.steps.insert(at, *step);
+    }
 }
 
 void write_files(const SweepConfig& c, SweepResult& r) {
@@ -190,6 +233,14 @@ void summarize_curve(double slo_ms, SweepCurve& curve) {
   }
 }
 
+double bisection_load(const SweepCurve& curve) {
+  std::size_t good = 0;
+  while (good < curve.steps.size() && !curve.steps[good].saturated && !curve.steps[good].over_slo)
+    ++good;
+  if (good == 0 || good == curve.steps.size()) return 0;
+  return (curve.steps[good - 1].load + curve.steps[good].load) / 2;
+}
+
 SweepResult run_sweep(const SweepConfig& c) {
   check_config(c);
   const auto started = std::chrono::steady_clock::now();
@@ -203,12 +254,10 @@ SweepResult run_sweep(const SweepConfig& c) {
   r.slo_ms = c.slo_ms;
   r.concurrency = c.base.replay.concurrency;
   scan_trace(c.base, c.load, r);
-  std::vector<std::vector<TierSpec>> tiers;  // resolved before any replay: a bad spec fails at once
-  for (const std::string& name : c.configurations) {
-    tiers.push_back(resolve_tiers(c.base.profile, name, c.overrides, c.redis_url, ""));
+  for (const std::string& name : c.configurations) {  // resolved before any replay: a bad spec fails at once
     SweepCurve curve;
     curve.name = name;
-    curve.tiers = tiers.back();
+    curve.tiers = resolve_tiers(c.base.profile, name, c.overrides, c.redis_url, "");
     r.curves.push_back(std::move(curve));
   }
   if (!c.out_dir.empty()) ensure_output_dir(c.out_dir);  // an unwritable --out fails before the first replay
@@ -226,26 +275,17 @@ SweepResult run_sweep(const SweepConfig& c) {
                                       load_text(c.load, c.loads[k]),
                                       done > 0 ? fmt::format(" · sweep ETA ≤ {:.0f} s", eta) : ""));
       }
-      RunOutcome outcome;
-      try {
-        outcome = run_replay(step_config(c, i, k, tiers[i]));
-      } catch (const Error&) {
-        if (!lifecycle::interrupted()) throw;
-        break;  // interrupted before the step served a request: the steps before it stand
-      }
+      const std::optional<SweepStep> step =
+          replay_step(c, r, i, k, c.loads[k], curve.steps.empty() ? nullptr : &curve.steps.back());
       ++done;
-      const RunSummary& s = outcome.summary;
-      if (s.info.interrupted()) break;  // a step cut short is not a step
-      r.replay_s += s.info.wall_s;
-      const double offered =
-          c.load == SweepLoad::speed ? static_cast<double>(r.trace_requests) / (r.trace_span_s / c.loads[k]) : 0;
-      SweepStep step = step_of(s, c.loads[k], offered);
-      judge_step(c.load, c.slo_ms, curve.steps.empty() ? nullptr : &curve.steps.back(), step);
-      for (const std::string& w : s.info.warnings)
-        r.warnings.push_back(fmt::format("{} at {}: {}", curve.name, load_text(c.load, c.loads[k]), w));
-      curve.steps.push_back(step);
-      if (step.saturated || step.over_slo) curve.stopped = stop_reason(c.load, c.slo_ms, step);
+      if (!step) break;
+      curve.steps.push_back(*step);
+      if (step->saturated || step->over_slo) curve.stopped = stop_reason(c.load, c.slo_ms, *step);
     }
+  }
+  if (c.refine > 0 && c.load == SweepLoad::speed) {
+    if (observer) observer->context(fmt::format("bisecting the capacities ({} rounds)", c.refine));
+    refine(c, r);
   }
   if (observer) observer->context("");
   if (lifecycle::interrupted()) {

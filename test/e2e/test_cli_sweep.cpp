@@ -80,6 +80,28 @@ TEST_SUITE("e2e sweep") {
     CHECK(double(c["steps"].at(0)["offered_rps"]) > 1e6);
   }
 
+  TEST_CASE("sweep --refine bisects between the last step served in full and the first saturated, in load order") {
+    auto& f = fixture();
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.5,20000", "--refine", "2", "--format",
+                      "json", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.parse(r.out);
+    simdjson::dom::array steps = doc["configurations"].at(0)["steps"];
+    // 0.5x is served in full; 20,000x is not, nor is 10,000.25x: the second round halves again.
+    REQUIRE(steps.size() == 4);
+    std::vector<double> loads;
+    for (simdjson::dom::element s : steps)
+      loads.push_back(double(s["load"]));
+    CHECK(loads == std::vector<double>{0.5, 5000.375, 10000.25, 20000});
+    CHECK_FALSE(bool(steps.at(0)["refined"]));
+    CHECK(bool(steps.at(1)["refined"]));
+    CHECK(bool(steps.at(2)["refined"]));
+    auto bad = run_cli({"sweep", f.model, "--trace", f.trace, "--concurrency", "1:2", "--refine", "1"});
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("--refine bisects between speeds") != std::string::npos);
+  }
+
   TEST_CASE("sweep --slo-ms: a step past the objective ends the curve, and the table says no step met it") {
     auto& f = fixture();
     auto r = run_cli(

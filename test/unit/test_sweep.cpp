@@ -101,6 +101,29 @@ TEST_SUITE("sweep") {
     CHECK(report::sweep_parts::capacity_lines(r)[0].find("no step met p99 ≤ 30 ms") != std::string::npos);
   }
 
+  TEST_CASE("bisection: halfway between the last good step and the first bad one; none without such a pair") {
+    SweepCurve c;
+    c.steps = {step(100, 10), step(200, 20), step(300, 40)};
+    for (std::size_t k = 0; k < c.steps.size(); ++k) {
+      c.steps[k].load = static_cast<double>(k + 1);
+      judge_step(SweepLoad::speed, 30, nullptr, c.steps[k]);
+    }
+    CHECK(bisection_load(c) == 2.5);
+    c.steps.insert(c.steps.begin() + 2, step(250, 35));  // the bisection step, past the objective
+    c.steps[2].load = 2.5;
+    judge_step(SweepLoad::speed, 30, nullptr, c.steps[2]);
+    CHECK(bisection_load(c) == 2.25);
+    summarize_curve(30, c);
+    CHECK(c.capacity_rps == doctest::Approx(200 + 50 * (10.0 / 15)));  // now between 2x and 2.5x
+    SweepCurve all_good;
+    all_good.steps = {step(100, 1)};
+    CHECK(bisection_load(all_good) == 0);
+    SweepCurve first_bad;
+    first_bad.steps = {step(100, 50)};
+    judge_step(SweepLoad::speed, 30, nullptr, first_bad.steps[0]);
+    CHECK(bisection_load(first_bad) == 0);
+  }
+
   TEST_CASE("capacity without an objective: the most any step served, saturated or not") {
     SweepCurve c;
     c.steps = {step(100, 1, 100), step(150, 9, 200)};

@@ -12,10 +12,11 @@ namespace inferprof {
 std::string render_sweep_csv(const SweepResult& r) {
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
-  fmt::format_to(it,
-                 "caches,{},offered_rps,achieved_rps,requests,failed,mean_us,p50_us,p50_low_us,p50_high_us,p90_us,"
-                 "p90_low_us,p90_high_us,p99_us,p99_low_us,p99_high_us,queue_share,cpu_mean_us,saturated,over_slo",
-                 sweep_load_name(r.load));
+  fmt::format_to(
+      it,
+      "caches,{},offered_rps,achieved_rps,requests,failed,mean_us,p50_us,p50_low_us,p50_high_us,p90_us,"
+      "p90_low_us,p90_high_us,p99_us,p99_low_us,p99_high_us,queue_share,cpu_mean_us,saturated,over_slo,refined",
+      sweep_load_name(r.load));
   for (std::string_view stage : kStageNames)
     fmt::format_to(it, ",{}_mean_us", stage);
   fmt::format_to(it, "\n");
@@ -28,7 +29,7 @@ std::string render_sweep_csv(const SweepResult& r) {
         fmt::format_to(it, ",{:.3f},{:.3f},{:.3f}", p->value_us, p->low_us, p->high_us);
       fmt::format_to(it, ",{:.4f},", s.queue_share);
       if (s.cpu) fmt::format_to(it, "{:.3f}", s.cpu_mean_us);
-      fmt::format_to(it, ",{},{}", s.saturated ? 1 : 0, s.over_slo ? 1 : 0);
+      fmt::format_to(it, ",{},{},{}", s.saturated ? 1 : 0, s.over_slo ? 1 : 0, s.refined ? 1 : 0);
       for (double us : s.stage_mean_us)
         fmt::format_to(it, ",{:.3f}", us);
       fmt::format_to(it, "\n");

@@ -34,6 +34,7 @@ void write_step(report::JsonWriter& w, const SweepStep& s) {
   w.end_object();
   w.field("saturated", s.saturated);
   w.field("over_slo", s.over_slo);
+  w.field("refined", s.refined);
   w.end_object();
 }
 

@@ -44,6 +44,7 @@ std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
     for (std::size_t k = 0; k < c.steps.size(); ++k) {
       const SweepStep& s = c.steps[k];
       std::string verdict = s.over_slo ? "past SLO" : s.saturated ? "saturated" : "ok";
+      if (s.refined) verdict += " (bisection)";
       if (static_cast<int>(k) == c.knee) verdict += ", knee";
       cells.push_back({k == 0 ? c.name : "", load_label(r, s.load),
                        s.offered_rps > 0 ? grouped_fixed(s.offered_rps, 1) : "-", grouped_fixed(s.achieved_rps, 1),
@@ -92,7 +93,8 @@ std::string method_note(const SweepResult& r) {
          "configuration stops at its first saturated step or its first past the objective. Percentile intervals "
          "are distribution-free (order statistics of the step's requests): the spread of traffic like this trace, "
          "not of one replay's timing. The capacity is interpolated on p99 between the last step within the objective "
-         "and the first past it; the knee is the step after which p99 stays above twice the lightest step's.";
+         "and the first past it (--refine adds bisection steps between them first); the knee is the step after "
+         "which p99 stays above twice the lightest step's.";
 }
 
 }  // namespace inferprof::report::sweep_parts
