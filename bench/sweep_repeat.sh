@@ -8,7 +8,7 @@
 #
 #   bench/sweep_repeat.sh [build/inferprof]      # ~40 minutes on 2 cores with the defaults
 #   env: ARCH=cnn REQUESTS=2000 KEYS=200 RATE=80 SPEEDS=0.5:4:0.5 SLO_MS=50 RUNS=3
-#        CACHES="none l1 l1,l2" CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded"
+#        CACHES="none l1 l1,l2" REFINE=0 (sweep --refine) CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded"
 set -euo pipefail
 B=${1:-build/inferprof}
 ARCH=${ARCH:-cnn}
@@ -18,6 +18,7 @@ RATE=${RATE:-80}
 SPEEDS=${SPEEDS:-0.5:4:0.5}
 SLO_MS=${SLO_MS:-50}
 RUNS=${RUNS:-3}
+REFINE=${REFINE:-0}
 read -r -a CACHES <<<"${CACHES:-none l1 l1,l2}"
 source "$(dirname "$0")/busy_load.sh"
 case "$ARCH" in
@@ -36,12 +37,12 @@ trap 'exit 130' INT TERM
 CACHE_ARGS=()
 for c in "${CACHES[@]}"; do CACHE_ARGS+=(--caches "$c"); done
 
-echo "sweep $ARCH, $REQUESTS requests at $RATE req/s, speeds $SPEEDS, caches ${CACHES[*]}, p99 <= $SLO_MS ms"
+echo "sweep $ARCH, $REQUESTS requests at $RATE req/s, speeds $SPEEDS (refine $REFINE), caches ${CACHES[*]}, p99 <= $SLO_MS ms"
 for phase in $PHASES; do
   start_load_for "$phase"
   for run in $(seq "$RUNS"); do
     /usr/bin/time -f "%e" -o "$D/time" taskset -c "$CORES" "$B" sweep "$D/m.pt" --trace "$D/t.jsonl" \
-      --speeds "$SPEEDS" --slo-ms "$SLO_MS" "${CACHE_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
+      --speeds "$SPEEDS" --slo-ms "$SLO_MS" --refine "$REFINE" "${CACHE_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
     python3 - "$D/$phase-$run.json" "$(cat "$D/time")" "$phase" "$run" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
