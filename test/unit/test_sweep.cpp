@@ -101,7 +101,7 @@ TEST_SUITE("sweep") {
     CHECK(report::sweep_parts::capacity_lines(r)[0].find("no step met p99 ≤ 30 ms") != std::string::npos);
   }
 
-  TEST_CASE("bisection: halfway between the last good step and the first bad one; none without such a pair") {
+  TEST_CASE("bisection: halfway between the last good step and the first bad one, none without such a pair") {
     SweepCurve c;
     c.steps = {step(100, 10), step(200, 20), step(300, 40)};
     for (std::size_t k = 0; k < c.steps.size(); ++k) {
