@@ -71,6 +71,11 @@ struct PipelineOptions {
   bool pinned = false;         // cuda: stage inputs in page-locked memory before h2d
   bool gpu_trace = true;       // cuda: CUPTI + NVTX (off: host times only, to measure their cost)
   std::string trace_path;      // names the trace line in errors about a request's input (empty: "request ID")
+  // Dynamic batching (--max-batch, --batch-delay-us; pipeline/batcher.hpp):
+  // requests that need the model run in batches of up to max_batch, stacked
+  // along dim 0; 1: every request runs alone.
+  int max_batch = 1;
+  Nanos batch_delay_ns = 0;
 };
 
 class Pipeline {
@@ -106,6 +111,9 @@ class Pipeline {
   // "l2_hit", "l3_hit" (computed from a cached preprocessed input) or "miss".
   // `served`, if given, receives the output as an encoded tensor blob.
   // `model`: the version to serve with (default: the active one).
+  // With max_batch > 1 the model runs for a batch of concurrent serve()
+  // calls (each waits on its own thread for its batch): record.batch says
+  // how many, the batch_wait stage how long it waited.
   void serve(const TraceRequest& request, RequestRecord& record, const CacheSet* caches = nullptr,
              Blob* served = nullptr, const ModelHandle& model = nullptr);
 

@@ -47,6 +47,9 @@ struct EnumNames<Driver> {
   static constexpr std::array<std::string_view, 2> names{"threaded", "inline"};
 };
 
+// --max-batch's upper bound.
+inline constexpr int kMaxBatch = 4096;
+
 // What to replay and how.
 struct ReplayOptions {
   std::string trace_path;
@@ -63,6 +66,11 @@ struct ReplayOptions {
   // Thread CPU time on 1 in N requests (--cpu-sample N); 0: N from the CPU
   // clock's measured cost against a warm-up request's duration (timing.hpp).
   std::uint32_t cpu_sample = 0;
+  // Dynamic batching (--max-batch, --batch-delay-us): requests that need the
+  // model run in batches of up to max_batch; a batch's first request waits up
+  // to batch_delay_us for more. 1: no batcher.
+  int max_batch = 1;
+  double batch_delay_us = 0;
 };
 
 // What the replay writes and tells.

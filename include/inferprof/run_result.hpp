@@ -43,6 +43,8 @@ struct RunInfo {
   int concurrency = 1;               // replay workers
   std::string mode = "closed-loop";  // or "open-loop"
   std::string driver;                // run: "inline" or "threaded" (replay.hpp); lockstep compare: "lockstep"
+  int max_batch = 1;                 // --max-batch (1: no batcher; batch_wait is n/a)
+  double batch_delay_us = 0;         // --batch-delay-us
   // Thread CPU time was read on 1 in cpu_sample_every requests (timing.hpp,
   // CpuSampling); one read of cpu_clock (thread_cpu_clock_name()) cost
   // cpu_clock_read_ns when the run started.
@@ -154,6 +156,15 @@ struct StagePart {
   StageStats stats;
 };
 
+// --max-batch: how the requests that ran the model were batched.
+struct BatchingStats {
+  bool enabled = false;            // a batcher ran (info.max_batch > 1)
+  std::uint64_t computed = 0;      // requests that ran the model (not result-cache hits)
+  std::uint64_t batches = 0;       // model runs
+  std::vector<std::uint64_t> of_size;  // [k]: batches of k requests (k = 1..max_batch)
+  double mean_size() const { return batches ? static_cast<double>(computed) / static_cast<double>(batches) : 0; }
+};
+
 struct RunSummary {
   RunInfo info;
   std::uint64_t requests = 0;      // measured requests
@@ -172,6 +183,7 @@ struct RunSummary {
   std::vector<CacheTierReport> caches;       // empty: no cache tier configured
   std::vector<OutcomeStats> outcomes;        // only with caches
   VerifyReport verify;
+  BatchingStats batching;
   std::vector<UpdateReport> updates;  // model updates applied during the replay
   // GPU sums over the measured requests (record.gpu); zero on CPU.
   std::uint64_t gpu_kernels = 0, h2d_bytes = 0, d2h_bytes = 0;

@@ -21,6 +21,9 @@ struct SweepConfig {
   std::vector<double> loads;  // ascending
   double slo_ms = 0;          // p99 objective; 0: none (stop at saturation only)
   int refine = 0;             // speed sweeps: bisection rounds between the last good step and the first bad one
+  // Speed sweeps: each batch size (--max-batch) with each cache configuration;
+  // a batched one gets max(base workers, 2 N) workers, so that a batch forms while the one before runs.
+  std::vector<int> max_batches{1};
   std::string out_dir;        // sweep.json, sweep.csv, report.html
 };
 

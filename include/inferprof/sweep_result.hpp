@@ -44,8 +44,11 @@ struct SweepStep {
 
 // One cache configuration's steps, until it saturated or missed the objective.
 struct SweepCurve {
-  std::string name;             // "none", "l1", "l1,l2"
+  std::string name;             // "none", "l1", "l1,l2"; "l1 · batch 8" with a batcher
+  std::string caches;           // its cache configuration: "none", "l1", ...
   std::vector<TierSpec> tiers;  // resolved: what each tier was
+  int max_batch = 1;            // --max-batch (1: unbatched)
+  int workers = 1;              // replay workers (speed sweeps)
   std::vector<SweepStep> steps;
   std::string stopped;  // why its sweep ended before the last step ("saturated at 3×"); empty: every step ran
   // The most traffic it serves within the objective (or, without one, unsaturated):

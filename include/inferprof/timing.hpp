@@ -78,10 +78,12 @@ inline constexpr std::uint32_t kMaxCpuSampleEvery = 1000;
 std::uint32_t cpu_sample_every(double read_ns, int reads, Nanos request_ns);
 
 // The top-level stages, in report order. Their values double as name ids.
-enum class Stage : std::uint8_t { queue, cache, load, input, preprocess, h2d, compute, d2h, overhead };
-inline constexpr std::size_t kStageCount = 9;
+// batch_wait: a request ready for the model waiting for its batch to run
+// (--max-batch); not applicable without a batcher.
+enum class Stage : std::uint8_t { queue, cache, load, input, preprocess, batch_wait, h2d, compute, d2h, overhead };
+inline constexpr std::size_t kStageCount = 10;
 inline constexpr std::array<std::string_view, kStageCount> kStageNames = {
-    "queue", "cache", "load", "input", "preprocess", "h2d", "compute", "d2h", "overhead"};
+    "queue", "cache", "load", "input", "preprocess", "batch_wait", "h2d", "compute", "d2h", "overhead"};
 constexpr std::string_view stage_name(Stage s) {
   return kStageNames[static_cast<std::size_t>(s)];
 }
@@ -91,7 +93,7 @@ constexpr std::uint32_t name_id(Stage s) {
 // Name id of the request root ("request"), right after the stages.
 inline constexpr std::uint32_t kRequestNameId = kStageCount;
 
-// Process-wide table of span names. Ids 0..8 are the stages, 9 is "request".
+// Process-wide table of span names. Ids 0..kStageCount-1 are the stages, then "request".
 // intern() takes a lock; call it once per distinct name (at set-up, or cached
 // by the caller), not per span. name() is lock-free for ids already handed out.
 class NameTable {
@@ -189,6 +191,9 @@ struct RequestRecord {
   // What the decode op read (0: nothing decoded in this request): encoded
   // bytes and decoded pixels (width x height), summed over the image inputs.
   std::uint64_t image_bytes = 0, image_pixels = 0;
+  // The requests in the model run that computed this one: 1 unbatched, up to
+  // --max-batch with a batcher; 0 when the model did not run (a result-cache hit).
+  std::uint32_t batch = 0;
   std::vector<Span> spans;                          // every span, parents before children
   CacheOutcome cache_outcome = CacheOutcome::none;  // none when no cache tier is configured
   std::string model_version;                        // the model version that served it

@@ -49,6 +49,7 @@ void RequestRecord::reset() {
   std::fill(preprocess_op.begin(), preprocess_op.end(), 0);
   std::fill(preprocess_op_cpu.begin(), preprocess_op_cpu.end(), 0);
   image_bytes = image_pixels = 0;
+  batch = 0;
   spans.clear();
   cache_outcome = CacheOutcome::none;
   model_version.clear();

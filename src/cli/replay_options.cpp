@@ -47,6 +47,14 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required) {
   add_enum_option(cmd, "--driver", args.driver,
                   "How requests reach the worker: threaded (a reader and a collector thread beside the workers) or "
                   "inline (closed loop, one worker: it reads, serves and aggregates, no other thread)");
+  cmd->add_option("--max-batch", args.max_batch,
+                  "Dynamic batching: requests that need the model run in batches of up to N (inputs stacked along "
+                  "dim 0, one forward per batch); needs --concurrency N or more (default 1: no batching)")
+      ->check(whole_at_least(1));
+  cmd->add_option("--batch-delay-us", args.batch_delay_us,
+                  "With --max-batch: how long a batch's first request waits for more before the batch runs (default "
+                  "0: a batch takes the requests waiting when the model is free)")
+      ->check(number_at_least(0));
   cmd->add_flag("--ops", args.ops, "Attribute compute to aten operators (RecordFunction observers)");
   cmd->add_flag("--no-progress", args.no_progress, "No live progress line on stderr");
   cmd->add_flag("--skip-invalid", args.skip_invalid, "Skip (and count) invalid trace lines instead of failing");
@@ -233,6 +241,8 @@ RunConfig make_run_config(const ReplayArgs& args) {
   replay.skip_invalid = args.skip_invalid;
   replay.driver = args.driver;
   replay.cpu_sample = args.cpu_sample;
+  replay.max_batch = args.max_batch;
+  replay.batch_delay_us = args.batch_delay_us;
 
   OutputOptions& output = config.output;
   output.ops = args.ops;

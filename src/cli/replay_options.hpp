@@ -36,6 +36,8 @@ struct ReplayArgs {
   Driver driver = Driver::threaded;       // --driver
   std::string dump_inputs, dump_outputs;  // --dump-inputs DIR, --dump-outputs DIR
   std::string warmup_from;                // --warmup-from KEY
+  int max_batch = 1;                      // --max-batch N
+  double batch_delay_us = 0;              // --batch-delay-us D
 };
 
 // `model_required`: false for compare, whose models may come from --model instead.

@@ -21,6 +21,7 @@ namespace {
 struct SweepArgs {
   std::string speeds, concurrency, out;
   std::vector<std::string> caches;
+  std::string max_batches;  // --max-batch 1,8
   double slo_ms = 0;
   int refine = 0;
 };
@@ -73,6 +74,16 @@ SweepConfig make_sweep_config(const ReplayArgs& args, const SweepArgs& a) {
   config.redis_url = redis_url(args);
   config.slo_ms = a.slo_ms;
   config.refine = a.refine;
+  if (!a.max_batches.empty()) {
+    config.max_batches.clear();
+    for (const std::string& part : report::split(a.max_batches, ',')) {
+      const double n = number_in(part, "--max-batch", a.max_batches);
+      if (n != std::floor(n) || n < 1 || n > kMaxBatch)
+        throw bad_input(fmt::format("--max-batch {}: expected batch sizes from 1 to {}, e.g. 1,8", a.max_batches,
+                                    kMaxBatch));
+      config.max_batches.push_back(static_cast<int>(n));
+    }
+  }
   if (a.refine > 0 && config.load != SweepLoad::speed)
     throw bad_input("--refine bisects between speeds: it needs --speeds (--concurrency steps are whole workers)");
   config.out_dir = a.out;
@@ -92,6 +103,7 @@ Runner add_sweep_command(CLI::App& app) {
   add_format_option<SweepResult>(cmd, args->format);
   // --concurrency is a replay option (one value); sweep takes a range under the same name.
   cmd->remove_option(cmd->get_option("--concurrency"));
+  cmd->remove_option(cmd->get_option("--max-batch"));  // likewise a list here
   cmd->add_option("--speeds", a->speeds,
                   "Open loop: the trace's own arrivals sped up by each step, e.g. 0.5:4:0.5 or 1,2,4,8");
   cmd->add_option("--concurrency", a->concurrency, "Closed loop: workers at each step, e.g. 1:8 or 1,2,4,8");
@@ -101,6 +113,9 @@ Runner add_sweep_command(CLI::App& app) {
   cmd->add_option("--caches", a->caches,
                   "A cache configuration to sweep (repeatable): none, l1, l1,l2, ... (default: none)")
       ->allow_extra_args(false);
+  cmd->add_option("--max-batch", a->max_batches,
+                  "With --speeds: batch sizes to sweep, each with every --caches configuration, e.g. 1,8 (default 1); "
+                  "a batched configuration gets max(--workers, 2N) workers");
   cmd->add_option("--slo-ms", a->slo_ms,
                   "The p99 objective in ms: a configuration stops at the first step past it, and its capacity is "
                   "the traffic it serves within it")

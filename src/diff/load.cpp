@@ -26,7 +26,8 @@ std::vector<double> thinned(const std::vector<double>& from) {
 void read_requests(RunData& run) {
   std::vector<std::string> required, parts;
   for (std::size_t i = 0; i < kStageCount; ++i)
-    required.push_back(fmt::format("{}_us", kStageNames[i]));
+    if (i != static_cast<std::size_t>(Stage::batch_wait))  // absent from runs before it was recorded
+      required.push_back(fmt::format("{}_us", kStageNames[i]));
   for (const RunData::Part& part : run.preprocess_ops)
     parts.push_back(part.name);
   std::array<std::vector<double>, kStageCount + 1> all, cpu;

@@ -18,6 +18,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/gpu.hpp"
 #include "inferprof/printable.hpp"
+#include "pipeline/batcher.hpp"
 #include "pipeline/inspect_detail.hpp"
 #include "pipeline/torch_detail.hpp"
 
@@ -270,6 +271,15 @@ struct Pipeline::Impl {
                       bool record_ops, gpu::Tracer* tracer);
   c10::IValue run_module(LoadedModel& model, const TraceRequest& request, const detail::Inputs& x,
                          RequestRecord& record, bool record_ops, std::int32_t compute_span);
+  // A request's model run: forward() alone, or with a batcher its share of a batch's.
+  c10::IValue compute(LoadedModel& model, const TraceRequest& request, const detail::Inputs& x, RequestRecord& record,
+                      gpu::Tracer* tracer);
+  // One batch's forward (on the leader's thread, recorded in its record): the
+  // inputs stacked along dim 0, the output split back into one per request.
+  std::vector<c10::IValue> run_batch(LoadedModel& model, const TraceRequest& leader,
+                                     const std::vector<const detail::Inputs*>& batch, RequestRecord& record,
+                                     gpu::Tracer* tracer);
+  std::unique_ptr<detail::Batcher<detail::Inputs, c10::IValue>> batcher;  // max_batch > 1
   void set_up_cuda();
   ModelHandle pick(const ModelHandle& model) const { return model ? model : std::atomic_load(&active); }
 
@@ -293,6 +303,9 @@ Pipeline::Pipeline(const ModelBytes& first, const Profile& profile, const Pipeli
   impl_->fingerprint = profile.preprocess_fingerprint();
   impl_->profile_name = profile.name;
   if (options.record_ops) detail::OpRecorder::install();
+  if (options.max_batch > 1)
+    impl_->batcher = std::make_unique<detail::Batcher<detail::Inputs, c10::IValue>>(
+        static_cast<std::size_t>(options.max_batch), options.batch_delay_ns);
 }
 
 ModelHandle Pipeline::load(const ModelBytes& bytes, RequestRecord* record) const {
@@ -537,6 +550,137 @@ c10::IValue Pipeline::Impl::forward(LoadedModel& model, const TraceRequest& requ
 }
 
 namespace {
+
+// Which requests may share a batch: the same model version, input names,
+// dtypes and shapes past dim 0. Empty: this request runs alone (no inputs, or
+// one without a dim 0 to stack along).
+std::string batch_kind(const LoadedModel& model, const detail::Inputs& x) {
+  if (x.tensors.empty()) return {};
+  std::string kind = fmt::format("{}", static_cast<const void*>(&model));
+  for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+    const at::Tensor& t = x.tensors[i];
+    if (t.dim() == 0) return {};
+    kind += fmt::format("|{}:{}:", x.names.empty() ? "" : x.names[i], static_cast<int>(t.scalar_type()));
+    for (std::int64_t d = 1; d < t.dim(); ++d)
+      kind += fmt::format("{},", t.size(d));
+  }
+  return kind;
+}
+
+[[noreturn]] void cannot_split(std::size_t requests, const std::string& why) {
+  throw runtime_failure(
+      fmt::format("--max-batch: the model ran for a batch of {} requests stacked along dim 0, but {}: it does not "
+                  "batch along dim 0; run without --max-batch",
+                  requests, why));
+}
+
+// The rows [offset, offset + rows) of each tensor in a batch's output.
+std::vector<c10::IValue> split_output(const c10::IValue& out, const std::vector<std::int64_t>& rows) {
+  std::int64_t total = 0;
+  for (std::int64_t r : rows)
+    total += r;
+  const auto split_tensor = [&](const at::Tensor& t) {
+    if (t.dim() == 0 || t.size(0) != total)
+      cannot_split(rows.size(), fmt::format("its output {} has {} rows for {} input rows",
+                                            format_shape(t.sizes().vec()), t.dim() == 0 ? 0 : t.size(0), total));
+    std::vector<at::Tensor> parts;
+    std::int64_t offset = 0;
+    for (std::int64_t r : rows) {
+      parts.push_back(t.narrow(0, offset, r));
+      offset += r;
+    }
+    return parts;
+  };
+  std::vector<c10::IValue> split(rows.size());
+  if (out.isTensor()) {
+    auto parts = split_tensor(out.toTensor());
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      split[i] = std::move(parts[i]);
+  } else if (out.isTuple() || out.isList()) {
+    const std::vector<c10::IValue> items = out.isTuple() ? out.toTupleRef().elements().vec() : out.toListRef().vec();
+    std::vector<std::vector<c10::IValue>> per(rows.size());
+    for (const c10::IValue& item : items) {
+      if (!item.isTensor()) cannot_split(rows.size(), "its output holds a value that is not a tensor");
+      auto parts = split_tensor(item.toTensor());
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        per[i].emplace_back(std::move(parts[i]));
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (out.isTuple()) {
+        split[i] = c10::ivalue::Tuple::create(std::move(per[i]));
+      } else {
+        c10::List<at::Tensor> list;
+        for (auto& v : per[i])
+          list.push_back(v.toTensor());
+        split[i] = list;
+      }
+    }
+  } else if (out.isGenericDict()) {
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      split[i] = out.toGenericDict().copy();  // replaced value by value below
+    for (const auto& entry : out.toGenericDict()) {
+      if (!entry.value().isTensor()) cannot_split(rows.size(), "its output holds a value that is not a tensor");
+      auto parts = split_tensor(entry.value().toTensor());
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        split[i].toGenericDict().insert_or_assign(entry.key(), std::move(parts[i]));
+    }
+  } else {
+    cannot_split(rows.size(), fmt::format("its output is a {}, not tensors", out.tagKind()));
+  }
+  return split;
+}
+
+}  // namespace
+
+std::vector<c10::IValue> Pipeline::Impl::run_batch(LoadedModel& model, const TraceRequest& leader,
+                                                   const std::vector<const detail::Inputs*>& batch,
+                                                   RequestRecord& record, gpu::Tracer* t) {
+  if (batch.size() == 1) return {forward(model, leader, *batch.front(), record, false, t)};
+  detail::Inputs stacked = *batch.front();
+  std::vector<std::int64_t> rows;
+  for (const detail::Inputs* x : batch)
+    rows.push_back(x->tensors.front().size(0));
+  for (std::size_t i = 0; i < stacked.tensors.size(); ++i) {
+    std::vector<at::Tensor> parts;
+    for (const detail::Inputs* x : batch)
+      parts.push_back(x->tensors[i]);
+    stacked.tensors[i] = at::cat(parts, 0);
+  }
+  c10::IValue out;
+  try {
+    out = forward(model, leader, stacked, record, false, t);
+  } catch (const Error& e) {
+    // The shapes it names are the batch's: say so, and how to tell whether batching is the cause.
+    throw Error(e.code(), fmt::format("{} (--max-batch: a batch of {} requests stacked along dim 0; a model that "
+                                      "does not take batches fails so: run without --max-batch)",
+                                      e.what(), batch.size()));
+  }
+  return split_output(out, rows);
+}
+
+c10::IValue Pipeline::Impl::compute(LoadedModel& model, const TraceRequest& request, const detail::Inputs& x,
+                                    RequestRecord& record, gpu::Tracer* t) {
+  const std::string kind = batcher ? batch_kind(model, x) : std::string();
+  if (kind.empty()) {
+    record.batch = 1;
+    return forward(model, request, x, record, options.record_ops, t);
+  }
+  auto served = batcher->submit(kind, x, [&](const std::vector<const detail::Inputs*>& batch, std::vector<Span>& spans) {
+    const std::size_t first = record.spans.size();
+    auto outputs = run_batch(model, request, batch, record, t);
+    // The stages the batch's forward recorded (h2d, compute, d2h), for its other requests.
+    for (std::size_t i = first; i < record.spans.size(); ++i)
+      if (record.spans[i].parent < 0) spans.push_back(record.spans[i]);
+    return outputs;
+  });
+  record.batch = static_cast<std::uint32_t>(served.size);
+  record.add(name_id(Stage::batch_wait), -1, served.joined, served.started - served.joined);
+  for (const Span& s : served.spans)
+    record.add(s.name, -1, s.start, s.dur);
+  return std::move(served.output);
+}
+
+namespace {
 // Brackets a request for the GPU tracer; a request that throws is cancelled.
 class TracedRequest {
  public:
@@ -575,7 +719,7 @@ void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, 
   const ModelHandle model = m.pick(use);
   record.model_version = model->info.version;
   if (!caches || !caches->any()) {
-    c10::IValue out = m.forward(*model, request, m.prepare(request, record), record, m.options.record_ops, t);
+    c10::IValue out = m.compute(*model, request, m.prepare(request, record), record, t);
     if (served) *served = encode_output(out);
     return;
   }
@@ -625,7 +769,7 @@ void Pipeline::serve_traced(const TraceRequest& request, RequestRecord& record, 
       if (Blob blob = encode_inputs(*x)) caches.l3->put(*pkey, std::move(blob), now_ns());
     }
     c10::IValue compute(const std::optional<detail::Inputs>& x) {
-      return m.forward(model, request, *x, record, m.options.record_ops, tracer);
+      return m.compute(model, request, *x, record, tracer);
     }
     // A tensor, or a tuple, list or dict of them; other outputs are served uncached.
     bool cacheable(const c10::IValue& out) const {

@@ -322,6 +322,11 @@ CompareMode checked_mode(const CompareConfig& config) {
   if (config.repeat < 1) throw bad_input("--repeat must be at least 1");
   const bool one_worker = config.base.replay.drive == Drive::closed_loop && config.base.replay.concurrency == 1;
   const CompareMode mode = config.mode.value_or(one_worker ? CompareMode::lockstep : CompareMode::sequential);
+  if (mode == CompareMode::lockstep && config.base.replay.max_batch > 1)
+    throw bad_input(fmt::format(
+        "--max-batch {0}: lockstep serves one request at a time under every configuration, so nothing can batch "
+        "(use --mode sequential --concurrency {0}, or sweep --max-batch)",
+        config.base.replay.max_batch));
   if (mode == CompareMode::lockstep && !one_worker)
     throw bad_input(fmt::format(
         "--mode lockstep serves each request under every configuration in turn, one at a time: it cannot {} "

@@ -81,7 +81,8 @@ struct CacheState {
 };
 CacheState build_cache_state(const std::vector<TierSpec>& tiers, const std::string& name_space, bool keep_remote);
 
-// --verify: a deterministic sample of the cache hits recomputed and compared,
+// --verify: a deterministic sample of the cache hits and of the batched results
+// (--max-batch) recomputed alone without caches and compared,
 // outside the measured request.
 class Verifier {
  public:

@@ -41,6 +41,33 @@ namespace fs = std::filesystem;
 
 namespace detail {
 
+namespace {
+void check_batching(const RunConfig& config) {
+  const ReplayOptions& r = config.replay;
+  if (r.max_batch < 1 || r.max_batch > kMaxBatch)
+    throw bad_input(fmt::format("--max-batch {}: expected 1 to {}", r.max_batch, kMaxBatch));
+  if (r.max_batch == 1) {
+    if (r.batch_delay_us > 0)
+      throw bad_input(
+          fmt::format("--batch-delay-us {} applies to a batcher: add --max-batch N (N > 1)", r.batch_delay_us));
+    return;
+  }
+  if (!(r.batch_delay_us >= 0 && r.batch_delay_us <= 60e6))
+    throw bad_input(fmt::format("--batch-delay-us {}: expected 0 to 60000000 (a minute)", r.batch_delay_us));
+  // Each request waits for its batch on its worker's thread, as a request
+  // handler does in a server: fewer workers than N could never fill a batch.
+  if (r.concurrency < r.max_batch)
+    throw bad_input(
+        fmt::format("--max-batch {0} needs --concurrency {0} or more: a request waiting for its batch "
+                    "holds its worker, so at most --concurrency requests can share a batch",
+                    r.max_batch));
+  if (config.output.ops)
+    throw bad_input(
+        "--ops attributes one request's forward to aten operators, but with --max-batch a forward serves a whole "
+        "batch: drop one of them");
+}
+}  // namespace
+
 void check_replay_config(const RunConfig& config) {
   if (config.replay.concurrency < 1) throw bad_input("--concurrency must be at least 1");
   if (!(config.replay.speed > 0)) throw bad_input("--speed must be greater than 0");
@@ -48,6 +75,7 @@ void check_replay_config(const RunConfig& config) {
     throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.replay.threads, kMaxThreads));
   if (!(config.caches.verify_fraction >= 0 && config.caches.verify_fraction <= 1))
     throw bad_input(fmt::format("--verify={}: expected a fraction between 0 and 1", config.caches.verify_fraction));
+  check_batching(config);
   const int warmup = config.replay.warmup >= 0 ? config.replay.warmup : config.profile.model.warmup;
   if (!config.replay.warmup_from.empty() && warmup == 0)
     throw bad_input(
@@ -72,6 +100,8 @@ RunInfo describe_replay(const RunConfig& config) {
   info.speed = config.replay.speed;
   info.limit = config.replay.limit;
   info.ops = config.output.ops;
+  info.max_batch = config.replay.max_batch;
+  info.batch_delay_us = config.replay.batch_delay_us;
   info.warmup = config.replay.warmup >= 0 ? config.replay.warmup : profile.model.warmup;
 
   return info;
@@ -106,9 +136,11 @@ LoadedPipeline load_pipeline(const RunConfig& config, RunInfo& info, ReplayObser
       throw bad_input(fmt::format("model '{}': sha256 is {}, but --model-sha256 expects {}",
                                   printable(config.model_path), sha, config.model_sha256));
   }
-  out.pipeline = std::make_unique<Pipeline>(first_bytes, profile,
-                                            PipelineOptions{profile.model.device, config.output.ops, config.gpu.pinned,
-                                                            config.gpu.trace, config.replay.trace_path});
+  PipelineOptions options{profile.model.device, config.output.ops, config.gpu.pinned, config.gpu.trace,
+                          config.replay.trace_path};
+  options.max_batch = config.replay.max_batch;
+  options.batch_delay_ns = static_cast<Nanos>(config.replay.batch_delay_us * 1e3);
+  out.pipeline = std::make_unique<Pipeline>(first_bytes, profile, options);
   const ModelInfo& model = out.pipeline->model();
   info.model_path = model.path;
   info.model_version = model.version;
@@ -283,7 +315,7 @@ RunSession::RunSession(const RunConfig& config)
       read_early_(detail::read_trace_head(config, reader_, info_)),
       warmup_request_(detail::pick_warmup_request(config, read_early_.back().request, info_)),
       tiers_(detail::build_cache_state(config.caches.tiers, config.caches.key_namespace, config.replica.is_replica())),
-      verifier_(tiers_.caches() != nullptr, config.caches.verify_fraction),
+      verifier_(tiers_.caches() != nullptr || config.replay.max_batch > 1, config.caches.verify_fraction),
       loaded_(detail::load_pipeline(config, info_, observer_)),
       server_(*loaded_.pipeline),
       skipped_requests_(config.replay.skip_invalid) {
@@ -309,7 +341,8 @@ void RunSession::subscribe_to_updates() {
 
 void RunSession::warn_about_cores() {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (static_cast<unsigned>(info_.threads * config_.replay.concurrency) > cores)
+  // With a batcher one forward runs at a time: the other workers wait for it.
+  if (config_.replay.max_batch == 1 && static_cast<unsigned>(info_.threads * config_.replay.concurrency) > cores)
     info_.warnings.push_back(
         fmt::format("{} workers x {} intra-op threads oversubscribe {} cores: compute time "
                     "includes waiting for a core",
@@ -457,7 +490,16 @@ void RunSession::commit(RunOutcome& outcome) {
 }  // namespace
 
 RunOutcome run_replay(const RunConfig& config) {
-  return RunSession(config).run();
+  // A failed run leaves no report, nor the --out folder it created for them.
+  const std::string& out = config.output.out_dir;
+  std::error_code ec;
+  const bool created = !out.empty() && !fs::exists(out, ec);
+  try {
+    return RunSession(config).run();
+  } catch (...) {
+    if (created) fs::remove(out, ec);  // only while empty: never what someone else put there meanwhile
+    throw;
+  }
 }
 
 }  // namespace inferprof

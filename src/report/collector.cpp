@@ -188,6 +188,7 @@ struct Collector::Impl {
   std::vector<OpAcc> ops;  // by name id
   std::uint64_t gpu_kernels = 0, h2d_bytes = 0, d2h_bytes = 0;
   Nanos gpu_idle = 0;
+  std::vector<std::uint64_t> batch_requests;  // [k]: requests computed in a batch of k (RequestRecord::batch)
 
   // Streaming to out_dir: requests.csv and trace.json (request_sinks.hpp); empty once committed or discarded.
   std::vector<std::unique_ptr<report::RequestSink>> sinks;
@@ -252,6 +253,10 @@ void Collector::add(const RequestRecord& r) {
   m.h2d_bytes += r.gpu.h2d_bytes;
   m.d2h_bytes += r.gpu.d2h_bytes;
   m.gpu_idle += r.gpu.gpu_idle;
+  if (r.batch > 0) {
+    if (m.batch_requests.size() <= r.batch) m.batch_requests.resize(r.batch + 1);
+    ++m.batch_requests[r.batch];
+  }
   if (r.cache_outcome != CacheOutcome::none) m.outcome_hist[r.cache_outcome].record(r.total());
   {
     // Requests before any update (update == -1) are update 0's "before".
@@ -315,10 +320,13 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     const bool device_stage = is_copy(i) || i == static_cast<std::size_t>(Stage::compute);
     // No CPU figures for the queue (waiting uses none) or the overhead: the CPU clock is read only where a
     // stage closes, so the overhead's CPU time is a residual near 0 and its off-CPU share would read ~100%.
-    const bool measured = i != static_cast<std::size_t>(Stage::queue) && i != static_cast<std::size_t>(Stage::overhead);
+    // Nor for batch_wait: waiting for the batch's run, like the queue.
+    const bool measured = i != static_cast<std::size_t>(Stage::queue) &&
+                          i != static_cast<std::size_t>(Stage::overhead) &&
+                          i != static_cast<std::size_t>(Stage::batch_wait);
     if (measured && !(device_stage && info.device != "cpu"))
       add_cpu(st, m.stage_cpu_hist[i], m.stage_cpu_wall[i], m.cpu_requests);
-    if (is_copy(i) && !copies) {
+    if ((is_copy(i) && !copies) || (i == static_cast<std::size_t>(Stage::batch_wait) && info.max_batch <= 1)) {
       st = StageStats{};
       st.applicable = false;
     }
@@ -334,11 +342,24 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     // The contention signal: with one intra-op thread on the CPU, compute
     // waits for nothing, so its time off the CPU is time other processes took.
     const StageStats& c = s.stages[static_cast<std::size_t>(Stage::compute)];
-    if (c.cpu && c.off_cpu > kNoisyOffCpuShare && info.device == "cpu" && info.threads == 1)
+    // (With a batcher a batch's forward is on its leader's thread: the others' compute is off their CPU.)
+    if (c.cpu && c.off_cpu > kNoisyOffCpuShare && info.device == "cpu" && info.threads == 1 && info.max_batch <= 1)
       s.info.warnings.push_back(
           fmt::format("descheduled for {:.0f}% of compute: noisy run (thread CPU {} of {} wall per request); "
                       "wall-time comparisons with it are unreliable",
                       c.off_cpu * 100, report::human_duration_us(c.cpu_mean_us), report::human_duration_us(c.mean_us)));
+  }
+  if (info.max_batch > 1) {
+    BatchingStats& b = s.batching;
+    b.enabled = true;
+    b.of_size.assign(static_cast<std::size_t>(info.max_batch) + 1, 0);
+    for (std::size_t k = 1; k < m.batch_requests.size(); ++k) {
+      b.computed += m.batch_requests[k];
+      // Every request of a batch finishes with it; a batch cut by a failure counts as one.
+      const std::uint64_t batches = (m.batch_requests[k] + k - 1) / k;
+      if (k < b.of_size.size()) b.of_size[k] = batches;
+      b.batches += batches;
+    }
   }
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
   s.latency_sample_us = m.sample;

@@ -7,6 +7,11 @@
 namespace inferprof {
 namespace report {
 
+namespace {
+// Its columns come last, after the ones files from before it had.
+constexpr std::size_t kBatchWait = static_cast<std::size_t>(Stage::batch_wait);
+}  // namespace
+
 std::string requests_csv_header(bool gpu, const std::vector<std::string>& preprocess_ops) {
   std::string h =
       "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,"
@@ -16,13 +21,15 @@ std::string requests_csv_header(bool gpu, const std::vector<std::string>& prepro
   // Thread CPU time, appended so the columns before keep their positions (no queue: it waits).
   h += ",cpu_us";
   for (std::size_t i = 0; i < kStageCount; ++i)
-    if (i != static_cast<std::size_t>(Stage::queue)) h += fmt::format(",{}_cpu_us", kStageNames[i]);
+    if (i != static_cast<std::size_t>(Stage::queue) && i != kBatchWait) h += fmt::format(",{}_cpu_us", kStageNames[i]);
   // The preprocess stage's parts, and what decode read (appended, as above).
   for (const std::string& op : preprocess_ops)
     h += fmt::format(",preprocess.{}_us", op);
   for (const std::string& op : preprocess_ops)
     h += fmt::format(",preprocess.{}_cpu_us", op);
-  return h + ",image_bytes,image_pixels\n";
+  // --max-batch (appended too): the requests in the model run that computed it (0: a result-cache hit), and
+  // how long it waited for that run.
+  return h + ",image_bytes,image_pixels,batch,batch_wait_us\n";
 }
 
 void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos epoch, bool copies_applicable,
@@ -44,6 +51,7 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
   out.push_back(',');
   append_us3(out, r.total());
   for (std::size_t i = 0; i < kStageCount; ++i) {
+    if (i == kBatchWait) continue;  // at the end
     out.push_back(',');
     const bool copy = i == static_cast<std::size_t>(Stage::h2d) || i == static_cast<std::size_t>(Stage::d2h);
     if (copy && !copies_applicable) continue;  // n/a: an empty cell, not 0
@@ -63,7 +71,7 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
   out.push_back(',');
   if (r.cpu_measured()) append_us3(out, r.cpu_total());
   for (std::size_t i = 0; i < kStageCount; ++i) {
-    if (i == static_cast<std::size_t>(Stage::queue)) continue;
+    if (i == static_cast<std::size_t>(Stage::queue) || i == kBatchWait) continue;
     out.push_back(',');
     const bool copy = i == static_cast<std::size_t>(Stage::h2d) || i == static_cast<std::size_t>(Stage::d2h);
     if (!r.cpu_measured() || (copy && !copies_applicable)) continue;
@@ -84,6 +92,10 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
   if (r.image_bytes) append_uint(out, r.image_bytes);
   out.push_back(',');
   if (r.image_pixels) append_uint(out, r.image_pixels);
+  out.push_back(',');
+  append_uint(out, r.batch);
+  out.push_back(',');
+  append_us3(out, r.stage[kBatchWait]);
   out.push_back('\n');
 }
 

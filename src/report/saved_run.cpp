@@ -245,9 +245,16 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   simdjson::dom::object stages;
   const auto stages_field = top["stages"];
   if (stages_field.get(stages) == simdjson::SUCCESS) {
-    for (std::size_t i = 0; i < kStageCount; ++i)
+    for (std::size_t i = 0; i < kStageCount; ++i) {
+      // batch_wait is absent from summaries written before it was recorded: n/a there.
+      if (i == static_cast<std::size_t>(Stage::batch_wait) &&
+          stages[kStageNames[i]].error() == simdjson::NO_SUCH_FIELD) {
+        run.stages[i].applicable = false;
+        continue;
+      }
       run.has_stage[i] =
           read_stage(doc, stages, kStageNames[i], fmt::format("stages.{}", kStageNames[i]), run.stages[i]);
+    }
     read_preprocess_ops(doc, stages, run.preprocess_ops);
   } else if (doc.complete || stages_field.error() != simdjson::NO_SUCH_FIELD) {
     // Partial readers may do without stages, but not with stages of the wrong type.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "base/atomic_file.hpp"
@@ -51,6 +52,20 @@ void check_config(const SweepConfig& c) {
       if (x != std::floor(x))
         throw bad_input(fmt::format("sweep --concurrency: {:g} is not a whole number of workers", x));
   if (c.slo_ms < 0) throw bad_input("sweep --slo-ms must be > 0");
+  if (c.max_batches.empty()) throw bad_input("sweep needs at least one batch size (--max-batch)");
+  for (int n : c.max_batches) {
+    if (n < 1 || n > kMaxBatch) throw bad_input(fmt::format("sweep --max-batch {}: expected 1 to {}", n, kMaxBatch));
+    if (n > 1 && c.load != SweepLoad::speed)
+      throw bad_input(
+          fmt::format("sweep --max-batch {}: batching needs --speeds (a --concurrency step's workers would "
+                      "cap its batches)",
+                      n));
+  }
+}
+
+// A batched configuration's workers: enough for one batch to form while the one before runs.
+int workers_for(const SweepConfig& c, int max_batch) {
+  return max_batch > 1 ? std::max(c.base.replay.concurrency, 2 * max_batch) : c.base.replay.concurrency;
 }
 
 // The requests a step replays and the last one's arrival time: a speed step
@@ -124,14 +139,17 @@ std::string stop_reason(SweepLoad load, double slo_ms, const SweepStep& step) {
 
 // The replay of one step: `replay` numbers it within its configuration (its Redis namespace).
 RunConfig step_config(const SweepConfig& c, std::size_t configuration, std::size_t replay, double load,
-                      const std::vector<TierSpec>& tiers) {
+                      const SweepCurve& curve) {
   RunConfig run = c.base;
   run.output.out_dir.clear();
-  run.caches.tiers = tiers;
+  run.caches.tiers = curve.tiers;
   run.caches.key_namespace = fmt::format("sweep-{}-{}-{}", ::getpid(), configuration, replay);
   if (c.load == SweepLoad::speed) {
     run.replay.drive = Drive::open_loop;
     run.replay.speed = load;
+    run.replay.max_batch = curve.max_batch;
+    if (curve.max_batch == 1) run.replay.batch_delay_us = 0;
+    run.replay.concurrency = curve.workers;
   } else {
     run.replay.drive = Drive::closed_loop;
     run.replay.concurrency = static_cast<int>(load);
@@ -145,7 +163,7 @@ std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::
                                      double load, const SweepStep* before) {
   RunOutcome outcome;
   try {
-    outcome = run_replay(step_config(c, i, replay, load, r.curves[i].tiers));
+    outcome = run_replay(step_config(c, i, replay, load, r.curves[i]));
   } catch (const Error&) {
     if (!lifecycle::interrupted()) throw;
     return std::nullopt;
@@ -241,7 +259,8 @@ double bisection_load(const SweepCurve& curve) {
   return (curve.steps[good - 1].load + curve.steps[good].load) / 2;
 }
 
-SweepResult run_sweep(const SweepConfig& c) {
+namespace {
+SweepResult sweep_all(const SweepConfig& c) {
   check_config(c);
   const auto started = std::chrono::steady_clock::now();
   SweepResult r;
@@ -254,15 +273,22 @@ SweepResult run_sweep(const SweepConfig& c) {
   r.slo_ms = c.slo_ms;
   r.concurrency = c.base.replay.concurrency;
   scan_trace(c.base, c.load, r);
+  const bool batched = std::any_of(c.max_batches.begin(), c.max_batches.end(), [](int n) { return n > 1; });
   for (const std::string& name : c.configurations) {  // resolved before any replay: a bad spec fails at once
-    SweepCurve curve;
-    curve.name = name;
-    curve.tiers = resolve_tiers(c.base.profile, name, c.overrides, c.redis_url, "");
-    r.curves.push_back(std::move(curve));
+    const std::vector<TierSpec> tiers = resolve_tiers(c.base.profile, name, c.overrides, c.redis_url, "");
+    for (int n : c.max_batches) {
+      SweepCurve curve;
+      curve.name = batched && n > 1 ? fmt::format("{} · batch {}", name, n) : name;
+      curve.caches = name;
+      curve.tiers = tiers;
+      curve.max_batch = n;
+      curve.workers = workers_for(c, n);
+      r.curves.push_back(std::move(curve));
+    }
   }
   if (!c.out_dir.empty()) ensure_output_dir(c.out_dir);  // an unwritable --out fails before the first replay
   ReplayObserver* observer = c.base.output.observer.get();
-  const std::size_t total = c.loads.size() * c.configurations.size();
+  const std::size_t total = c.loads.size() * r.curves.size();
   std::size_t done = 0;
   for (std::size_t k = 0; k < c.loads.size() && !lifecycle::interrupted(); ++k) {
     for (std::size_t i = 0; i < r.curves.size() && !lifecycle::interrupted(); ++i) {
@@ -303,6 +329,20 @@ SweepResult run_sweep(const SweepConfig& c) {
   r.wall_s = seconds_since(started);
   write_files(c, r);
   return r;
+}
+
+}  // namespace
+
+SweepResult run_sweep(const SweepConfig& c) {
+  // A failed sweep leaves no report, nor the --out folder it created for them.
+  std::error_code ec;
+  const bool created = !c.out_dir.empty() && !std::filesystem::exists(c.out_dir, ec);
+  try {
+    return sweep_all(c);
+  } catch (...) {
+    if (created) std::filesystem::remove(c.out_dir, ec);  // only while empty
+    throw;
+  }
 }
 
 }  // namespace inferprof

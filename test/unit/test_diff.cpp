@@ -71,7 +71,7 @@ TEST_SUITE("diff") {
                           .c_str());
     CHECK_THROWS_WITH(parse_gates("gpu.p99=5%"),
                       ("--max-regression: unknown stage 'gpu' (expected one of queue, cache, load, input, "
-                       "preprocess, h2d, compute, d2h, overhead, total) in 'gpu.p99=5%'" +
+                       "preprocess, batch_wait, h2d, compute, d2h, overhead, total) in 'gpu.p99=5%'" +
                        kGrammar)
                           .c_str());
     CHECK_THROWS_WITH(parse_gates("p99=10"),

@@ -443,17 +443,19 @@ TEST_SUITE("report") {
     c.commit(c.summarize(RunInfo{}));
     const auto lines = lines_of(read_file(dir.file("requests.csv")));
     REQUIRE(lines.size() == 4);
-    CHECK(
-        lines[0] ==
-        "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
-        "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version,cpu_us,cache_cpu_us,load_cpu_us,"
-        "input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,d2h_cpu_us,overhead_cpu_us,image_bytes,image_pixels");
+    CHECK(lines[0] ==
+          "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
+          "h2d_us,compute_us,d2h_us,overhead_us,cache,ok,error,model_version,cpu_us,cache_cpu_us,load_cpu_us,"
+          "input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,d2h_cpu_us,overhead_cpu_us,image_bytes,image_"
+          "pixels,batch,"
+          "batch_wait_us");
     // Records without begin() measured no CPU time: empty CPU cells, not zeros.
     CHECK(lines[1] ==
           "0,1,1,\"img,\"\"7\"\"\",1,2.500,4.000,101.500,1.500,0.000,0.000,0.000,0.000,,90.000,,10.000,none,false,"
-          "\"shape mismatch, expected [1, 16]\",v2,,,,,,,,,,,");
-    CHECK(lines[2] ==
-          "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,,,,,,,,,,,,,");
+          "\"shape mismatch, expected [1, 16]\",v2,,,,,,,,,,,,0,0.000");
+    CHECK(
+        lines[2] ==
+        "1,2,2,k1,0,2.500,2.500,100.000,0.000,0.000,0.000,10.000,0.000,,80.000,,10.000,none,true,,,,,,,,,,,,,,0,0.000");
   }
 
   TEST_CASE("h2d and d2h print n/a on CPU, numbers on GPU") {
@@ -613,6 +615,7 @@ TEST_SUITE("report") {
           "load,0,0.000,0.000,0.000,0.000,0.000,0.000000,,,,\n"
           "input,1,10.000,10.000,10.000,10.000,10.000,0.100000,,,,\n"
           "preprocess,0,0.000,0.000,0.000,0.000,0.000,0.000000,,,,\n"
+          "batch_wait,,,,,,,,,,,\n"
           "h2d,,,,,,,,,,,\n"
           "compute,1,80.000,80.000,80.000,80.000,80.000,0.800000,,,,\n"
           "d2h,,,,,,,,,,,\n"
@@ -680,10 +683,10 @@ TEST_SUITE("report") {
     fmt::memory_buffer row;
     report::append_request_row(row, r, kBase, false);
     // No decode in this request: the image columns are empty.
-    CHECK(fmt::to_string(row).find(",55.000,0.000,0.000,10.000,0.000,,40.000,,5.000,,\n") != std::string::npos);
+    CHECK(fmt::to_string(row).find(",55.000,0.000,0.000,10.000,0.000,,40.000,,5.000,,,0,0.000\n") != std::string::npos);
     CHECK(report::requests_csv_header(false).find(
               ",cpu_us,cache_cpu_us,load_cpu_us,input_cpu_us,preprocess_cpu_us,h2d_cpu_us,compute_cpu_us,"
-              "d2h_cpu_us,overhead_cpu_us,image_bytes,image_pixels\n") != std::string::npos);
+              "d2h_cpu_us,overhead_cpu_us,image_bytes,image_pixels,batch,batch_wait_us\n") != std::string::npos);
   }
 
   // A request that preprocessed in two ops (decode 30 µs wall / 20 µs CPU, resize 50 / 40) of a 60 µs
@@ -750,12 +753,12 @@ TEST_SUITE("report") {
 
     CHECK(report::requests_csv_header(false, o.preprocess_ops)
               .find(",overhead_cpu_us,preprocess.decode_us,preprocess.resize_us,preprocess.decode_cpu_us,"
-                    "preprocess.resize_cpu_us,image_bytes,image_pixels\n") != std::string::npos);
+                    "preprocess.resize_cpu_us,image_bytes,image_pixels,batch,batch_wait_us\n") != std::string::npos);
     fmt::memory_buffer ran, hit;
     report::append_request_row(ran, preprocess_record(0, true), 0, false, 2);
     report::append_request_row(hit, preprocess_record(1, false), 0, false, 2);
-    CHECK(fmt::to_string(ran).find(",30.000,50.000,20.000,40.000,4321,307200\n") != std::string::npos);
-    CHECK(fmt::to_string(hit).find(",0.000,0.000,0.000,0.000,,\n") != std::string::npos);
+    CHECK(fmt::to_string(ran).find(",30.000,50.000,20.000,40.000,4321,307200,") != std::string::npos);
+    CHECK(fmt::to_string(hit).find(",0.000,0.000,0.000,0.000,,,") != std::string::npos);
   }
 
   TEST_CASE("thread CPU time: no noisy-run warning below the threshold or with several intra-op threads") {

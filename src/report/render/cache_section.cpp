@@ -80,14 +80,20 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
     }
     if (markdown) out += markdown_table(outcomes, {0});
   }
-  if (s.verify.enabled) {
-    out += fmt::format(
-        "\nverify: {} of the cache hits recomputed ({:.0f}% sampled): {} mismatches, max abs difference {:.3g}\n",
-        group_thousands(s.verify.checked), s.verify.fraction * 100, group_thousands(s.verify.mismatches),
-        s.verify.max_abs_diff);
-    for (const auto& e : s.verify.examples)
-      out += fmt::format("  mismatch: {}\n", e);
-  }
+  return out;
+}
+
+std::string verify_lines(const RunSummary& s, bool /*markdown*/) {
+  if (!s.verify.enabled) return {};
+  const char* what = s.caches.empty()     ? "batched results"
+                     : s.batching.enabled ? "cache hits and batched results"
+                                          : "cache hits";
+  std::string out =
+      fmt::format("\nverify: {} of the {} recomputed{} ({:.0f}% sampled): {} mismatches, max abs difference {:.3g}\n",
+                  group_thousands(s.verify.checked), what, s.batching.enabled ? " one at a time" : "",
+                  s.verify.fraction * 100, group_thousands(s.verify.mismatches), s.verify.max_abs_diff);
+  for (const auto& e : s.verify.examples)
+    out += fmt::format("  mismatch: {}\n", e);
   return out;
 }
 

@@ -77,6 +77,8 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field_number("speed", info.speed);
   w.field("limit", info.limit);
   w.field("ops", info.ops);
+  w.field("max_batch", static_cast<std::int64_t>(info.max_batch));
+  w.field_number("batch_delay_us", info.batch_delay_us, 3);
   w.field_number("load_ms", info.load_ms, 3);
   write_warmup(w, info);
   w.field_number("wall_s", info.wall_s, 6);
@@ -134,6 +136,24 @@ void write_stage(JsonWriter& w, std::string_view name, const StageStats& s, cons
   w.end_object();
 }
 
+// --max-batch: null without a batcher; batches_by_size[k - 1] holds the batches of k requests.
+void write_batching_json(JsonWriter& w, const BatchingStats& b) {
+  w.key("batching");
+  if (!b.enabled) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.field("computed", b.computed);
+  w.field("batches", b.batches);
+  w.field_number("mean_size", b.mean_size(), 4);
+  w.key("batches_by_size").begin_array(true);
+  for (std::size_t k = 1; k < b.of_size.size(); ++k)
+    w.value(b.of_size[k]);
+  w.end_array();
+  w.end_object();
+}
+
 void write_ops(JsonWriter& w, const std::vector<OpStats>& ops) {
   w.key("top_ops").begin_array();
   for (const auto& op : ops) {
@@ -184,6 +204,7 @@ std::string render_summary_json(const RunSummary& s) {
   report::write_stage(w, "total", s.total);
   report::write_ops(w, s.top_ops);
   report::write_cache_json(w, s);
+  report::write_batching_json(w, s.batching);
   report::write_updates_json(w, s);
   report::write_gpu_json(w, s);
   w.key("reports").begin_object();

@@ -34,7 +34,9 @@ std::string render_markdown(const RunSummary& s) {
   out += fmt::format("- model load: {}\n", load_text(s.info));
   if (!s.info.model_sha256.empty()) out += fmt::format("- model sha256: {}\n", s.info.model_sha256);
   out += fmt::format("- warm-up: {}\n", warmup_text(s.info));
-  out += fmt::format("- requests: {}\n\n", requests_text(s));
+  out += fmt::format("- requests: {}\n", requests_text(s));
+  if (s.batching.enabled) out += fmt::format("- batching: {}\n", batching_text(s));
+  out += '\n';
   const bool cpu = s.total.cpu;
   out += cpu ? "| stage | count | mean | p50 | p90 | p99 | max | share | cpu mean | off-cpu |\n"
                "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
@@ -58,6 +60,7 @@ std::string render_markdown(const RunSummary& s) {
   }
 
   out += report::cache_table_lines(s, true);
+  out += report::verify_lines(s, true);
   out += report::update_table_lines(s, true);
   const bool notes = !s.info.warnings.empty() || s.info.skipped_invalid > 0 || !s.failed_examples.empty();
   if (notes) out += '\n';

@@ -35,6 +35,22 @@ std::string run_headline(const RunInfo& info) {
   if (info.mode == "open-loop" && info.speed != 1.0) mode += fmt::format(" at {}x speed", info.speed);
   out += fmt::format(" · {}, {}", mode,
                      plural(static_cast<std::uint64_t>(std::max(info.concurrency, 0)), "worker", "workers"));
+  if (info.max_batch > 1)
+    out += fmt::format(" · batches of up to {}, delay {}", info.max_batch, human_duration_us(info.batch_delay_us));
+  return out;
+}
+
+std::string batching_text(const RunSummary& s) {
+  const BatchingStats& b = s.batching;
+  if (!b.enabled) return {};
+  std::string out = fmt::format("{} computed in {} ({:.2f} per batch)", plural(b.computed, "request", "requests"),
+                                plural(b.batches, "batch", "batches"), b.mean_size());
+  std::vector<std::string> sizes;
+  for (std::size_t k = 1; k < b.of_size.size(); ++k)
+    if (b.of_size[k] > 0) sizes.push_back(fmt::format("{}: {}", k, group_thousands(b.of_size[k])));
+  constexpr std::size_t kShown = 16;  // the largest sizes, where the batches are once the batcher fills them
+  if (sizes.size() > kShown) sizes.erase(sizes.begin(), sizes.end() - kShown), sizes.insert(sizes.begin(), "…");
+  if (!sizes.empty()) out += fmt::format(" · batches by size {}", fmt::join(sizes, ", "));
   return out;
 }
 
@@ -74,6 +90,7 @@ std::vector<StageRow> visible_stage_rows(const RunSummary& s) {
   for (std::size_t i = 0; i < kStageCount; ++i) {
     const bool optional = i == static_cast<std::size_t>(Stage::cache) || i == static_cast<std::size_t>(Stage::load);
     if (optional && s.stages[i].count == 0) continue;
+    if (i == static_cast<std::size_t>(Stage::batch_wait) && !s.stages[i].applicable) continue;  // no batcher
     rows.push_back(StageRow{kStageNames[i], &s.stages[i], {}});
     // A lone op is the stage itself: its row would repeat the stage's.
     if (i != static_cast<std::size_t>(Stage::preprocess) || s.preprocess_ops.size() < 2) continue;

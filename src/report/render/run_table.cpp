@@ -63,6 +63,7 @@ std::string render_table(const RunSummary& s) {
   if (!s.info.model_sha256.empty()) out += pad_right("model sha256", kLabel) + s.info.model_sha256 + '\n';
   out += pad_right("warm-up", kLabel) + warmup_text(s.info) + '\n';
   out += pad_right("requests", kLabel) + requests_text(s) + '\n';
+  if (s.batching.enabled) out += pad_right("batching", kLabel) + batching_text(s) + '\n';
   if (s.total.cpu && s.info.cpu_sample_every > 1)
     out += pad_right("cpu time", kLabel) +
            fmt::format("read on 1 in {} requests ({} of {}; one read costs {:.0f} ns): cpu columns are over those\n",
@@ -85,6 +86,7 @@ std::string render_table(const RunSummary& s) {
   stage_line(out, "total", s.total, width);
   if (!s.top_ops.empty()) ops_lines(out, s.top_ops);
   out += cache_table_lines(s, false);
+  out += verify_lines(s, false);
   out += update_table_lines(s, false);
   out += gpu_table_lines(s);
 

@@ -63,7 +63,10 @@ std::string render_sweep_json(const SweepResult& r) {
   w.key("configurations").begin_array();
   for (const SweepCurve& c : r.curves) {
     w.begin_object();
-    w.field("caches", c.name);
+    w.field("name", c.name);
+    w.field("caches", c.caches.empty() ? c.name : c.caches);
+    w.field("max_batch", static_cast<std::int64_t>(c.max_batch));
+    if (r.load == SweepLoad::speed) w.field("workers", static_cast<std::int64_t>(c.workers));
     w.key("tiers").begin_array(true);
     for (const TierSpec& t : c.tiers)
       w.value(std::string(enum_name(t.tier)) + "=" + report::tier_spec_text(t));
