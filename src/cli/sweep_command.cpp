@@ -79,8 +79,8 @@ SweepConfig make_sweep_config(const ReplayArgs& args, const SweepArgs& a) {
     for (const std::string& part : report::split(a.max_batches, ',')) {
       const double n = number_in(part, "--max-batch", a.max_batches);
       if (n != std::floor(n) || n < 1 || n > kMaxBatch)
-        throw bad_input(fmt::format("--max-batch {}: expected batch sizes from 1 to {}, e.g. 1,8", a.max_batches,
-                                    kMaxBatch));
+        throw bad_input(
+            fmt::format("--max-batch {}: expected batch sizes from 1 to {}, e.g. 1,8", a.max_batches, kMaxBatch));
       config.max_batches.push_back(static_cast<int>(n));
     }
   }

@@ -665,14 +665,15 @@ c10::IValue Pipeline::Impl::compute(LoadedModel& model, const TraceRequest& requ
     record.batch = 1;
     return forward(model, request, x, record, options.record_ops, t);
   }
-  auto served = batcher->submit(kind, x, [&](const std::vector<const detail::Inputs*>& batch, std::vector<Span>& spans) {
-    const std::size_t first = record.spans.size();
-    auto outputs = run_batch(model, request, batch, record, t);
-    // The stages the batch's forward recorded (h2d, compute, d2h), for its other requests.
-    for (std::size_t i = first; i < record.spans.size(); ++i)
-      if (record.spans[i].parent < 0) spans.push_back(record.spans[i]);
-    return outputs;
-  });
+  auto served =
+      batcher->submit(kind, x, [&](const std::vector<const detail::Inputs*>& batch, std::vector<Span>& spans) {
+        const std::size_t first = record.spans.size();
+        auto outputs = run_batch(model, request, batch, record, t);
+        // The stages the batch's forward recorded (h2d, compute, d2h), for its other requests.
+        for (std::size_t i = first; i < record.spans.size(); ++i)
+          if (record.spans[i].parent < 0) spans.push_back(record.spans[i]);
+        return outputs;
+      });
   record.batch = static_cast<std::uint32_t>(served.size);
   record.add(name_id(Stage::batch_wait), -1, served.joined, served.started - served.joined);
   for (const Span& s : served.spans)
