@@ -32,11 +32,11 @@ class Batcher {
   // What one request got from its batch.
   struct Served {
     Output output{};
-    std::size_t size = 0;  // requests in its batch
-    Nanos joined = 0;      // it entered the batcher
-    Nanos started = 0;     // its batch's run began: batch_wait is started - joined
-    Nanos ended = 0;       // ... and ended
-    bool led = false;      // its thread ran the batch
+    std::size_t size = 0;     // requests in its batch
+    Nanos joined = 0;         // it entered the batcher
+    Nanos started = 0;        // its batch's run began: batch_wait is started - joined
+    Nanos ended = 0;          // ... and ended
+    bool led = false;         // its thread ran the batch
     std::vector<Span> spans;  // what the run recorded (the leader's stage spans), for the others to copy
   };
 

@@ -69,8 +69,8 @@ TEST_SUITE("e2e batching") {
   TEST_CASE("run --max-batch: batches form, each batched output equals its output alone, batch_wait is a stage") {
     auto& f = fixture();
     TempDir out;
-    auto r = run_cli({"run", f.model, "--trace", f.trace, "--concurrency", "8", "--max-batch", "4",
-                      "--batch-delay-us", "2000", "--verify", "--out", out.file("o"), "--no-progress"});
+    auto r = run_cli({"run", f.model, "--trace", f.trace, "--concurrency", "8", "--max-batch", "4", "--batch-delay-us",
+                      "2000", "--verify", "--out", out.file("o"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("batches of up to 4, delay 2.000 ms") != std::string::npos);
     CHECK(r.out.find("\nbatching ") != std::string::npos);
@@ -126,8 +126,7 @@ print(len(misses))
 )";
     const std::string script = out.file("hits.py");
     std::ofstream(script) << check;
-    CHECK(std::system(("python3 " + shell_quote(script) + " " + shell_quote(out.file("o/requests.csv"))).c_str()) ==
-          0);
+    CHECK(std::system(("python3 " + shell_quote(script) + " " + shell_quote(out.file("o/requests.csv"))).c_str()) == 0);
     simdjson::dom::parser parser;
     simdjson::dom::element s = parser.parse(slurp(out.path() / "o" / "summary.json"));
     std::uint64_t misses = 0;
@@ -199,8 +198,8 @@ print(len(misses))
 
   TEST_CASE("sweep --max-batch 1,4: one curve per batch size, each batched one with its workers") {
     auto& f = fixture();
-    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1,2", "--max-batch", "1,4", "--format",
-                      "json", "--no-progress"});
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1,2", "--max-batch", "1,4", "--format", "json",
+                      "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     simdjson::dom::parser parser;
     simdjson::dom::element doc = parser.parse(r.out);
