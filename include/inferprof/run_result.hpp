@@ -158,9 +158,9 @@ struct StagePart {
 
 // --max-batch: how the requests that ran the model were batched.
 struct BatchingStats {
-  bool enabled = false;            // a batcher ran (info.max_batch > 1)
-  std::uint64_t computed = 0;      // requests that ran the model (not result-cache hits)
-  std::uint64_t batches = 0;       // model runs
+  bool enabled = false;                // a batcher ran (info.max_batch > 1)
+  std::uint64_t computed = 0;          // requests that ran the model (not result-cache hits)
+  std::uint64_t batches = 0;           // model runs
   std::vector<std::uint64_t> of_size;  // [k]: batches of k requests (k = 1..max_batch)
   double mean_size() const { return batches ? static_cast<double>(computed) / static_cast<double>(batches) : 0; }
 };

@@ -24,7 +24,7 @@ struct SweepConfig {
   // Speed sweeps: each batch size (--max-batch) with each cache configuration;
   // a batched one gets max(base workers, 2 N) workers, so that a batch forms while the one before runs.
   std::vector<int> max_batches{1};
-  std::string out_dir;        // sweep.json, sweep.csv, report.html
+  std::string out_dir;  // sweep.json, sweep.csv, report.html
 };
 
 // Throws Error: bad input (exit 2) before anything runs, runtime (3) from a
