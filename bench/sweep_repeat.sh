@@ -8,7 +8,10 @@
 #
 #   bench/sweep_repeat.sh [build/inferprof]      # ~40 minutes on 2 cores with the defaults
 #   env: ARCH=cnn REQUESTS=2000 KEYS=200 RATE=80 SPEEDS=0.5:4:0.5 SLO_MS=50 RUNS=3
-#        CACHES="none l1 l1,l2" REFINE=0 (sweep --refine) CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded"
+#        CACHES="none l1 l1,l2" REFINE=0 (sweep --refine) BATCHES= (sweep --max-batch, e.g. 1,8)
+#        CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded"
+# Batching's capacity (docs/sweep.md#dynamic-batching):
+#   CACHES=none BATCHES=1,8 REQUESTS=1000 SPEEDS=1:4:0.5 SLO_MS=100 bench/sweep_repeat.sh
 set -euo pipefail
 B=${1:-build/inferprof}
 ARCH=${ARCH:-cnn}
@@ -19,6 +22,8 @@ SPEEDS=${SPEEDS:-0.5:4:0.5}
 SLO_MS=${SLO_MS:-50}
 RUNS=${RUNS:-3}
 REFINE=${REFINE:-0}
+BATCH_ARGS=()
+if [[ -n ${BATCHES:-} ]]; then BATCH_ARGS=(--max-batch "$BATCHES"); fi
 read -r -a CACHES <<<"${CACHES:-none l1 l1,l2}"
 source "$(dirname "$0")/busy_load.sh"
 case "$ARCH" in
@@ -37,17 +42,18 @@ trap 'exit 130' INT TERM
 CACHE_ARGS=()
 for c in "${CACHES[@]}"; do CACHE_ARGS+=(--caches "$c"); done
 
-echo "sweep $ARCH, $REQUESTS requests at $RATE req/s, speeds $SPEEDS (refine $REFINE), caches ${CACHES[*]}, p99 <= $SLO_MS ms"
+echo "sweep $ARCH, $REQUESTS requests at $RATE req/s, speeds $SPEEDS (refine $REFINE), caches ${CACHES[*]}," \
+  "batches ${BATCHES:-1}, p99 <= $SLO_MS ms"
 for phase in $PHASES; do
   start_load_for "$phase"
   for run in $(seq "$RUNS"); do
     /usr/bin/time -f "%e" -o "$D/time" taskset -c "$CORES" "$B" sweep "$D/m.pt" --trace "$D/t.jsonl" \
-      --speeds "$SPEEDS" --slo-ms "$SLO_MS" --refine "$REFINE" "${CACHE_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
+      --speeds "$SPEEDS" --slo-ms "$SLO_MS" --refine "$REFINE" "${CACHE_ARGS[@]}" "${BATCH_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
     python3 - "$D/$phase-$run.json" "$(cat "$D/time")" "$phase" "$run" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 steps = sum(len(c["steps"]) for c in r["configurations"])
-caps = "  ".join(f'{c["caches"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""} ({len(c["steps"])} steps)'
+caps = "  ".join(f'{c["name"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""} ({len(c["steps"])} steps)'
                  for c in r["configurations"])
 print(f'{sys.argv[3]} run {sys.argv[4]}: process {float(sys.argv[2]):.1f} s, replays {r["replay_s"]:.1f} s '
       f'(x{float(sys.argv[2]) / r["replay_s"]:.2f}), {steps} steps; capacity req/s: {caps}')
@@ -60,7 +66,7 @@ docs = [json.load(open(f"{d}/{phase}-{k}.json")) for k in range(1, runs + 1)]
 for i, c in enumerate(docs[0]["configurations"]):
     caps = [doc["configurations"][i].get("capacity_rps", 0) for doc in docs]
     spread = max(caps) / min(caps) if min(caps) > 0 else float("inf")
-    print(f'{phase}: {c["caches"]}: capacity {min(caps):.1f}..{max(caps):.1f} req/s, max/min {spread:.3f}')
+    print(f'{phase}: {c["name"]}: capacity {min(caps):.1f}..{max(caps):.1f} req/s, max/min {spread:.3f}')
 PY
   stop_load
 done

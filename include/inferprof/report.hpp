@@ -26,6 +26,9 @@ struct CollectorOptions {
   // The preprocess stage's parts (Profile::preprocess_op_names(); the
   // records' preprocess_op index into it): each gets a row and columns.
   std::vector<std::string> preprocess_ops;
+  // Requests whose seq is below this are served (they fill the caches, they
+  // queue) but not measured: sweep --measure-after.
+  std::uint64_t measure_from = 0;
 };
 
 // Aggregates request records as they complete: histograms per stage,
@@ -40,6 +43,9 @@ class Collector {
   Collector& operator=(const Collector&) = delete;
 
   void add(const RequestRecord& record);  // thread-safe
+  // The earliest arrival among the measured requests (0: none yet): with
+  // measure_from, where the measured replay's wall time starts.
+  Nanos first_measured_arrival() const;
   // Timestamps in the reports are relative to this; set before the first add().
   void set_epoch(Nanos epoch);
 

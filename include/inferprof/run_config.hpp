@@ -71,6 +71,10 @@ struct ReplayOptions {
   // to batch_delay_us for more. 1: no batcher.
   int max_batch = 1;
   double batch_delay_us = 0;
+  // The first N requests are served but not measured (sweep --measure-after):
+  // the caches fill and the queue settles first. The wall time counts from
+  // the first measured request's arrival.
+  std::uint64_t measure_after = 0;
 };
 
 // What the replay writes and tells.

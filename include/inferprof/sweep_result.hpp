@@ -66,7 +66,11 @@ struct SweepResult {
   double slo_ms = 0;                 // p99 objective; 0: none
   std::uint64_t trace_requests = 0;  // requests a step replays (--limit applied)
   double trace_span_s = 0;           // the last request's ts_ms, in s (speed sweeps)
-  int concurrency = 1;               // workers of a speed sweep
+  // --measure-after N: each step's first N requests are served, not measured;
+  // measured_from_s is the arrival (ts_ms, in s) of the first measured one.
+  std::uint64_t measure_after = 0;
+  double measured_from_s = 0;
+  int concurrency = 1;  // workers of a speed sweep
   std::vector<SweepCurve> curves;
   double wall_s = 0;    // the whole sweep, model loads and warm-ups included
   double replay_s = 0;  // of it, the steps' replays

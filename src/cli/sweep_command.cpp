@@ -22,6 +22,7 @@ struct SweepArgs {
   std::string speeds, concurrency, out;
   std::vector<std::string> caches;
   std::string max_batches;  // --max-batch 1,8
+  std::uint64_t measure_after = 0;
   double slo_ms = 0;
   int refine = 0;
 };
@@ -74,6 +75,7 @@ SweepConfig make_sweep_config(const ReplayArgs& args, const SweepArgs& a) {
   config.redis_url = redis_url(args);
   config.slo_ms = a.slo_ms;
   config.refine = a.refine;
+  config.base.replay.measure_after = a.measure_after;
   if (!a.max_batches.empty()) {
     config.max_batches.clear();
     for (const std::string& part : report::split(a.max_batches, ',')) {
@@ -116,6 +118,10 @@ Runner add_sweep_command(CLI::App& app) {
   cmd->add_option("--max-batch", a->max_batches,
                   "With --speeds: batch sizes to sweep, each with every --caches configuration, e.g. 1,8 (default 1); "
                   "a batched configuration gets max(--workers, 2N) workers");
+  cmd->add_option("--measure-after", a->measure_after,
+                  "Serve each step's first N requests without measuring them (the caches fill, the queue settles), "
+                  "and measure the rest (default 0)")
+      ->check(whole_at_least(0));
   cmd->add_option("--slo-ms", a->slo_ms,
                   "The p99 objective in ms: a configuration stops at the first step past it, and its capacity is "
                   "the traffic it serves within it")

@@ -181,6 +181,7 @@ CollectorOptions collector_options(const RunConfig& config, const RunInfo& info,
   options.trace_json_max_bytes = config.output.trace_json_max_bytes;
   options.copies_applicable = info.copies_applicable;
   options.preprocess_ops = config.profile.preprocess_op_names();
+  options.measure_from = config.replay.measure_after;
   return options;
 }
 
@@ -433,7 +434,10 @@ RunOutcome RunSession::collect(const detail::DriveResult& drove) {
   if (done == 0 && config_.replica.count <= 1)
     detail::throw_no_valid_requests(config_.replay.trace_path, info_.skipped_invalid);
   // Verification stalls the workers between requests; take it out of the replay time.
-  info_.wall_s = static_cast<double>(drove.end - epoch_ - verifier_.spent_ns() / config_.replay.concurrency) / 1e9;
+  // With --measure-after the measured replay starts at its first request's arrival.
+  const Nanos first = config_.replay.measure_after > 0 ? collector_->first_measured_arrival() : 0;
+  const Nanos start = first > 0 ? first : epoch_;
+  info_.wall_s = static_cast<double>(drove.end - start - verifier_.spent_ns() / config_.replay.concurrency) / 1e9;
   warn_about_events();
   std::vector<UpdateReport> update_reports;
   channel_.reset();  // no announcement after this point

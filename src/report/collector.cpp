@@ -189,6 +189,7 @@ struct Collector::Impl {
   std::uint64_t gpu_kernels = 0, h2d_bytes = 0, d2h_bytes = 0;
   Nanos gpu_idle = 0;
   std::vector<std::uint64_t> batch_requests;  // [k]: requests computed in a batch of k (RequestRecord::batch)
+  Nanos first_arrival = 0;                    // of the measured requests
 
   // Streaming to out_dir: requests.csv and trace.json (request_sinks.hpp); empty once committed or discarded.
   std::vector<std::unique_ptr<report::RequestSink>> sinks;
@@ -211,8 +212,14 @@ void Collector::set_epoch(Nanos epoch) {
     sink->set_epoch(epoch);
 }
 
+Nanos Collector::first_measured_arrival() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->first_arrival;
+}
+
 void Collector::add(const RequestRecord& r) {
   Impl& m = *impl_;
+  if (r.seq < m.options.measure_from) return;  // served to settle the replay, not measured
   Scratch& sc = scratch();
   const std::size_t n = r.spans.size();
 
@@ -243,6 +250,7 @@ void Collector::add(const RequestRecord& r) {
 
   std::lock_guard<std::mutex> lock(m.mutex);
   ++m.requests;
+  if (m.first_arrival == 0 || r.arrival < m.first_arrival) m.first_arrival = r.arrival;
   if (!r.ok) {
     ++m.failed;
     if (m.failed_examples.size() < kMaxFailedExamples)

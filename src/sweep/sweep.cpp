@@ -77,6 +77,9 @@ void scan_trace(const RunConfig& base, SweepLoad load, SweepResult& r) {
   std::uint64_t without_ts = 0, first_without = 0;
   while (reader.next(record)) {
     if (record.kind != TraceRecord::Kind::request) continue;
+    // The first measured request's arrival: where a step's offered load is counted from.
+    if (r.trace_requests == base.replay.measure_after && record.request.ts_ms)
+      r.measured_from_s = *record.request.ts_ms / 1000;
     ++r.trace_requests;
     if (record.request.ts_ms) {
       last_ts = std::max(last_ts, *record.request.ts_ms);
@@ -86,6 +89,11 @@ void scan_trace(const RunConfig& base, SweepLoad load, SweepResult& r) {
     if (base.replay.limit > 0 && r.trace_requests == base.replay.limit) break;
   }
   if (r.trace_requests == 0) throw bad_input(fmt::format("{}: no requests to replay", base.replay.trace_path));
+  if (base.replay.measure_after >= r.trace_requests)
+    throw bad_input(fmt::format("sweep --measure-after {}: a step replays {} requests{}, so none would be measured",
+                                base.replay.measure_after, r.trace_requests,
+                                base.replay.limit > 0 ? " (--limit)" : ""));
+  r.measure_after = base.replay.measure_after;
   r.trace_span_s = last_ts / 1000;
   if (load != SweepLoad::speed) return;
   if (without_ts > 0)
@@ -171,8 +179,9 @@ std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::
   const RunSummary& s = outcome.summary;
   if (s.info.interrupted()) return std::nullopt;
   r.replay_s += s.info.wall_s;
-  const double offered =
-      c.load == SweepLoad::speed ? static_cast<double>(r.trace_requests) / (r.trace_span_s / load) : 0;
+  const double offered = c.load == SweepLoad::speed ? static_cast<double>(r.trace_requests - r.measure_after) /
+                                                          ((r.trace_span_s - r.measured_from_s) / load)
+                                                    : 0;
   SweepStep step = step_of(s, load, offered);
   judge_step(c.load, c.slo_ms, before, step);
   for (const std::string& w : s.info.warnings)

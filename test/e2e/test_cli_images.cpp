@@ -115,8 +115,9 @@ TEST_SUITE("e2e images") {
     const std::string header = csv.substr(0, csv.find('\n'));
     CHECK(header.find(",preprocess.decode_us,preprocess.resize_us,") != std::string::npos);
     CHECK(header.find(",preprocess.normalize_cpu_us,image_bytes,image_pixels") != std::string::npos);
-    const std::string jpeg_row = fmt::format(",{},{}\n", f.bytes("300x200-0.jpg").size(), 300 * 200);
-    const std::string png_row = fmt::format(",{},{}\n", f.bytes("64x48-0.png").size(), 64 * 48);
+    // (then batch 1 and its batch_wait_us 0: no batcher)
+    const std::string jpeg_row = fmt::format(",{},{},1,0.000\n", f.bytes("300x200-0.jpg").size(), 300 * 200);
+    const std::string png_row = fmt::format(",{},{},1,0.000\n", f.bytes("64x48-0.png").size(), 64 * 48);
     CHECK_MESSAGE(csv.find(jpeg_row) != std::string::npos, csv);
     CHECK_MESSAGE(csv.find(png_row) != std::string::npos, csv);
 

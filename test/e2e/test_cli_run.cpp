@@ -86,9 +86,9 @@ TEST_SUITE("e2e run") {
 
     // requests.csv: a header and one row per request.
     CHECK(count_lines(slurp(out.path() / "r" / "requests.csv")) == Fixture::kRequests + 1);
-    // stages.csv: a header, 9 stages, the default profile's one op (to_float) and the total.
+    // stages.csv: a header, 10 stages (batch_wait n/a), the default profile's one op (to_float) and the total.
     const std::string stages = slurp(out.path() / "r" / "stages.csv");
-    CHECK(count_lines(stages) == 12);
+    CHECK(count_lines(stages) == 13);
     CHECK(stages.find("\npreprocess.to_float,") != std::string::npos);
 
     // stacks.folded sums to the total span time (µs, rounded once).

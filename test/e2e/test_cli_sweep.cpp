@@ -65,6 +65,25 @@ TEST_SUITE("e2e sweep") {
     CHECK(html.find("<svg") != std::string::npos);
   }
 
+  TEST_CASE("sweep --measure-after N: each step measures the requests after the first N, offered over their span") {
+    auto& f = fixture();
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1", "--measure-after", "50", "--format",
+                      "json", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.parse(r.out);
+    CHECK(std::uint64_t(doc["measure_after"]) == 50);
+    simdjson::dom::element step = doc["configurations"].at(0)["steps"].at(0);
+    CHECK(std::uint64_t(step["requests"]) == 150);
+    // 150 requests over the span from the 51st arrival to the last: about 1,000 req/s, as the trace was made.
+    CHECK(double(step["offered_rps"]) > 700);
+    CHECK(double(step["offered_rps"]) < 1400);
+    auto bad = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1", "--measure-after", "200"});
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("sweep --measure-after 200: a step replays 200 requests, so none would be measured") !=
+          std::string::npos);
+  }
+
   TEST_CASE("sweep --speeds stops a configuration at its first saturated step and runs no step after it") {
     auto& f = fixture();
     // At 10,000x the trace offers millions of requests a second: no MLP replay serves 95% of that.

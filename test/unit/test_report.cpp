@@ -605,6 +605,24 @@ TEST_SUITE("report") {
     CHECK(std::uint64_t(doc["reports"]["csv_rows"]) == 2);
   }
 
+  TEST_CASE("measure_from: the requests before it are not measured, and the wall time starts at the first that is") {
+    CollectorOptions options;
+    options.measure_from = 2;
+    Collector c(options);
+    CHECK(c.first_measured_arrival() == 0);
+    for (std::uint64_t seq = 0; seq < 5; ++seq) {
+      Rec b(seq, kBase + static_cast<Nanos>(seq) * 1'000'000, kBase + static_cast<Nanos>(seq) * 1'000'000,
+            kBase + static_cast<Nanos>(seq) * 1'000'000 + (seq < 2 ? 900'000 : 100'000));
+      b.span(Stage::compute, 0, seq < 2 ? 900'000 : 100'000);
+      c.add(b.done());
+    }
+    const RunSummary s = c.summarize(RunInfo{});
+    CHECK(s.requests == 3);
+    // The slow settling requests (900 µs) are in no figure: every measured one took 100 µs.
+    CHECK(s.total.max_us == doctest::Approx(100.0).epsilon(0.01));
+    CHECK(c.first_measured_arrival() == kBase + 2'000'000);
+  }
+
   TEST_CASE("stages.csv has a row per stage and the total") {
     Collector c(CollectorOptions{});
     c.add(nested_record());

@@ -57,6 +57,7 @@ std::string render_sweep_json(const SweepResult& r) {
   if (r.slo_ms > 0) w.field_number("slo_p99_ms", r.slo_ms);
   w.field("trace_requests", r.trace_requests);
   w.field_number("trace_span_s", r.trace_span_s, 3);
+  w.field("measure_after", r.measure_after);
   w.field_number("wall_s", r.wall_s, 3);
   w.field_number("replay_s", r.replay_s, 3);
   w.field("interrupted", !r.interrupted_by.empty());

@@ -30,10 +30,12 @@ std::string load_label(const SweepResult& r, double load) {
 
 std::string headline(const SweepResult& r) {
   std::string steps = r.loads.empty() ? "" : load_label(r, r.loads.front()) + "–" + load_label(r, r.loads.back());
-  return fmt::format("inferprof sweep · {} · {} · {} requests · {} {}{}{}", base_name(r.model_path),
-                     base_name(r.trace_path), group_thousands(r.trace_requests), sweep_load_name(r.load), steps,
-                     r.slo_ms > 0 ? fmt::format(" · p99 ≤ {:g} ms", r.slo_ms) : "",
-                     r.interrupted_by.empty() ? "" : " · interrupted by " + r.interrupted_by);
+  return fmt::format(
+      "inferprof sweep · {} · {} · {} requests{} · {} {}{}{}", base_name(r.model_path), base_name(r.trace_path),
+      group_thousands(r.trace_requests),
+      r.measure_after > 0 ? fmt::format(" (the first {} unmeasured)", group_thousands(r.measure_after)) : "",
+      sweep_load_name(r.load), steps, r.slo_ms > 0 ? fmt::format(" · p99 ≤ {:g} ms", r.slo_ms) : "",
+      r.interrupted_by.empty() ? "" : " · interrupted by " + r.interrupted_by);
 }
 
 std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
