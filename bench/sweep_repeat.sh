@@ -9,6 +9,7 @@
 #   bench/sweep_repeat.sh [build/inferprof]      # ~40 minutes on 2 cores with the defaults
 #   env: ARCH=cnn REQUESTS=2000 KEYS=200 RATE=80 SPEEDS=0.5:4:0.5 SLO_MS=50 RUNS=3
 #        CACHES="none l1 l1,l2" REFINE=0 (sweep --refine) BATCHES= (sweep --max-batch, e.g. 1,8)
+#        MEASURE_AFTER=0 (sweep --measure-after)
 #        CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded"
 # Batching's capacity (docs/sweep.md#dynamic-batching):
 #   CACHES=none BATCHES=1,8 REQUESTS=1000 SPEEDS=1:4:0.5 SLO_MS=100 bench/sweep_repeat.sh
@@ -22,6 +23,7 @@ SPEEDS=${SPEEDS:-0.5:4:0.5}
 SLO_MS=${SLO_MS:-50}
 RUNS=${RUNS:-3}
 REFINE=${REFINE:-0}
+MEASURE_AFTER=${MEASURE_AFTER:-0}
 BATCH_ARGS=()
 if [[ -n ${BATCHES:-} ]]; then BATCH_ARGS=(--max-batch "$BATCHES"); fi
 read -r -a CACHES <<<"${CACHES:-none l1 l1,l2}"
@@ -43,17 +45,18 @@ CACHE_ARGS=()
 for c in "${CACHES[@]}"; do CACHE_ARGS+=(--caches "$c"); done
 
 echo "sweep $ARCH, $REQUESTS requests at $RATE req/s, speeds $SPEEDS (refine $REFINE), caches ${CACHES[*]}," \
-  "batches ${BATCHES:-1}, p99 <= $SLO_MS ms"
+  "batches ${BATCHES:-1}, first $MEASURE_AFTER unmeasured, p99 <= $SLO_MS ms"
 for phase in $PHASES; do
   start_load_for "$phase"
   for run in $(seq "$RUNS"); do
     /usr/bin/time -f "%e" -o "$D/time" taskset -c "$CORES" "$B" sweep "$D/m.pt" --trace "$D/t.jsonl" \
-      --speeds "$SPEEDS" --slo-ms "$SLO_MS" --refine "$REFINE" "${CACHE_ARGS[@]}" "${BATCH_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
+      --speeds "$SPEEDS" --slo-ms "$SLO_MS" --refine "$REFINE" --measure-after "$MEASURE_AFTER" "${CACHE_ARGS[@]}" "${BATCH_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
     python3 - "$D/$phase-$run.json" "$(cat "$D/time")" "$phase" "$run" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 steps = sum(len(c["steps"]) for c in r["configurations"])
-caps = "  ".join(f'{c["name"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""} ({len(c["steps"])} steps)'
+caps = "  ".join(f'{c["name"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""} ({len(c["steps"])} steps, '
+                 f'most served {max(s["achieved_rps"] for s in c["steps"]):.1f}/s)'
                  for c in r["configurations"])
 print(f'{sys.argv[3]} run {sys.argv[4]}: process {float(sys.argv[2]):.1f} s, replays {r["replay_s"]:.1f} s '
       f'(x{float(sys.argv[2]) / r["replay_s"]:.2f}), {steps} steps; capacity req/s: {caps}')

@@ -363,7 +363,8 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     b.of_size.assign(static_cast<std::size_t>(info.max_batch) + 1, 0);
     for (std::size_t k = 1; k < m.batch_requests.size(); ++k) {
       b.computed += m.batch_requests[k];
-      // Every request of a batch finishes with it; a batch cut by a failure counts as one.
+      // Every request of a batch finishes with it; a batch cut by a failure, or by
+      // --measure-after's boundary, counts as one.
       const std::uint64_t batches = (m.batch_requests[k] + k - 1) / k;
       if (k < b.of_size.size()) b.of_size[k] = batches;
       b.batches += batches;

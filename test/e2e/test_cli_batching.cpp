@@ -161,6 +161,8 @@ print(len(misses))
          "--ops attributes one request's forward to aten operators, but with --max-batch"},
         {{"run", f.model, "--trace", f.trace, "--max-batch", "5000", "--concurrency", "5000"},
          "--max-batch 5000: expected 1 to 4096"},
+        {{"run", f.model, "--trace", f.trace, "--max-batch", "2", "--concurrency", "2", "--batch-delay-us", "2e6"},
+         "--batch-delay-us 2000000: expected 0 to 1000000 (a second)"},
         {{"compare", f.model, "--trace", f.trace, "--caches", "l1", "--max-batch", "2"},
          "--max-batch 2: lockstep serves one request at a time under every configuration, so nothing can batch"},
         {{"sweep", f.model, "--trace", f.trace, "--concurrency", "1,2", "--max-batch", "1,4"},
