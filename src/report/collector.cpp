@@ -88,6 +88,22 @@ StageStats stats_of(const Histogram& h, std::uint64_t count, std::uint64_t reque
   return s;
 }
 
+// The batches by size from the requests computed in a batch of each size.
+BatchingStats batching_of(const std::vector<std::uint64_t>& batch_requests, int max_batch) {
+  BatchingStats b;
+  b.enabled = true;
+  b.of_size.assign(static_cast<std::size_t>(max_batch) + 1, 0);
+  for (std::size_t k = 1; k < batch_requests.size(); ++k) {
+    b.computed += batch_requests[k];
+    // Every request of a batch finishes with it; a batch cut by a failure, or by
+    // --measure-after's boundary, counts as one.
+    const std::uint64_t batches = (batch_requests[k] + k - 1) / k;
+    if (k < b.of_size.size()) b.of_size[k] = batches;
+    b.batches += batches;
+  }
+  return b;
+}
+
 }  // namespace
 
 struct Collector::Impl {
@@ -357,19 +373,7 @@ RunSummary Collector::summarize(const RunInfo& info) const {
                       "wall-time comparisons with it are unreliable",
                       c.off_cpu * 100, report::human_duration_us(c.cpu_mean_us), report::human_duration_us(c.mean_us)));
   }
-  if (info.max_batch > 1) {
-    BatchingStats& b = s.batching;
-    b.enabled = true;
-    b.of_size.assign(static_cast<std::size_t>(info.max_batch) + 1, 0);
-    for (std::size_t k = 1; k < m.batch_requests.size(); ++k) {
-      b.computed += m.batch_requests[k];
-      // Every request of a batch finishes with it; a batch cut by a failure, or by
-      // --measure-after's boundary, counts as one.
-      const std::uint64_t batches = (m.batch_requests[k] + k - 1) / k;
-      if (k < b.of_size.size()) b.of_size[k] = batches;
-      b.batches += batches;
-    }
-  }
+  if (info.max_batch > 1) s.batching = batching_of(m.batch_requests, info.max_batch);
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
   s.latency_sample_us = m.sample;
   for (const auto& [outcome, h] : m.outcome_hist) {
