@@ -41,6 +41,7 @@ PUBLIC_OWNER = {
     "lifecycle.hpp": "replay",
     "simulate.hpp": "simulate",
     "sweep.hpp": "sweep",
+    "merge.hpp": "merge",
     "diff.hpp": "diff",
 }
 

@@ -9,8 +9,10 @@ namespace inferprof {
 
 struct ReplicaResult {
   int index = 0;
-  int pid = 0;
-  std::string status = "ok";  // ok | interrupted | "exit N" | "killed by signal N" | "timed out"
+  int pid = 0;                // 0: not started by this process (merge of folders)
+  std::string host;           // where it ran (its summary's hostname)
+  std::string dir;            // its run folder
+  std::string status = "ok";  // ok | interrupted | "exit N" | "killed by signal N" | "timed out" | "no report"
   std::string log_tail;       // last lines of its output when it failed
   std::uint64_t requests = 0;
   double mean_us = 0, p50_us = 0, p99_us = 0, throughput_rps = 0;

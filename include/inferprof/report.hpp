@@ -31,6 +31,10 @@ struct CollectorOptions {
   std::uint64_t measure_from = 0;
 };
 
+// The files Collector::commit writes into its out_dir.
+inline constexpr const char* kRunReportFiles[] = {"summary.json",   "requests.csv", "stages.csv", "stacks.folded",
+                                                  "flamegraph.svg", "trace.json",   "report.html"};
+
 // Aggregates request records as they complete: histograms per stage,
 // folded-stack totals per span path, op statistics; streams requests.csv rows
 // and trace.json events to temporary files in out_dir. Memory is bounded by

@@ -114,6 +114,7 @@ struct ReplicaRole {
   int index = -1;  // -1: not a replica
   int count = 0;
   Split split = Split::round_robin;
+  std::string group;               // --group NAME (across hosts); empty: run --replicas on this host
   std::string update_channel;      // Redis URL for update pub/sub; empty: the trace's own events
   std::function<void()> on_ready;  // called when warmed up, before the replay starts; may block
   bool is_replica() const { return index >= 0; }

@@ -21,6 +21,17 @@ struct RunInfo {
   std::string cpu_model;   // /proc/cpuinfo "model name"; with cpu_cores, what `diff` calls the machine
   int cpu_cores = 0;       // hardware threads
   std::string started_at;  // ISO 8601, UTC
+  // The wall clock (Unix ms) at the replay's epoch, which requests.csv's times count from: `merge` lines up
+  // the replicas of a group by it (across hosts, as far as their clocks agree).
+  double epoch_unix_ms = 0;
+  // A replica of a group (run --replicas, --group): which one of how many, how the trace was sharded, and
+  // the group's name (--group). index -1: not a replica.
+  struct Replica {
+    int index = -1;
+    int count = 0;
+    std::string shard_by, group;
+  } replica;
+  int merged_from = 0;  // merge: how many replicas' run folders this report merges (0: one replay)
   // The machine's speed before the first request and after the last
   // (probe_machine_speed): what `diff` compares to tell a slower machine from slower code.
   SpeedProbe speed_before, speed_after;

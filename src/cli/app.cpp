@@ -41,6 +41,7 @@ int run_cli(int argc, char** argv) {
   add(add_gen_images_command);
   add(add_store_command);
   add(add_diff_command);
+  add(add_merge_command);
   add(add_simulate_command);
   add(add_convert_command);
 

@@ -26,6 +26,7 @@ Runner add_simulate_command(CLI::App& app);
 Runner add_sweep_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
 Runner add_inspect_command(CLI::App& app);
+Runner add_merge_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand. Returns the process exit code.
 int run_cli(int argc, char** argv);

@@ -66,20 +66,25 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   // Without --out the replicas' reports go to a scratch folder, removed after
   // (also on a signal; one a SIGKILL left is removed by a later run).
   lifecycle::PrivateFolder scratch;
-  launch.out_dir = out;
+  launch.out_dir = launch.merged_dir = out;
   if (out.empty()) {
     scratch = lifecycle::PrivateFolder("inferprof-replicas");
     launch.out_dir = scratch.path();
   }
-  ReplicaSummary s = run_replicas(launch);
-  if (!out.empty()) write_file_atomic(out, "replicas.json", render_replicas_json(s));
+  const MergeResult r = run_replicas(launch);
   scratch.remove();
-  std::fputs(report::render(args.format, s, "the replica table").c_str(), stdout);
+  // The merged run (over every replica's requests), then a row per replica;
+  // the machine formats print the replica table alone (the merged run is summary.json).
+  const bool people = args.format == report::Format::table || args.format == report::Format::markdown;
+  if (people && r.run.requests > 0) std::fputs((report::render(args.format, r.run, "a run") + "\n").c_str(), stdout);
+  std::fputs(report::render(args.format, r.replicas, "the replica table").c_str(), stdout);
   if (!out.empty() && args.format == report::Format::table)
-    std::printf("\nreports written to %s/: replicas.json, replica-N/ (each replica's reports), replica-N.log\n",
-                out.c_str());
-  if (s.failed > 0) {
-    std::fprintf(stderr, "inferprof: error: %d of %d replicas failed (see the table)\n", s.failed, replicas);
+    std::printf(
+        "\nreports written to %s/: the merged run's (summary.json, requests.csv, ...), replicas.json, "
+        "replica-N/ (each replica's reports), replica-N.log\n",
+        out.c_str());
+  if (r.replicas.failed > 0) {
+    std::fprintf(stderr, "inferprof: error: %d of %d replicas failed (see the table)\n", r.replicas.failed, replicas);
     if (!lifecycle::interrupted()) return static_cast<int>(ExitCode::runtime);
   }
   if (lifecycle::interrupted()) return interrupted_exit();

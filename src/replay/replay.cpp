@@ -224,14 +224,20 @@ RunOutcome collect_run(const Collector& collector, const RunInfo& info, const Ca
 void commit_run(Collector& collector, RunOutcome& outcome, const std::string& out_dir) {
   if (out_dir.empty()) return;
   collector.commit(outcome.summary);
-  for (const char* f :
-       {"summary.json", "requests.csv", "stages.csv", "stacks.folded", "flamegraph.svg", "trace.json", "report.html"})
+  for (const char* f : kRunReportFiles)
     outcome.files.push_back((fs::path(out_dir) / f).string());
 }
 
 }  // namespace detail
 
 namespace {
+
+// The wall clock, in Unix milliseconds, at the steady-clock instant `at`.
+double unix_ms_at(Nanos at) {
+  const double now_unix_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return now_unix_ms + static_cast<double>(at - now_ns()) / 1e6;
+}
 
 // Whether this replay takes the inline driver (ReplayOptions::driver).
 bool use_inline_driver(const RunConfig& config) {
@@ -383,6 +389,10 @@ detail::Gate RunSession::make_gate() {
     // the driver's threads and waking the workers, so none of it is charged to
     // the first requests (in open loop it would show as queueing).
     epoch_ = open.epoch = now_ns() + (inline_driver_ ? 0 : 2'000'000);
+    info_.epoch_unix_ms = unix_ms_at(open.epoch);
+    if (config_.replica.is_replica())
+      info_.replica = {config_.replica.index, config_.replica.count, std::string(enum_name(config_.replica.split)),
+                       config_.replica.group};
     collector_->set_epoch(open.epoch);
     if (updates_) updates_->set_epoch(open.epoch);
     if (config_.replay.limit > 0) counters_.estimate = config_.replay.limit;

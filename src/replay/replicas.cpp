@@ -23,7 +23,6 @@
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/report.hpp"
 #include "replay/replica_handshake.hpp"
-#include "report/saved_run.hpp"
 
 namespace inferprof {
 
@@ -91,35 +90,6 @@ std::string describe_status(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? "ok" : fmt::format("exit {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
   return "unknown";
-}
-
-// Reads what a finished replica wrote into its summary.json.
-void read_summary(const std::string& path, ReplicaResult& r) {
-  report::SavedRun run;
-  try {
-    run = report::read_saved_run(path, report::SummaryCheck::partial);
-  } catch (const Error&) {
-    if (r.status == "ok") r.status = "no summary.json";
-    return;
-  }
-  r.requests = run.requests;
-  r.throughput_rps = run.throughput_rps;
-  const StageStats& total = run.stages[kStageCount];
-  r.mean_us = total.mean_us;
-  r.p50_us = total.p50_us;
-  r.p99_us = total.p99_us;
-  for (const auto& u : run.updates) {
-    ReplicaResult::Live live;
-    live.version = u.to_version;
-    live.unix_ms = u.live_unix_ms;  // -1 (null): never live in this replica
-    live.stale_served = u.stale_served;
-    live.stalled = u.stalled;
-    live.stall_ms = u.stall_ms;
-    r.stale_served += live.stale_served;
-    r.stalled += live.stalled;
-    r.stall_ms += live.stall_ms;
-    r.live.push_back(std::move(live));
-  }
 }
 
 // The shared tiers start empty and keep nothing of the run afterwards; the
@@ -207,89 +177,25 @@ bool wait_all(std::vector<Replica>& children, int timeout_s) {
   return timed_out;
 }
 
-// How a replica ended, and what its summary.json says when it finished.
-ReplicaResult result_of(const Replica& c, int index, bool timed_out) {
-  ReplicaResult r;
-  r.index = index;
+// How a replica's process ended, on its row of the table (merge filled in
+// what its folder says).
+void annotate(ReplicaResult& r, const Replica& c, bool timed_out) {
   r.pid = c.process.pid();
-  r.status = describe_status(c.wait_status);
-  if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) r.status = "timed out";
+  std::string status = describe_status(c.wait_status);
+  if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) status = "timed out";
   // Stopped by the interrupt passed on: what it completed counts, not a failure.
   if (lifecycle::interrupted() && WIFEXITED(c.wait_status) &&
-      WEXITSTATUS(c.wait_status) == lifecycle::interrupted_exit_code()) {
-    r.status = "ok";
-    read_summary((fs::path(c.dir) / "summary.json").string(), r);
-    r.status = "interrupted";
-  }
-  if (!c.ready && r.status == "ok") r.status = "never ready";
-  if (r.status == "ok") read_summary((fs::path(c.dir) / "summary.json").string(), r);
+      WEXITSTATUS(c.wait_status) == lifecycle::interrupted_exit_code())
+    status = "interrupted";
+  if (!c.ready && status == "ok") status = "never ready";
+  if (status == "ok" && r.status == "no report") status = "no summary.json";
+  if (status != "ok") r.status = status;
   if (r.status != "ok" && r.status != "interrupted") r.log_tail = tail_lines(c.log, 5);
-  return r;
 }
-
-// The replicas' results folded into one summary: the spread of p50 and p99
-// over those that served something; per update, the replicas that went live
-// on it and the skew between the first and the last.
-class ReplicaFold {
- public:
-  explicit ReplicaFold(ReplicaSummary& s) : s_(s) {}
-  void add(ReplicaResult r) {
-    if (r.status != "ok" && r.status != "interrupted") {
-      ++s_.failed;
-    } else if (r.requests > 0) {  // the spread is over replicas that served something
-      if (finished_ == 0) {
-        p50_lo_ = p50_hi_ = r.p50_us;
-        p99_lo_ = p99_hi_ = r.p99_us;
-      }
-      p50_lo_ = std::min(p50_lo_, r.p50_us);
-      p50_hi_ = std::max(p50_hi_, r.p50_us);
-      p99_lo_ = std::min(p99_lo_, r.p99_us);
-      p99_hi_ = std::max(p99_hi_, r.p99_us);
-      ++finished_;
-    }
-    s_.requests += r.requests;
-    for (const auto& live : r.live)
-      add_live(live);
-    s_.replicas.push_back(std::move(r));
-  }
-  void finish() {
-    s_.p50_spread_us = p50_hi_ - p50_lo_;
-    s_.p99_spread_us = p99_hi_ - p99_lo_;
-    for (const std::string& v : order_) {
-      ReplicaUpdate u = by_version_[v];
-      if (auto it = live_range_.find(v); it != live_range_.end()) u.skew_ms = it->second.second - it->second.first;
-      s_.updates.push_back(u);
-    }
-  }
-
- private:
-  void add_live(const ReplicaResult::Live& live) {
-    if (!by_version_.count(live.version)) order_.push_back(live.version);
-    ReplicaUpdate& u = by_version_[live.version];
-    u.version = live.version;
-    u.stale_served += live.stale_served;
-    u.stalled += live.stalled;
-    u.stall_ms += live.stall_ms;
-    if (live.unix_ms < 0) return;
-    auto [it, fresh] = live_range_.try_emplace(live.version, live.unix_ms, live.unix_ms);
-    if (!fresh) {
-      it->second.first = std::min(it->second.first, live.unix_ms);
-      it->second.second = std::max(it->second.second, live.unix_ms);
-    }
-    ++u.replicas_live;
-  }
-
-  ReplicaSummary& s_;
-  std::map<std::string, ReplicaUpdate> by_version_;
-  std::vector<std::string> order_;
-  std::map<std::string, std::pair<double, double>> live_range_;
-  double p50_lo_ = 0, p50_hi_ = 0, p99_lo_ = 0, p99_hi_ = 0;
-  int finished_ = 0;
-};
 
 }  // namespace
 
-ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
+MergeResult run_replicas(const ReplicaLaunch& launch) {
   if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
   check_replica_limit(launch.replicas);
   ensure_output_dir(launch.out_dir);
@@ -317,14 +223,20 @@ ReplicaSummary run_replicas(const ReplicaLaunch& launch) {
   const bool timed_out = wait_all(children, launch.timeout_s);
   clear_shared(launch);
 
-  ReplicaSummary s;
-  s.split = enum_name(launch.split);
-  if (lifecycle::interrupted()) s.interrupted_by = lifecycle::interrupt_name();
-  ReplicaFold fold(s);
-  for (std::size_t i = 0; i < children.size(); ++i)
-    fold.add(result_of(children[i], static_cast<int>(i), timed_out));
-  fold.finish();
-  return s;
+  // One report from every replica's requests, with a row per replica.
+  MergeOptions merge;
+  merge.replicas = launch.replicas;
+  merge.out_dir = launch.merged_dir;
+  for (const Replica& c : children)
+    if (fs::exists(fs::path(c.dir) / "summary.json")) merge.dirs.push_back(c.dir);
+  merge.annotate = [&](ReplicaResult& r) {
+    if (static_cast<std::size_t>(r.index) < children.size())
+      annotate(r, children[static_cast<std::size_t>(r.index)], timed_out);
+  };
+  MergeResult result = merge_runs(merge);
+  result.replicas.split = enum_name(launch.split);
+  if (lifecycle::interrupted()) result.replicas.interrupted_by = lifecycle::interrupt_name();
+  return result;
 }
 
 }  // namespace inferprof

@@ -6,6 +6,7 @@
 #include <simdjson.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -136,6 +137,30 @@ void read_run_info(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
     run.threads = static_cast<int>(doc.optional_number(info, "threads"));
     run.concurrency = static_cast<int>(doc.optional_number(info, "concurrency"));
     run.limit = static_cast<std::uint64_t>(doc.optional_number(info, "limit"));
+    run.tool_version = doc.optional_string(info, "tool_version");
+    run.model_version = doc.optional_string(info, "model_version");
+    run.model_sha256 = doc.optional_string(info, "model_sha256");
+    run.model_arch = doc.optional_string(info, "model_arch");
+    run.profile_source = doc.optional_string(info, "profile_source");
+    run.driver = doc.optional_string(info, "driver");
+    run.model_parameters = static_cast<std::int64_t>(doc.optional_number(info, "model_parameters"));
+    run.model_bytes = static_cast<std::int64_t>(doc.optional_number(info, "model_bytes"));
+    run.trace_bytes = static_cast<std::uint64_t>(doc.optional_number(info, "trace_bytes"));
+    run.speed = info["speed"].error() == simdjson::SUCCESS ? doc.optional_number(info, "speed") : 1.0;
+    run.batch_delay_us = doc.optional_number(info, "batch_delay_us");
+    run.max_batch = std::max(1, static_cast<int>(doc.optional_number(info, "max_batch")));
+    run.load_ms = doc.optional_number(info, "load_ms");
+    run.wall_s = doc.optional_number(info, "wall_s");
+    run.epoch_unix_ms = doc.optional_number(info, "epoch_unix_ms");
+    bool copies = false;
+    if (info["copies_applicable"].get(copies) == simdjson::SUCCESS) run.copies_applicable = copies;
+    simdjson::dom::object replica;
+    if (info["replica"].get(replica) == simdjson::SUCCESS) {
+      run.replica.index = static_cast<int>(doc.number(replica, "index", "run.replica.index"));
+      run.replica.count = static_cast<int>(doc.number(replica, "count", "run.replica.count"));
+      run.replica.shard_by = doc.optional_string(replica, "shard_by");
+      run.replica.group = doc.optional_string(replica, "group");
+    }
     simdjson::dom::object probe, at;
     if (info["speed_probe"].get(probe) == simdjson::SUCCESS)
       for (auto [name, into] : {std::pair{"before", &run.speed_before}, std::pair{"after", &run.speed_after}})
@@ -239,6 +264,7 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
                                 printable(schema), kSummarySchema));
 
   read_run_info(doc, top, run);
+  run.interrupted_by = doc.optional_string(top, "interrupted_by");
 
   run.requests = static_cast<std::uint64_t>(doc.number(top, "requests", "requests"));
   run.throughput_rps = doc.number(top, "throughput_rps", "throughput_rps");
@@ -301,6 +327,13 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
     part_cpu_cols.push_back(CsvReader::column(fields, part + "_cpu_us"));
   }
   const std::size_t width = fields.size();
+  const int id_col = CsvReader::column(fields, "id"), line_col = CsvReader::column(fields, "line"),
+            worker_col = CsvReader::column(fields, "worker"), batch_col = CsvReader::column(fields, "batch"),
+            image_bytes_col = CsvReader::column(fields, "image_bytes"),
+            image_pixels_col = CsvReader::column(fields, "image_pixels"),
+            arrival_col = CsvReader::column(fields, "arrival_us"), start_col = CsvReader::column(fields, "start_us"),
+            key_col = CsvReader::column(fields, "key"), error_col = CsvReader::column(fields, "error"),
+            version_col = CsvReader::column(fields, "model_version");
 
   RequestRow r;
   while (csv.next(fields)) {
@@ -329,6 +362,29 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
       r.cpu_us[i] = cell(cpu_cols[i], cpu_names[i]).value_or(0);
     }
     r.has_cpu = cell(cpu_cols[kStageCount], cpu_names[kStageCount]).has_value();
+    auto count = [&](int col, const char* name) -> std::uint64_t {
+      if (col < 0) return 0;
+      const std::string& f = fields[static_cast<std::size_t>(col)];
+      if (f.empty()) return 0;
+      std::uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+      if (ec != std::errc() || end != f.data() + f.size())
+        throw bad_input(
+            at_line(path, r.line, fmt::format("'{}' is not a whole number in column '{}'", printable(f), name)));
+      return v;
+    };
+    auto text = [&](int col) { return col < 0 ? std::string() : fields[static_cast<std::size_t>(col)]; };
+    r.id = count(id_col, "id");
+    r.trace_line = count(line_col, "line");
+    r.worker = count(worker_col, "worker");
+    r.batch = count(batch_col, "batch");
+    r.image_bytes = count(image_bytes_col, "image_bytes");
+    r.image_pixels = count(image_pixels_col, "image_pixels");
+    r.arrival_us = cell(arrival_col, "arrival_us").value_or(0);
+    r.start_us = cell(start_col, "start_us").value_or(0);
+    r.key = text(key_col);
+    r.error = text(error_col);
+    r.model_version = text(version_col);
     r.part_us.resize(parts.size());
     r.part_cpu_us.resize(parts.size());
     for (std::size_t k = 0; k < parts.size(); ++k) {

@@ -25,6 +25,14 @@ struct SavedRun {
   int cpu_cores = 0, threads = 0, concurrency = 0;
   std::uint64_t limit = 0;
   SpeedProbe speed_before, speed_after;  // "run"."speed_probe"; not measured in older summaries
+  // What merge carries into the merged report's "run" (as above: "" or 0 when absent).
+  std::string tool_version, model_version, model_sha256, model_arch, profile_source, driver, interrupted_by;
+  std::int64_t model_parameters = 0, model_bytes = 0;
+  std::uint64_t trace_bytes = 0;
+  double speed = 1, batch_delay_us = 0, load_ms = 0, wall_s = 0, epoch_unix_ms = 0;
+  int max_batch = 1;
+  bool copies_applicable = false;
+  RunInfo::Replica replica;  // "run"."replica": index -1 when absent (not a replica)
   std::uint64_t requests = 0;
   double throughput_rps = 0;
   // kStageCount stages, then the request total (index kStageCount). With
@@ -74,6 +82,10 @@ struct RequestRow {
   bool has_cpu = false;
   // The parts asked for (read_requests_csv's `parts`), wall then CPU µs, the same way.
   std::vector<double> part_us, part_cpu_us;
+  // The columns merge needs to rebuild the record (absent: 0 or "").
+  std::uint64_t id = 0, trace_line = 0, worker = 0, batch = 0, image_bytes = 0, image_pixels = 0;
+  double arrival_us = 0, start_us = 0;
+  std::string key, error, model_version;
 };
 // Reads a requests.csv row by row, columns found by name. The header must
 // name total_us, ok and every column in `required`; `parts` ("preprocess.resize")

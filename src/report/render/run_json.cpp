@@ -46,6 +46,16 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("cpu_model", info.cpu_model);
   w.field("cpu_cores", info.cpu_cores);
   w.field("started_at", info.started_at);
+  w.field_number("epoch_unix_ms", info.epoch_unix_ms, 3);
+  if (info.replica.index >= 0)
+    w.key("replica")
+        .begin_object()
+        .field("index", static_cast<std::int64_t>(info.replica.index))
+        .field("count", static_cast<std::int64_t>(info.replica.count))
+        .field("shard_by", info.replica.shard_by)
+        .field("group", info.replica.group)
+        .end_object();
+  if (info.merged_from > 0) w.field("merged_from", static_cast<std::int64_t>(info.merged_from));
   if (info.speed_before.measured() && info.speed_after.measured()) {
     w.key("speed_probe").begin_object();
     for (const auto& [name, probe] : {std::pair{"before", info.speed_before}, std::pair{"after", info.speed_after}})

@@ -37,6 +37,7 @@ std::string run_headline(const RunInfo& info) {
                      plural(static_cast<std::uint64_t>(std::max(info.concurrency, 0)), "worker", "workers"));
   if (info.max_batch > 1)
     out += fmt::format(" · batches of up to {}, delay {}", info.max_batch, human_duration_us(info.batch_delay_us));
+  if (info.merged_from > 0) out += fmt::format(" · {} replicas merged", info.merged_from);
   return out;
 }
 

@@ -1,0 +1,374 @@
+// merge: replicas' run folders into one report (inferprof/merge.hpp). Each
+// requests.csv row is rebuilt into the record the replica's collector saw and
+// fed to a fresh collector, replica after replica, so memory stays bounded by
+// the collector's histograms, not by the number of requests.
+#include "inferprof/merge.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "base/atomic_file.hpp"
+#include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
+#include "inferprof/report.hpp"
+#include "report/saved_run.hpp"
+
+namespace inferprof {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Input {
+  std::string dir;
+  report::SavedRun run;
+  int index = 0;  // the replica's index: its summary's, else its position among the folders
+};
+
+Input read_input(const std::string& dir, int position) {
+  Input in;
+  in.dir = dir;
+  in.run = report::read_saved_run(dir, report::SummaryCheck::partial);
+  if (in.run.csv_path.empty())
+    throw bad_input(
+        fmt::format("{}: no requests.csv beside summary.json (merge needs every request's record)", printable(dir)));
+  in.index = in.run.replica.index >= 0 ? in.run.replica.index : position;
+  return in;
+}
+
+// The facts that make runs replicas of one run. An empty one (an older
+// summary) is not compared.
+void check_one_run(const std::vector<Input>& in) {
+  const Input& a = in.front();
+  std::map<int, const Input*> by_index;
+  for (const Input& b : in) {
+    for (auto [what, x, y] : {std::tuple{"model", &a.run.model_hash, &b.run.model_hash},
+                              std::tuple{"trace", &a.run.trace_hash, &b.run.trace_hash},
+                              std::tuple{"profile", &a.run.profile_name, &b.run.profile_name},
+                              std::tuple{"device", &a.run.device, &b.run.device}})
+      if (!x->empty() && !y->empty() && *x != *y)
+        throw bad_input(fmt::format("{}: {} {} differs from {}'s {}: merge joins the replicas of one run",
+                                    printable(b.dir), what, printable(*y), printable(a.dir), printable(*x)));
+    if (b.run.replica.count != a.run.replica.count)
+      throw bad_input(fmt::format("{}: replica of {} differs from {}'s {}: merge joins the replicas of one run",
+                                  printable(b.dir), b.run.replica.count, printable(a.dir), a.run.replica.count));
+    auto [it, fresh] = by_index.emplace(b.index, &b);
+    if (!fresh)
+      throw bad_input(fmt::format("{}: replica {} is also {}: each replica's folder once", printable(b.dir), b.index,
+                                  printable(it->second->dir)));
+  }
+}
+
+// The merged report's "run": the first replica's, with what differs between
+// replicas joined (hosts) or summed (workers).
+RunInfo merged_info(const std::vector<Input>& in) {
+  const report::SavedRun& r = in.front().run;
+  RunInfo info;
+  info.command = "merge";
+  info.tool_version = r.tool_version;
+  info.libtorch_version = r.libtorch_version;
+  info.cpu_model = r.cpu_model;
+  info.cpu_cores = r.cpu_cores;
+  info.started_at = r.started_at;
+  info.model_path = r.model_path;
+  info.model_version = r.model_version;
+  info.model_hash = r.model_hash;
+  info.model_sha256 = r.model_sha256;
+  info.model_arch = r.model_arch;
+  info.model_parameters = r.model_parameters;
+  info.model_bytes = r.model_bytes;
+  info.profile_name = r.profile_name;
+  info.profile_source = r.profile_source;
+  info.trace_path = r.trace_path;
+  info.trace_bytes = r.trace_bytes;
+  info.trace_hash = r.trace_hash;
+  info.device = r.device;
+  info.copies_applicable = r.copies_applicable;
+  info.threads = r.threads;
+  info.mode = r.mode;
+  info.driver = r.driver;
+  info.speed = r.speed;
+  info.limit = r.limit;
+  info.max_batch = r.max_batch;
+  info.batch_delay_us = r.batch_delay_us;
+  info.load_ms = r.load_ms;
+  info.replica.count = r.replica.count;
+  info.replica.shard_by = r.replica.shard_by;
+  info.replica.group = r.replica.group;
+  info.merged_from = static_cast<int>(in.size());
+  std::set<std::string> hosts;
+  info.concurrency = 0;
+  for (const Input& i : in) {
+    info.concurrency += i.run.concurrency;
+    info.started_at = std::min(info.started_at, i.run.started_at);
+    info.load_ms = std::max(info.load_ms, i.run.load_ms);
+    if (hosts.insert(i.run.hostname).second) info.hostname += (info.hostname.empty() ? "" : ", ") + i.run.hostname;
+    if (!i.run.interrupted_by.empty()) info.interrupted_by = i.run.interrupted_by;
+  }
+  return info;
+}
+
+// One replica's row, from what its summary.json says.
+ReplicaResult replica_row(const Input& in) {
+  ReplicaResult r;
+  r.index = in.index;
+  r.host = in.run.hostname;
+  r.dir = in.dir;
+  r.status = in.run.interrupted_by.empty() ? "ok" : "interrupted";
+  r.requests = in.run.requests;
+  r.throughput_rps = in.run.throughput_rps;
+  const StageStats& total = in.run.stages[kStageCount];
+  r.mean_us = total.mean_us;
+  r.p50_us = total.p50_us;
+  r.p99_us = total.p99_us;
+  for (const auto& u : in.run.updates) {
+    ReplicaResult::Live live;
+    live.version = u.to_version;
+    live.unix_ms = u.live_unix_ms;  // -1 (null): never live in this replica
+    live.stale_served = u.stale_served;
+    live.stalled = u.stalled;
+    live.stall_ms = u.stall_ms;
+    r.stale_served += live.stale_served;
+    r.stalled += live.stalled;
+    r.stall_ms += live.stall_ms;
+    r.live.push_back(std::move(live));
+  }
+  return r;
+}
+
+Nanos ns_of_us(double us) {
+  return static_cast<Nanos>(std::llround(us * 1e3));
+}
+
+// The record a requests.csv row was written from, its times moved by
+// `offset` (its replica's start relative to the earliest replica's). Spans:
+// one per stage that took time, laid out in stage order (the replica's own
+// span tree, and aten ops with --ops, stay in its trace.json).
+void rebuild(const report::RequestRow& row, Nanos offset, RequestRecord& r) {
+  r.reset();
+  r.id = row.id;
+  r.line = row.trace_line;
+  r.key = row.key;
+  r.worker = static_cast<std::uint32_t>(row.worker);
+  r.arrival = offset + ns_of_us(row.arrival_us);
+  r.start = offset + ns_of_us(row.start_us);
+  r.end = r.arrival + ns_of_us(row.us[kStageCount]);
+  Nanos at = r.start;
+  for (std::size_t i = 0; i < kStageCount; ++i) {
+    r.stage[i] = ns_of_us(row.us[i]);
+    if (r.stage[i] == 0 || i == static_cast<std::size_t>(Stage::overhead)) continue;
+    const bool queue = i == static_cast<std::size_t>(Stage::queue);
+    r.spans.push_back(Span{static_cast<std::uint32_t>(i), -1, queue ? r.arrival : at, r.stage[i], -1});
+    if (!queue) at += r.stage[i];
+  }
+  if (row.has_cpu) {
+    // cpu_start/cpu_end only carry the request's CPU total (cpu_total()).
+    r.cpu_start = 1;
+    r.cpu_end = 1 + ns_of_us(row.cpu_us[kStageCount]);
+    for (std::size_t i = 0; i < kStageCount; ++i)
+      r.stage_cpu[i] = ns_of_us(row.cpu_us[i]);
+  }
+  r.preprocess_op.resize(row.part_us.size());
+  r.preprocess_op_cpu.resize(row.part_cpu_us.size());
+  for (std::size_t k = 0; k < row.part_us.size(); ++k) {
+    r.preprocess_op[k] = ns_of_us(row.part_us[k]);
+    r.preprocess_op_cpu[k] = ns_of_us(row.part_cpu_us[k]);
+  }
+  r.image_bytes = row.image_bytes;
+  r.image_pixels = row.image_pixels;
+  r.batch = static_cast<std::uint32_t>(row.batch);
+  r.cache_outcome = row.cache.value_or(CacheOutcome::none);
+  r.model_version = row.model_version;
+  r.ok = row.ok;
+  r.error = row.error;
+}
+
+// The replicas' results folded into the replica table: the spread of p50 and
+// p99 over those that served something; per update, the replicas that went
+// live on it and the skew between the first and the last.
+class ReplicaFold {
+ public:
+  explicit ReplicaFold(ReplicaSummary& s) : s_(s) {}
+  void add(ReplicaResult r) {
+    if (r.status != "ok" && r.status != "interrupted") {
+      ++s_.failed;
+    } else if (r.requests > 0) {  // the spread is over replicas that served something
+      if (finished_ == 0) {
+        p50_lo_ = p50_hi_ = r.p50_us;
+        p99_lo_ = p99_hi_ = r.p99_us;
+      }
+      p50_lo_ = std::min(p50_lo_, r.p50_us);
+      p50_hi_ = std::max(p50_hi_, r.p50_us);
+      p99_lo_ = std::min(p99_lo_, r.p99_us);
+      p99_hi_ = std::max(p99_hi_, r.p99_us);
+      ++finished_;
+    }
+    s_.requests += r.requests;
+    for (const auto& live : r.live)
+      add_live(live);
+    s_.replicas.push_back(std::move(r));
+  }
+  void finish() {
+    s_.p50_spread_us = p50_hi_ - p50_lo_;
+    s_.p99_spread_us = p99_hi_ - p99_lo_;
+    for (const std::string& v : order_) {
+      ReplicaUpdate u = by_version_[v];
+      if (auto it = live_range_.find(v); it != live_range_.end()) u.skew_ms = it->second.second - it->second.first;
+      s_.updates.push_back(u);
+    }
+  }
+
+ private:
+  void add_live(const ReplicaResult::Live& live) {
+    if (!by_version_.count(live.version)) order_.push_back(live.version);
+    ReplicaUpdate& u = by_version_[live.version];
+    u.version = live.version;
+    u.stale_served += live.stale_served;
+    u.stalled += live.stalled;
+    u.stall_ms += live.stall_ms;
+    if (live.unix_ms < 0) return;
+    auto [it, fresh] = live_range_.try_emplace(live.version, live.unix_ms, live.unix_ms);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, live.unix_ms);
+      it->second.second = std::max(it->second.second, live.unix_ms);
+    }
+    ++u.replicas_live;
+  }
+
+  ReplicaSummary& s_;
+  std::map<std::string, ReplicaUpdate> by_version_;
+  std::vector<std::string> order_;
+  std::map<std::string, std::pair<double, double>> live_range_;
+  double p50_lo_ = 0, p50_hi_ = 0, p99_lo_ = 0, p99_hi_ = 0;
+  int finished_ = 0;
+};
+
+// Feeds every replica's requests, in replica order, to `collector`; returns
+// where the last request ended, in ns from the earliest replica's start.
+Nanos feed(const std::vector<Input>& in, Collector& collector, const std::vector<std::string>& parts, RunInfo& info,
+           std::uint64_t& duplicated) {
+  // Times line up on the replicas' wall clocks; a summary from before they
+  // were recorded starts at the earliest.
+  double base_ms = 0;
+  bool clocks = true;
+  for (const Input& i : in) {
+    clocks = clocks && i.run.epoch_unix_ms > 0;
+    base_ms = base_ms == 0 ? i.run.epoch_unix_ms : std::min(base_ms, i.run.epoch_unix_ms);
+  }
+  if (!clocks) info.warnings.push_back("some replicas did not record their start time: their timelines are overlaid");
+  RequestRecord record;
+  std::uint64_t seq = 0;
+  Nanos last_end = 0;
+  std::unordered_set<std::uint64_t> lines;
+  for (const Input& i : in) {
+    const Nanos offset = clocks ? static_cast<Nanos>(std::llround((i.run.epoch_unix_ms - base_ms) * 1e6)) : 0;
+    report::read_requests_csv(
+        i.run.csv_path, {},
+        [&](const report::RequestRow& row) {
+          rebuild(row, offset, record);
+          record.seq = seq++;
+          if (!lines.insert(record.line).second) ++duplicated;
+          last_end = std::max(last_end, record.end);
+          collector.add(record);
+        },
+        parts);
+  }
+  return last_end;
+}
+
+// The replica table: a row per replica of the group, from its folder or "no report".
+void fold_replicas(const std::vector<Input>& in, int count, const MergeOptions& options, ReplicaSummary& s) {
+  ReplicaFold fold(s);
+  std::size_t next = 0;
+  for (int k = 0; k < count; ++k) {
+    ReplicaResult r;
+    if (next < in.size() && in[next].index == k) {
+      r = replica_row(in[next++]);
+    } else {
+      r.index = k;
+      r.status = "no report";
+    }
+    if (options.annotate) options.annotate(r);
+    fold.add(std::move(r));
+  }
+  fold.finish();
+}
+
+MergeResult merge(const MergeOptions& options) {
+  if (options.dirs.empty() && options.replicas <= 0) throw bad_input("merge needs at least one run folder");
+  std::vector<Input> in;
+  for (std::size_t i = 0; i < options.dirs.size(); ++i)
+    in.push_back(read_input(options.dirs[i], static_cast<int>(i)));
+  std::sort(in.begin(), in.end(), [](const Input& a, const Input& b) { return a.index < b.index; });
+  if (!in.empty()) check_one_run(in);
+  const int count = options.replicas > 0               ? options.replicas
+                    : in.front().run.replica.count > 0 ? in.front().run.replica.count
+                                                       : static_cast<int>(in.size());
+  if (!in.empty() && in.back().index >= count)
+    throw bad_input(fmt::format("{}: replica {} of a group of {}", printable(in.back().dir), in.back().index, count));
+  if (!options.out_dir.empty()) ensure_output_dir(options.out_dir);
+
+  MergeResult result;
+  ReplicaSummary& s = result.replicas;
+  fold_replicas(in, count, options, s);
+  if (in.empty()) {  // nothing to merge: the table says why
+    if (!options.out_dir.empty()) {
+      write_file_atomic(options.out_dir, "replicas.json", render_replicas_json(s));
+      result.files.push_back((fs::path(options.out_dir) / "replicas.json").string());
+    }
+    return result;
+  }
+  RunInfo info = merged_info(in);
+  s.split = info.replica.shard_by;
+  if (info.interrupted()) s.interrupted_by = info.interrupted_by;
+
+  CollectorOptions copts;
+  copts.out_dir = options.out_dir;
+  copts.copies_applicable = info.copies_applicable;
+  std::vector<std::string> parts;
+  for (const StagePart& p : in.front().run.preprocess_ops) {
+    copts.preprocess_ops.push_back(p.name.substr(std::string_view("preprocess.").size()));
+    parts.push_back(p.name);
+  }
+  Collector collector(copts);
+  collector.set_epoch(0);
+  info.wall_s = static_cast<double>(feed(in, collector, parts, info, result.duplicated)) / 1e9;
+  if (result.duplicated > 0)
+    info.warnings.push_back(
+        fmt::format("{} requests (trace lines) were served by more than one replica", result.duplicated));
+  if (s.failed > 0)
+    info.warnings.push_back(
+        fmt::format("{} of {} replicas failed or left no report: the figures cover the others", s.failed, count));
+
+  result.run = collector.summarize(info);
+  if (!options.out_dir.empty()) {
+    collector.commit(result.run);
+    write_file_atomic(options.out_dir, "replicas.json", render_replicas_json(s));
+    for (const char* f : kRunReportFiles)
+      result.files.push_back((fs::path(options.out_dir) / f).string());
+    result.files.push_back((fs::path(options.out_dir) / "replicas.json").string());
+  }
+  return result;
+}
+
+}  // namespace
+
+MergeResult merge_runs(const MergeOptions& options) {
+  // A failed merge leaves no report, nor the --out folder it created for them.
+  std::error_code ec;
+  const bool created = !options.out_dir.empty() && !fs::exists(options.out_dir, ec);
+  try {
+    return merge(options);
+  } catch (...) {
+    if (created) fs::remove(options.out_dir, ec);  // only while empty
+    throw;
+  }
+}
+
+}  // namespace inferprof
