@@ -26,7 +26,7 @@ PUBLIC_OWNER = {
     "trace.hpp": "trace", "npy.hpp": "trace",
     "cache.hpp": "cache",
     "model_ref.hpp": "model_ref",
-    "update_channel.hpp": "redis",
+    "update_channel.hpp": "redis", "replica_group.hpp": "redis",
     "profile.hpp": "profile",
     "store.hpp": "store",
     "gate.hpp": "gate",

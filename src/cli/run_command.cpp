@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -10,10 +11,12 @@
 #include "base/text.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
+#include "inferprof/cache.hpp"
 #include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/printable.hpp"
+#include "inferprof/replica_group.hpp"
 #include "inferprof/replicas.hpp"
 #include "replay/replica_handshake.hpp"
 #include "report/format.hpp"
@@ -91,6 +94,84 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   return 0;
 }
 
+// --replica K/N, or the scheduler's variables: $JOB_COMPLETION_INDEX (a
+// Kubernetes Indexed Job's) and $INFERPROF_REPLICAS.
+std::pair<int, int> group_position(const std::string& flag) {
+  std::string text = flag;
+  if (text.empty()) {
+    const char* k = std::getenv("JOB_COMPLETION_INDEX");
+    const char* n = std::getenv("INFERPROF_REPLICAS");
+    if (!k || !n)
+      throw bad_input(
+          fmt::format("--group needs this replica's place: --replica K/N, or $JOB_COMPLETION_INDEX and "
+                      "$INFERPROF_REPLICAS (unset: {})",
+                      !k && !n ? "both" : (!k ? "JOB_COMPLETION_INDEX" : "INFERPROF_REPLICAS")));
+    text = fmt::format("{}/{}", k, n);
+  }
+  int k = -1, n = 0, consumed = 0;
+  if (std::sscanf(text.c_str(), "%d/%d%n", &k, &n, &consumed) != 2 ||
+      static_cast<std::size_t>(consumed) != text.size() || k < 0 || n < 1 || k >= n)
+    throw bad_input(fmt::format("--replica {}: expected K/N with 0 <= K < N{}", text,
+                                flag.empty() ? " (from $JOB_COMPLETION_INDEX/$INFERPROF_REPLICAS)" : ""));
+  return {k, n};
+}
+
+// --group: this replica's role in a group that meets in Redis; the group's
+// replicas share one cache namespace, emptied by the one that starts them.
+std::shared_ptr<ReplicaGroup> join_group(const ReplayArgs& args, const std::string& name, const std::string& flag,
+                                         int timeout_s, Split split, RunConfig& config) {
+  const std::string url = redis_url(args);
+  if (url.empty()) throw bad_input("--group needs --redis URL: the replicas meet there");
+  const auto [k, n] = group_position(flag);
+  config.caches.key_namespace = "group-" + name;
+  ReplicaGroup::Options o;
+  o.redis_url = url;
+  o.name = name;
+  o.index = k;
+  o.count = n;
+  o.timeout_s = timeout_s;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  o.member = fmt::format("{} {}", host, ::getpid());
+  o.before_start = [url, ns = config.caches.key_namespace] { make_redis_backend(url, ns)->clear(); };
+  auto members = std::make_shared<ReplicaGroup>(std::move(o));
+  config.replica.index = k;
+  config.replica.count = n;
+  config.replica.split = split;
+  config.replica.group = name;
+  if (!config.store.url.empty()) config.replica.update_channel = url;
+  config.replica.on_ready = [members] { members->join([] { return lifecycle::interrupted(); }); };
+  return members;
+}
+
+// Says this replica is done; the group's last one empties the shared cache namespace.
+void report_group_end(ReplicaGroup& members, const std::string& name, const ReplicaRole& role, const std::string& url,
+                      const std::string& cache_namespace) {
+  const ReplicaGroup::Finish f = members.finish();
+  if (!f.problem.empty()) {
+    std::fprintf(stderr, "inferprof: warning: %s (this replica's reports are complete; the group's keys expire)\n",
+                 f.problem.c_str());
+    return;
+  }
+  std::string dead;
+  for (int k : f.dead)
+    dead += (dead.empty() ? "" : ", ") + std::to_string(k);
+  if (!dead.empty())
+    std::fprintf(stderr, "inferprof: warning: group %s: replica%s %s stopped without finishing (no heartbeat)\n",
+                 name.c_str(), f.dead.size() > 1 ? "s" : "", dead.c_str());
+  if (f.last) {
+    try {
+      make_redis_backend(url, cache_namespace)->clear();
+    } catch (const std::exception&) {
+      // Unreachable now: nothing more to remove.
+    }
+    std::fprintf(stderr,
+                 "inferprof: group %s: replica %d of %d finished last; merge the replicas' folders with "
+                 "'inferprof merge'\n",
+                 name.c_str(), role.index, role.count);
+  }
+}
+
 // compare's own options (ReplayArgs holds those it shares with run).
 struct CompareArgs {
   std::string out;
@@ -163,21 +244,41 @@ Runner add_run_command(CLI::App& app) {
                   "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
                   "updates reach them over Redis pub/sub")
       ->check(whole_at_least(1));
-  add_enum_option(cmd, "--split", *split, "How replicas split the requests: rr (round-robin) or hash (of the key)");
+  auto shard_by = std::make_shared<std::string>();
+  cmd->add_option("--shard-by", *shard_by,
+                  "How replicas (--replicas, --group) share the trace: round-robin, or key (a hash of the key: each "
+                  "key on one replica, as a consistent-hash load balancer does)")
+      ->check(CLI::IsMember({"round-robin", "key"}));
+  // The older spelling of --shard-by (rr | hash), still read.
+  add_enum_option(cmd, "--split", *split, "")->group("");
+  auto group = std::make_shared<std::string>();
+  auto group_timeout = std::make_shared<int>(300);
+  cmd->add_option("--group", *group,
+                  "Join a group of replicas started separately (a Kubernetes Indexed Job, a scheduler, ssh; "
+                  "docs/scale-out.md): they meet in Redis (--redis), start together and each replays its shard; "
+                  "with --replica K/N");
+  cmd->add_option("--group-timeout-s", *group_timeout, "How long a --group replica waits for the others to be ready")
+      ->check(whole_at_least(1))
+      ->capture_default_str();
   cmd->add_option("--replica-timeout-s", *replica_timeout,
                   "Kill replicas still running after S seconds (default: no limit)")
       ->check(whole_at_least(1));
+  cmd->add_option(replica_handshake::kReplicaFlag, *replica,
+                  "With --group: this replica's index K (from 0) and the group's size N (default: "
+                  "$JOB_COMPLETION_INDEX and $INFERPROF_REPLICAS)");
   // Set by the parent of --replicas for each replica; not for people.
-  cmd->add_option(replica_handshake::kReplicaFlag, *replica)->group("");
   cmd->add_option(replica_handshake::kNamespaceFlag, *cache_ns)->group("");
 
-  return [args, out, caches, replicas, split, replica, cache_ns, replica_timeout] {
+  return [args, out, caches, replicas, split, shard_by, group, group_timeout, replica, cache_ns, replica_timeout] {
+    if (!shard_by->empty()) *split = *shard_by == "key" ? Split::hash : Split::round_robin;
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
     if (args->profiles.size() > 1)
       throw bad_input(
           fmt::format("run replays one profile ({} given); 'inferprof compare --profile A --profile B' measures "
                       "several against each other",
                       args->profiles.size()));
+    if (!group->empty() && *replicas > 1)
+      throw bad_input("--group joins replicas started elsewhere and --replicas starts them here: use one");
     if (*replicas > 1) {
       if (!replica->empty()) throw bad_input("--replicas and --replica cannot be combined");
       if (!args->dump_inputs.empty() || !args->dump_outputs.empty())
@@ -191,11 +292,15 @@ Runner add_run_command(CLI::App& app) {
     config.output.out_dir = *out;
     config.caches.tiers = resolve_tiers(config.profile, *caches, tier_overrides(*args), redis_url(*args), "");
     config.caches.key_namespace = cache_ns->empty() ? fmt::format("run-{}", ::getpid()) : *cache_ns;
-    if (!replica->empty()) {
+    std::shared_ptr<ReplicaGroup> members;
+    if (!group->empty()) {
+      members = join_group(*args, *group, *replica, *group_timeout, *split, config);
+    } else if (!replica->empty()) {
       config.replica = replica_handshake::join(*replica, *split);
       if (!config.store.url.empty()) config.replica.update_channel = redis_url(*args);
     }
     RunOutcome outcome = run_replay(config);
+    if (members) report_group_end(*members, *group, config.replica, redis_url(*args), config.caches.key_namespace);
     const RunSummary& s = outcome.summary;
     std::fputs(report::render(args->format, s, "a run").c_str(), stdout);
     print_files(outcome.files, config.output.out_dir, args->format == report::Format::table, {{"", &s}});

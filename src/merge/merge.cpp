@@ -56,7 +56,7 @@ void check_one_run(const std::vector<Input>& in) {
         throw bad_input(fmt::format("{}: {} {} differs from {}'s {}: merge joins the replicas of one run",
                                     printable(b.dir), what, printable(*y), printable(a.dir), printable(*x)));
     if (b.run.replica.count != a.run.replica.count)
-      throw bad_input(fmt::format("{}: replica of {} differs from {}'s {}: merge joins the replicas of one run",
+      throw bad_input(fmt::format("{}: one of {} replicas, but {} is one of {}: merge joins the replicas of one run",
                                   printable(b.dir), b.run.replica.count, printable(a.dir), a.run.replica.count));
     auto [it, fresh] = by_index.emplace(b.index, &b);
     if (!fresh)

@@ -182,11 +182,12 @@ std::string scrub(const RedisUrl& url, std::string text) {
 }
 
 Reply command(redisContext* c, std::initializer_list<std::string_view> args) {
-  const char* argv[3];
-  std::size_t lens[3];
+  constexpr int kMax = 6;
+  const char* argv[kMax];
+  std::size_t lens[kMax];
   int n = 0;
   for (std::string_view a : args) {
-    if (n == 3) break;
+    if (n == kMax) break;
     argv[n] = a.data();
     lens[n++] = a.size();
   }

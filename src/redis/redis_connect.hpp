@@ -80,7 +80,7 @@ class SigpipeGuard {
 };
 
 // A command with binary-safe arguments (never a format string); nullptr when
-// the connection broke (c->errstr says why). At most 3 arguments.
+// the connection broke (c->errstr says why). At most 6 arguments.
 Reply command(redisContext* c, std::initializer_list<std::string_view> args);
 
 // A new connection, authenticated (AUTH), on the URL's database (SELECT) and,

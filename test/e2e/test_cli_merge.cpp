@@ -1,5 +1,5 @@
-// merge and run --replicas' merged report: statistics over every replica's
-// requests, checked against the union of their requests.csv files.
+// merge, run --replicas' merged report and run --group: statistics over every
+// replica's requests, checked against the union of their requests.csv files.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -8,11 +8,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_harness.hpp"
+#include "redis_server.hpp"
 #include "temp_dir.hpp"
+#include "test_util.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
@@ -146,5 +150,167 @@ TEST_SUITE("e2e merge") {
     CHECK(mixed.code == 2);
     CHECK(mixed.err.find("differs from") != std::string::npos);
     CHECK(!fs::exists(o));
+  }
+}
+
+namespace {
+
+// The trace lines each replica's requests.csv holds ("line" column), and every key on one replica.
+std::vector<std::vector<std::string>> rows_of(const std::string& csv) {
+  std::ifstream in(csv);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    for (std::size_t at = 0;;) {
+      const std::size_t comma = line.find(',', at);
+      cells.push_back(line.substr(at, comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+
+struct GroupFixture {
+  TempDir dir;
+  std::string model = dir.file("m.pt"), trace = dir.file("t.jsonl"), shared = dir.file("shared");
+  GroupFixture() {
+    // Open loop at 400 req/s: each replica replays for about a second.
+    make_model_and_trace(model, trace, {"--requests", "400", "--keys", "40", "--rate", "400"});
+    fs::create_directories(shared);
+  }
+  std::vector<std::string> args(const std::string& redis, const std::string& group, int k) const {
+    return {"run",      model,           "--trace",     trace,
+            "--group",  group,           "--redis",     redis,
+            "--caches", "l1,l2",         "--open-loop", "--warmup",
+            "1",        "--no-progress", "--out",       fmt::format("{}/{}-{}", shared, group, k)};
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("e2e group") {
+  TEST_CASE("replicas started separately meet in Redis, each replays its key shard, and merge loses nothing") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    GroupFixture f;
+    std::vector<std::unique_ptr<Background>> group;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<std::string> a = f.args(redis.url(), "g1", k);
+      a.insert(a.end(), {"--shard-by", "key"});
+      if (k == 2) {  // as a Kubernetes Indexed Job gives it
+        ::setenv("JOB_COMPLETION_INDEX", "2", 1);
+        ::setenv("INFERPROF_REPLICAS", "3", 1);
+      } else {
+        a.insert(a.end(), {"--replica", fmt::format("{}/3", k)});
+      }
+      group.push_back(start(a, f.dir, fmt::format("g1-{}", k)));
+      ::unsetenv("JOB_COMPLETION_INDEX");
+      ::unsetenv("INFERPROF_REPLICAS");
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // started apart, as a scheduler would
+    }
+    for (auto& bg : group)
+      CHECK_MESSAGE(bg->wait(std::chrono::seconds(120)) == 0, slurp(bg->err));
+    // Each trace line once, each key on one replica, and the replays started together.
+    std::map<std::string, int> line_seen, key_on;
+    simdjson::dom::parser parser;
+    std::vector<double> epochs;
+    for (int k = 0; k < 3; ++k) {
+      const std::string folder = fmt::format("{}/g1-{}", f.shared, k);
+      auto rows = rows_of(folder + "/requests.csv");
+      const auto& h = rows.front();
+      const auto col = [&](const char* name) {
+        return static_cast<std::size_t>(std::find(h.begin(), h.end(), name) - h.begin());
+      };
+      for (std::size_t i = 1; i < rows.size(); ++i) {
+        ++line_seen[rows[i][col("line")]];
+        auto [it, fresh] = key_on.emplace(rows[i][col("key")], k);
+        CHECK(it->second == k);
+      }
+      epochs.push_back(json_number(parser.load(folder + "/summary.json")["run"]["epoch_unix_ms"]));
+    }
+    CHECK(line_seen.size() == 400);
+    CHECK(std::all_of(line_seen.begin(), line_seen.end(), [](const auto& p) { return p.second == 1; }));
+    CHECK(*std::max_element(epochs.begin(), epochs.end()) - *std::min_element(epochs.begin(), epochs.end()) < 100);
+    std::string said;
+    for (auto& bg : group)
+      said += slurp(bg->err);
+    CHECK(said.find("group g1: replica") != std::string::npos);  // "... finished last; merge ..."
+    // The last to finish removed the group's keys and the shared cache's.
+    CHECK(redis.integer("DBSIZE") == 0);
+    TempDir out;
+    auto m = run_cli({"merge", f.shared + "/g1-0", f.shared + "/g1-1", f.shared + "/g1-2", "--out", out.file("m")});
+    REQUIRE_MESSAGE(m.code == 0, m.err);
+    auto s = parser.load(out.file("m") + "/summary.json");
+    CHECK(json_number(s["requests"]) == 400);
+    CHECK(std::string_view(s["run"]["replica"]["group"]) == "g1");
+  }
+
+  TEST_CASE("a replica killed mid-run: the others finish and say so, merge reports its share as failed") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    GroupFixture f;
+    std::vector<std::unique_ptr<Background>> group;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<std::string> a = f.args(redis.url(), "g2", k);
+      a.insert(a.end(), {"--replica", fmt::format("{}/3", k), "--speed", "0.25"});  // about 4 s each
+      group.push_back(start(a, f.dir, fmt::format("g2-{}", k)));
+    }
+    // Killed once the replays have started (the start key is set).
+    for (int i = 0; i < 600 && redis.command("EXISTS inferprof:group:g2:go").find('1') == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    ::kill(group[1]->pid, SIGKILL);
+    CHECK(group[1]->wait(std::chrono::seconds(10)) == 128 + SIGKILL);
+    std::string said;
+    for (int k : {0, 2}) {
+      CHECK_MESSAGE(group[static_cast<std::size_t>(k)]->wait(std::chrono::seconds(120)) == 0,
+                    slurp(group[static_cast<std::size_t>(k)]->err));
+      said += slurp(group[static_cast<std::size_t>(k)]->err);
+    }
+    CHECK(said.find("group g2: replica 1 stopped without finishing (no heartbeat)") != std::string::npos);
+    CHECK(redis.integer("DBSIZE") == 0);
+    TempDir out;
+    auto m = run_cli({"merge", f.shared + "/g2-0", f.shared + "/g2-2", "--out", out.file("m")});
+    CHECK(m.code == 3);
+    simdjson::dom::parser parser;
+    auto reps = parser.load(out.file("m") + "/replicas.json");
+    CHECK(std::string_view(reps["replicas"].at(1)["status"]) == "no report");
+  }
+
+  TEST_CASE("the start barrier times out naming who never came, and leaves nothing behind") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    GroupFixture f;
+    std::vector<std::string> a = f.args(redis.url(), "g3", 0);
+    a.insert(a.end(), {"--replica", "0/3", "--group-timeout-s", "1"});
+    auto r = run_cli(a);
+    CHECK(r.code == 3);
+    CHECK(r.err.find("group g3: replicas 1, 2 of 3 not ready after 1 s") != std::string::npos);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(!fs::exists(f.shared + "/g3-0"));
+    CHECK(redis.integer("DBSIZE") == 0);
+  }
+
+  TEST_CASE("--group settings that cannot work are refused before anything starts") {
+    GroupFixture f;
+    const std::string redis = "redis://127.0.0.1:1";
+    auto check = [&](std::vector<std::string> extra, const std::string& says, const std::string& env = "") {
+      std::vector<std::string> a = f.args(redis, "g4", 0);
+      a.insert(a.end(), extra.begin(), extra.end());
+      auto r = run_cli(a, env);
+      CHECK_MESSAGE(r.code == 2, r.err);
+      CHECK_MESSAGE(r.err.find(says) != std::string::npos, r.err);
+    };
+    check({"--replica", "3/3"}, "--replica 3/3: expected K/N with 0 <= K < N");
+    check({}, "--group needs this replica's place: --replica K/N, or $JOB_COMPLETION_INDEX and $INFERPROF_REPLICAS");
+    check({}, "(from $JOB_COMPLETION_INDEX/$INFERPROF_REPLICAS)", "JOB_COMPLETION_INDEX=x INFERPROF_REPLICAS=2");
+    check({"--replica", "0/2", "--replicas", "2"}, "--group joins replicas started elsewhere");
+    auto bad_name = f.args(redis, "a b", 0);
+    bad_name.insert(bad_name.end(), {"--replica", "0/2"});
+    auto r = run_cli(bad_name);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--group 'a b': expected a name of letters") != std::string::npos);
   }
 }

@@ -47,7 +47,8 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("cpu_cores", info.cpu_cores);
   w.field("started_at", info.started_at);
   w.field_number("epoch_unix_ms", info.epoch_unix_ms, 3);
-  if (info.replica.index >= 0)
+  // A merged run keeps the group's count and sharding, with index -1.
+  if (info.replica.index >= 0 || info.replica.count > 0)
     w.key("replica")
         .begin_object()
         .field("index", static_cast<std::int64_t>(info.replica.index))

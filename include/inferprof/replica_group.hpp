@@ -1,0 +1,60 @@
+#pragma once
+// `run --group NAME --replica K/N`: replicas started separately (a Kubernetes
+// Indexed Job, a batch scheduler, ssh), on one host or many, meet in Redis
+// (module redis, src/redis/replica_group.cpp). Under inferprof:group:NAME:
+//   ready   a set: the replicas loaded, warmed up and waiting
+//   starter the replica that prepares the start: the first to see all N ready
+//   go      the common start, Unix ms, set by the starter (a short lead, so
+//           that each replica sees it in time)
+//   alive:K this replica's heartbeat (refreshed every second, expires after
+//           five): a replica that died is reported, never waited for
+//   done    a set: the replicas that finished
+// Every key expires (the timeout plus an hour) and the last replica to finish
+// (each other one done or dead) removes them all.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace inferprof {
+
+class ReplicaGroup {
+ public:
+  struct Options {
+    std::string redis_url;
+    std::string name;
+    int index = 0, count = 1;
+    int timeout_s = 300;  // how long the start barrier waits for the others
+    std::string member;   // "host pid", in the heartbeat (what an operator sees)
+    // Run by the one replica that prepares the start, before it is set (the
+    // group's cache namespace emptied of an earlier run's keys).
+    std::function<void()> before_start;
+  };
+  // Connects. Throws Error(bad_input) for a bad name, Error(runtime) when
+  // Redis cannot be reached.
+  explicit ReplicaGroup(Options options);
+  ~ReplicaGroup();  // stops the heartbeat; a replica that failed takes its ready mark back
+  ReplicaGroup(const ReplicaGroup&) = delete;
+  ReplicaGroup& operator=(const ReplicaGroup&) = delete;
+
+  // Says ready, starts the heartbeat and waits for every replica, then for the
+  // common start. Throws Error(runtime) past the timeout (naming the replicas
+  // that never came) or when `give_up` says so (polled every 50 ms).
+  void join(const std::function<bool()>& give_up);
+  // Says done. Returns the replicas neither done nor alive (dead); when none
+  // is still running, removes the group's keys. Never throws: Redis lost at
+  // the end costs the bookkeeping, not the run (the message says so).
+  struct Finish {
+    std::vector<int> dead;
+    bool last = false;    // this replica removed the group's keys
+    std::string problem;  // non-empty: Redis failed; what happened
+  };
+  Finish finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferprof

@@ -1,0 +1,218 @@
+// A group of separately started replicas meeting in Redis (inferprof/replica_group.hpp).
+// The main thread's connection does the barrier and the finish; the heartbeat
+// has its own (a hiredis context is one thread's).
+#include "inferprof/replica_group.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "inferprof/error.hpp"
+#include "redis/redis_connect.hpp"
+
+namespace inferprof {
+
+using redis_detail::Context;
+using redis_detail::Reply;
+
+namespace {
+constexpr timeval kConnectTimeout{2, 0};
+constexpr timeval kCommandTimeout{2, 0};
+constexpr auto kBeat = std::chrono::seconds(1);
+constexpr int kAliveMs = 5000;     // a replica whose heartbeat is this old is dead
+constexpr int kStartLeadMs = 300;  // the common start, after the last replica is ready
+constexpr auto kPoll = std::chrono::milliseconds(50);
+constexpr int kKeepS = 3600;  // keys outlive the barrier's timeout by this much
+
+double unix_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool ok(const Reply& r) {
+  return r && r->type != REDIS_REPLY_ERROR;
+}
+}  // namespace
+
+struct ReplicaGroup::Impl {
+  Options o;
+  redis_detail::RedisUrl url;
+  std::string prefix;
+  Context c;
+  std::string ready_key, done_key, go_key;
+  std::string alive_key(int k) const { return fmt::format("{}alive:{}", prefix, k); }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::thread heartbeat;
+  bool joined = false, finished = false;
+
+  Reply cmd(std::initializer_list<std::string_view> args) {
+    redis_detail::SigpipeGuard guard;
+    Reply r = redis_detail::command(c.get(), args);
+    if (!r)
+      throw runtime_failure(
+          fmt::format("group {}: Redis at {} failed: {}", o.name, url.shown, redis_detail::scrub(url, c->errstr)));
+    if (r->type == REDIS_REPLY_ERROR)
+      throw runtime_failure(fmt::format("group {}: Redis at {} said: {}", o.name, url.shown,
+                                        redis_detail::scrub(url, std::string(r->str, r->len))));
+    return r;
+  }
+  long long integer(std::initializer_list<std::string_view> args) {
+    Reply r = cmd(args);
+    return r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+  }
+
+  void start_heartbeat() {
+    heartbeat = std::thread([this] {
+      std::string why;
+      Context hb;
+      std::unique_lock<std::mutex> lock(mu);
+      while (!stopping) {
+        lock.unlock();
+        if (!hb) hb = redis_detail::connect_redis(url, kConnectTimeout, &kCommandTimeout, false, &why);
+        if (hb) {
+          redis_detail::SigpipeGuard guard;
+          const std::string ms = std::to_string(kAliveMs);
+          if (!ok(redis_detail::command(hb.get(), {"SET", alive_key(o.index), o.member, "PX", ms})))
+            hb.reset();  // reconnect at the next beat (Redis restarted)
+        }
+        lock.lock();
+        cv.wait_for(lock, kBeat, [this] { return stopping; });
+      }
+    });
+  }
+  void stop_heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopping = true;
+    }
+    cv.notify_all();
+    if (heartbeat.joinable()) heartbeat.join();
+  }
+
+  // The replicas (of 0..count-1) that `in(k)` says are missing, as "1, 3".
+  template <class In>
+  std::string missing(In in) {
+    std::string out;
+    for (int k = 0; k < o.count; ++k)
+      if (!in(k)) out += (out.empty() ? "" : ", ") + std::to_string(k);
+    return out;
+  }
+  bool member(const std::string& set, int k) { return integer({"SISMEMBER", set, std::to_string(k)}) == 1; }
+};
+
+ReplicaGroup::ReplicaGroup(Options options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.o = std::move(options);
+  if (m.o.name.empty() || m.o.name.size() > 200 || !std::all_of(m.o.name.begin(), m.o.name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+      }))
+    throw bad_input(fmt::format("--group '{}': expected a name of letters, digits, '-', '_' and '.' (at most 200)",
+                                m.o.name.substr(0, 60)));
+  m.url = redis_detail::resolve_redis_url(m.o.redis_url);
+  m.prefix = fmt::format("inferprof:group:{}:", m.o.name);
+  m.ready_key = m.prefix + "ready";
+  m.done_key = m.prefix + "done";
+  m.go_key = m.prefix + "go";
+  std::string why;
+  m.c = redis_detail::connect_redis(m.url, kConnectTimeout, &kCommandTimeout, true, &why);
+  if (!m.c) throw runtime_failure(fmt::format("group {}: cannot reach Redis at {}: {}", m.o.name, m.url.shown, why));
+}
+
+ReplicaGroup::~ReplicaGroup() {
+  Impl& m = *impl_;
+  m.stop_heartbeat();
+  if (m.joined && !m.finished) {  // failed or interrupted: not ready any more, and not alive
+    try {
+      m.cmd({"SREM", m.ready_key, std::to_string(m.o.index)});
+      m.cmd({"DEL", m.alive_key(m.o.index)});
+    } catch (const Error&) {
+      // Redis gone: the keys expire.
+    }
+  }
+}
+
+void ReplicaGroup::join(const std::function<bool()>& give_up) {
+  Impl& m = *impl_;
+  const std::string keep = std::to_string(m.o.timeout_s + kKeepS);
+  m.cmd({"SADD", m.ready_key, std::to_string(m.o.index)});
+  m.cmd({"EXPIRE", m.ready_key, keep});
+  m.joined = true;
+  m.start_heartbeat();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(m.o.timeout_s);
+  // Every replica ready: the first to see it sets the start (SET NX), all read it.
+  while (m.integer({"SCARD", m.ready_key}) < m.o.count) {
+    if (give_up && give_up())
+      throw runtime_failure(fmt::format("group {}: interrupted while waiting for the other replicas", m.o.name));
+    if (std::chrono::steady_clock::now() > deadline)
+      throw runtime_failure(fmt::format(
+          "group {}: replica{} {} of {} not ready after {} s (never started, failed to load, or another --group "
+          "name or Redis?)",
+          m.o.name, m.o.count - m.integer({"SCARD", m.ready_key}) > 1 ? "s" : "",
+          m.missing([&](int k) { return m.member(m.ready_key, k); }), m.o.count, m.o.timeout_s));
+    std::this_thread::sleep_for(kPoll);
+  }
+  // The first to get here prepares the start (the shared cache namespace
+  // emptied) and then sets it; the others wait for it.
+  if (m.cmd({"SET", m.prefix + "starter", std::to_string(m.o.index), "NX", "EX", keep})->type == REDIS_REPLY_STATUS) {
+    if (m.o.before_start) m.o.before_start();
+    m.cmd({"SET", m.go_key, fmt::format("{:.0f}", unix_ms() + kStartLeadMs), "EX", keep});
+  }
+  Reply go;
+  while ((go = m.cmd({"GET", m.go_key}))->type != REDIS_REPLY_STRING) {
+    if ((give_up && give_up()) || std::chrono::steady_clock::now() > deadline)
+      throw runtime_failure(fmt::format("group {}: every replica was ready, but the start was never set", m.o.name));
+    std::this_thread::sleep_for(kPoll);
+  }
+  const double go_ms = std::atof(go->str);
+  const double wait_ms = go_ms - unix_ms();
+  // A start already well past (clock skew, or a replica restarted late): go now.
+  if (wait_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(std::min(wait_ms, 10'000.0)));
+}
+
+ReplicaGroup::Finish ReplicaGroup::finish() {
+  Impl& m = *impl_;
+  Finish f;
+  m.finished = true;
+  m.stop_heartbeat();
+  try {
+    m.cmd({"SADD", m.done_key, std::to_string(m.o.index)});
+    m.cmd({"EXPIRE", m.done_key, std::to_string(m.o.timeout_s + kKeepS)});
+    m.cmd({"DEL", m.alive_key(m.o.index)});
+    // A replica whose heartbeat is late (not refreshed for 2 s) may have just
+    // died: wait for its key to expire rather than leave the group's keys behind.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAliveMs);
+    bool running = false;
+    for (bool suspect = true; suspect;) {
+      running = suspect = false;
+      f.dead.clear();
+      for (int k = 0; k < m.o.count; ++k) {
+        if (k == m.o.index || m.member(m.done_key, k)) continue;
+        const long long left_ms = m.integer({"PTTL", m.alive_key(k)});
+        if (left_ms < 0) {
+          f.dead.push_back(k);
+          continue;
+        }
+        running = true;
+        suspect = suspect || left_ms < kAliveMs - 2000;
+      }
+      if (suspect && std::chrono::steady_clock::now() > until) break;
+      if (suspect) std::this_thread::sleep_for(kPoll * 4);
+    }
+    if (!running) {
+      m.cmd({"DEL", m.ready_key, m.done_key, m.go_key, m.prefix + "starter"});
+      for (int k : f.dead)
+        m.cmd({"DEL", m.alive_key(k)});
+      f.last = true;
+    }
+  } catch (const Error& e) {
+    f.problem = e.what();
+  }
+  return f;
+}
+
+}  // namespace inferprof
