@@ -22,15 +22,17 @@ struct MergeOptions {
   // How many replicas the group had: those without a folder are reported as
   // failed. 0: the count the replicas' summaries name (else the folders given).
   int replicas = 0;
+  // The trace, to count each replica's share of it ("": the path the
+  // summaries name; unreadable: shares and lost requests are unknown).
+  std::string trace_path;
   // Called on each replica's row before it is counted: `run --replicas` adds
   // what it knows of the process (pid, exit status, log).
   std::function<void(ReplicaResult&)> annotate;
 };
 
 struct MergeResult {
-  RunSummary run;                // over every request of every replica
-  ReplicaSummary replicas;       // one row per replica (a missing one: status "no report")
-  std::uint64_t duplicated = 0;  // requests (trace lines) served by more than one replica
+  RunSummary run;           // over every request of every replica
+  ReplicaSummary replicas;  // one row per replica (a missing one: status "no report")
   std::vector<std::string> files;
 };
 

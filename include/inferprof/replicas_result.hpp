@@ -15,6 +15,9 @@ struct ReplicaResult {
   std::string status = "ok";  // ok | interrupted | "exit N" | "killed by signal N" | "timed out" | "no report"
   std::string log_tail;       // last lines of its output when it failed
   std::uint64_t requests = 0;
+  // The requests its shard of the trace holds (merge counts them from the
+  // trace; -1: unknown), so that a replica's missing requests show as lost.
+  std::int64_t share = -1;
   double mean_us = 0, p50_us = 0, p99_us = 0, throughput_rps = 0;
   std::uint64_t stale_served = 0, stalled = 0;
   double stall_ms = 0;
@@ -40,6 +43,8 @@ struct ReplicaSummary {
   std::vector<ReplicaResult> replicas;
   int failed = 0;
   std::uint64_t requests = 0;
+  std::int64_t lost = -1;        // requests of the trace that no replica served (-1: the trace was not read)
+  std::uint64_t duplicated = 0;  // requests (trace lines) that more than one replica served
   double p50_spread_us = 0, p99_spread_us = 0;  // max - min across replicas that finished
   std::vector<ReplicaUpdate> updates;
   std::vector<std::string> files;

@@ -126,6 +126,12 @@ class TraceReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// Which of `count` replicas serves a request: by a hash of its key (each key
+// on one replica, as a consistent-hash load balancer does), or round-robin
+// by `nth`, its 0-based position among the trace's requests. The one rule the
+// replay's shards and merge's accounting of them share.
+int shard_of(bool by_key, std::string_view key, std::uint64_t nth, int count);
+
 // The key docs/trace-format.md assigns when a request has none: a hash of the input spec.
 std::string input_spec_key(const InputSpec& spec);
 // The same for a request with several inputs (their names, when named, take part).

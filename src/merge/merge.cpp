@@ -17,6 +17,7 @@
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
 #include "inferprof/report.hpp"
+#include "inferprof/trace.hpp"
 #include "report/saved_run.hpp"
 
 namespace inferprof {
@@ -282,10 +283,37 @@ Nanos feed(const std::vector<Input>& in, Collector& collector, const std::vector
   return last_end;
 }
 
-// The replica table: a row per replica of the group, from its folder or "no report".
-void fold_replicas(const std::vector<Input>& in, int count, const MergeOptions& options, ReplicaSummary& s) {
+// Each replica's share of the trace, by the replay's rule (a replica's
+// --limit caps its own); empty, with `why`, when the trace cannot be read.
+std::vector<std::int64_t> shares_of(const std::string& trace, bool by_key, int count, std::uint64_t limit,
+                                    std::string& why) {
+  std::vector<std::int64_t> shares(static_cast<std::size_t>(count), 0);
+  try {
+    TraceReader::Options o;
+    o.skip_invalid = true;
+    TraceReader reader(trace, o);
+    TraceRecord record;
+    std::uint64_t nth = 0;
+    while (reader.next(record))
+      if (record.kind == TraceRecord::Kind::request)
+        ++shares[static_cast<std::size_t>(shard_of(by_key, record.request.key, nth++, count))];
+  } catch (const Error& e) {
+    why = e.what();
+    return {};
+  }
+  if (limit > 0)
+    for (std::int64_t& n : shares)
+      n = std::min<std::int64_t>(n, static_cast<std::int64_t>(limit));
+  return shares;
+}
+
+// The replica table: a row per replica of the group, from its folder or "no
+// report", with its share of the trace when known.
+void fold_replicas(const std::vector<Input>& in, int count, const std::vector<std::int64_t>& shares,
+                   const MergeOptions& options, ReplicaSummary& s) {
   ReplicaFold fold(s);
   std::size_t next = 0;
+  if (!shares.empty()) s.lost = 0;
   for (int k = 0; k < count; ++k) {
     ReplicaResult r;
     if (next < in.size() && in[next].index == k) {
@@ -293,6 +321,10 @@ void fold_replicas(const std::vector<Input>& in, int count, const MergeOptions& 
     } else {
       r.index = k;
       r.status = "no report";
+    }
+    if (!shares.empty()) {
+      r.share = shares[static_cast<std::size_t>(k)];
+      s.lost += std::max<std::int64_t>(0, r.share - static_cast<std::int64_t>(r.requests));
     }
     if (options.annotate) options.annotate(r);
     fold.add(std::move(r));
@@ -316,7 +348,14 @@ MergeResult merge(const MergeOptions& options) {
 
   MergeResult result;
   ReplicaSummary& s = result.replicas;
-  fold_replicas(in, count, options, s);
+  std::string unread;
+  std::vector<std::int64_t> shares;
+  if (!in.empty()) {
+    const report::SavedRun& first = in.front().run;
+    shares = shares_of(options.trace_path.empty() ? first.trace_path : options.trace_path,
+                       first.replica.shard_by == "hash", count, first.limit, unread);
+  }
+  fold_replicas(in, count, shares, options, s);
   if (in.empty()) {  // nothing to merge: the table says why
     if (!options.out_dir.empty()) {
       write_file_atomic(options.out_dir, "replicas.json", render_replicas_json(s));
@@ -338,10 +377,15 @@ MergeResult merge(const MergeOptions& options) {
   }
   Collector collector(copts);
   collector.set_epoch(0);
-  info.wall_s = static_cast<double>(feed(in, collector, parts, info, result.duplicated)) / 1e9;
-  if (result.duplicated > 0)
+  info.wall_s = static_cast<double>(feed(in, collector, parts, info, s.duplicated)) / 1e9;
+  if (!unread.empty())
+    info.warnings.push_back(fmt::format("lost requests not counted: the trace cannot be read ({})", unread));
+  if (s.lost > 0)
     info.warnings.push_back(
-        fmt::format("{} requests (trace lines) were served by more than one replica", result.duplicated));
+        fmt::format("{} requests of the trace were served by no replica (see the replica table)", s.lost));
+  if (s.duplicated > 0)
+    info.warnings.push_back(
+        fmt::format("{} requests (trace lines) were served by more than one replica", s.duplicated));
   if (s.failed > 0)
     info.warnings.push_back(
         fmt::format("{} of {} replicas failed or left no report: the figures cover the others", s.failed, count));

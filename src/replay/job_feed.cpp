@@ -1,6 +1,5 @@
 // The trace as jobs for the drivers (driver.hpp).
 #include <fmt/format.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cmath>
@@ -64,12 +63,9 @@ bool JobFeed::next(Job& job) {
       read_ahead_(e.version, job.due ? job.due - static_cast<Nanos>(o.preload_lead_ms * 1e6) : 0);
       return true;
     }
-    if (o.replica_count > 1) {
-      const std::uint64_t n =
-          o.split == Split::hash ? XXH3_64bits(rec_.request.key.data(), rec_.request.key.size()) : nth_;
-      ++nth_;
-      if (n % static_cast<std::uint64_t>(o.replica_count) != static_cast<std::uint64_t>(o.replica_index)) continue;
-    }
+    if (o.replica_count > 1 &&
+        shard_of(o.split == Split::hash, rec_.request.key, nth_++, o.replica_count) != o.replica_index)
+      continue;
     job.event = false;
     job.version.clear();
     job.line = rec_.line;

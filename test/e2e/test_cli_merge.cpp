@@ -96,6 +96,9 @@ TEST_SUITE("e2e merge") {
     auto reps = parser.load(f.run + "/replicas.json");
     CHECK(json_number(reps["requests"]) == 600);
     CHECK(json_number(reps["failed"]) == 0);
+    CHECK(json_number(reps["lost"]) == 0);
+    CHECK(json_number(reps["duplicated"]) == 0);
+    CHECK(json_number(reps["replicas"].at(1)["share"]) == 200);
   }
 
   TEST_CASE("merge of the replicas' folders gives the report run --replicas wrote") {
@@ -126,9 +129,14 @@ TEST_SUITE("e2e merge") {
     auto reps = parser.load(out.file("m") + "/replicas.json");
     CHECK(std::string_view(reps["replicas"].at(1)["status"]) == "no report");
     CHECK(json_number(reps["failed"]) == 1);
+    CHECK(json_number(reps["lost"]) == 200);  // replica 1's share, counted from the trace
     auto s = parser.load(out.file("m") + "/summary.json");
     CHECK(json_number(s["requests"]) == 400);
-    CHECK(std::string(s["run"]["warnings"].at(0)).find("1 of 3 replicas") != std::string::npos);
+    std::string warnings;
+    for (auto w : simdjson::dom::array(s["run"]["warnings"]))
+      warnings += std::string(std::string_view(w)) + "\n";
+    CHECK(warnings.find("1 of 3 replicas failed or left no report") != std::string::npos);
+    CHECK(warnings.find("200 requests of the trace were served by no replica") != std::string::npos);
   }
 
   TEST_CASE("merge refuses what is not one run's replicas, with one line, and writes nothing") {
@@ -277,6 +285,11 @@ TEST_SUITE("e2e group") {
     simdjson::dom::parser parser;
     auto reps = parser.load(out.file("m") + "/replicas.json");
     CHECK(std::string_view(reps["replicas"].at(1)["status"]) == "no report");
+    // Its share is lost, not silently missing: the three shares add up to the trace.
+    const double share = json_number(reps["replicas"].at(1)["share"]);
+    CHECK(share > 0);
+    CHECK(json_number(reps["lost"]) == share);
+    CHECK(json_number(reps["requests"]) + share == 400);
   }
 
   TEST_CASE("the start barrier times out naming who never came, and leaves nothing behind") {

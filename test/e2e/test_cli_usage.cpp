@@ -142,8 +142,9 @@ TEST_SUITE("e2e command line") {
     auto& f = usage_fixture();
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--replicas", "2", "--format", "csv", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
-    CHECK(r.out.rfind("replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms\n",
-                      0) == 0);
+    CHECK(r.out.rfind(
+              "replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms,host,share\n",
+              0) == 0);
     CHECK(r.out.find("\n0,ok,100,") != std::string::npos);
     CHECK(r.out.find("\n1,ok,100,") != std::string::npos);
     CHECK(count_lines(r.out) == 3);

@@ -13,12 +13,18 @@ namespace inferprof {
 std::string render_replicas_csv(const ReplicaSummary& s) {
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms\n");
+  // host and share appended, so the columns before keep their positions (share empty: unknown).
+  fmt::format_to(
+      it, "replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms,host,share\n");
   for (const ReplicaResult& r : s.replicas) {
     fmt::format_to(it, "{},", r.index);
     report::append_csv_field(out, r.status);
-    fmt::format_to(it, ",{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f}\n", r.requests, r.throughput_rps, r.mean_us,
+    fmt::format_to(it, ",{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},", r.requests, r.throughput_rps, r.mean_us,
                    r.p50_us, r.p99_us, r.stale_served, r.stalled, r.stall_ms);
+    report::append_csv_field(out, r.host);
+    out.push_back(',');
+    if (r.share >= 0) fmt::format_to(it, "{}", r.share);
+    out.push_back('\n');
   }
   return fmt::to_string(out);
 }

@@ -10,6 +10,11 @@ std::string render_replicas_json(const ReplicaSummary& s) {
   w.field("schema", "inferprof.replicas/1");
   w.field("split", s.split);
   w.field("requests", s.requests);
+  if (s.lost >= 0)
+    w.field("lost", static_cast<std::uint64_t>(s.lost));
+  else
+    w.key("lost").null();
+  w.field("duplicated", s.duplicated);
   w.field("failed", static_cast<std::uint64_t>(s.failed));
   w.field("interrupted", !s.interrupted_by.empty());
   if (!s.interrupted_by.empty()) w.field("interrupted_by", s.interrupted_by);
@@ -21,7 +26,13 @@ std::string render_replicas_json(const ReplicaSummary& s) {
     w.field("index", r.index);
     w.field("pid", r.pid);  // to find what a replica left (its log, a private folder named by PID)
     w.field("status", r.status);
+    w.field("host", r.host);
+    w.field("dir", r.dir);
     w.field("requests", r.requests);
+    if (r.share >= 0)
+      w.field("share", static_cast<std::uint64_t>(r.share));
+    else
+      w.key("share").null();
     w.field_number("throughput_rps", r.throughput_rps, 3);
     w.field_number("mean_us", r.mean_us, 3);
     w.field_number("p50_us", r.p50_us, 3);

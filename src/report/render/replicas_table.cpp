@@ -1,5 +1,7 @@
 // `run --replicas N` as the terminal table (--format table): the per-replica
 // table, the cross-replica spread and the version skew of each update.
+#include <algorithm>
+
 #include "base/text.hpp"
 #include "report/render/replicas_parts.hpp"
 
@@ -8,13 +10,16 @@ namespace inferprof {
 std::string render_replicas_table(const ReplicaSummary& s) {
   using namespace report::replicas_parts;
   using namespace report;
-  std::string out =
-      fmt::format("inferprof run · {} replicas · split {} · {} requests{}\n\n", s.replicas.size(), s.split,
-                  group_thousands(s.requests), s.interrupted_by.empty() ? "" : " · interrupted by " + s.interrupted_by);
-  out += pad_right("replica", 9) + pad_left("requests", 10) + pad_left("req/s", 9) + pad_left("mean", 11) +
-         pad_left("p50", 11) + pad_left("p99", 11) + pad_left("stale", 7) + pad_left("stalled", 9) + "  status\n";
+  std::string out = fmt::format("inferprof run · {} replicas · split {} · {} requests{}{}\n\n", s.replicas.size(),
+                                s.split, group_thousands(s.requests), accounting(s),
+                                s.interrupted_by.empty() ? "" : " · interrupted by " + s.interrupted_by);
+  const bool hosts = std::any_of(s.replicas.begin(), s.replicas.end(), [](const auto& r) { return !r.host.empty(); });
+  out += pad_right("replica", 9) + (hosts ? pad_right("host", 14) : "") + pad_left("requests", 10) +
+         pad_left("lost", 7) + pad_left("req/s", 9) + pad_left("mean", 11) + pad_left("p50", 11) + pad_left("p99", 11) +
+         pad_left("stale", 7) + pad_left("stalled", 9) + "  status\n";
   for (const ReplicaResult& r : s.replicas)
-    out += pad_right(std::to_string(r.index), 9) + pad_left(group_thousands(r.requests), 10) +
+    out += pad_right(std::to_string(r.index), 9) + (hosts ? pad_right(truncate_display(r.host, 13), 14) : "") +
+           pad_left(group_thousands(r.requests), 10) + pad_left(lost_of(r), 7) +
            pad_left(fmt::format("{:.0f}", r.throughput_rps), 9) + pad_left(human_duration_us(r.mean_us), 11) +
            pad_left(human_duration_us(r.p50_us), 11) + pad_left(human_duration_us(r.p99_us), 11) +
            pad_left(group_thousands(r.stale_served), 7) + pad_left(group_thousands(r.stalled), 9) + "  " + r.status +
