@@ -3,8 +3,10 @@
 # Idempotent: only missing packages are fetched. Needs root (or sudo).
 # --test adds what only the tests use: chromium, which loads report.html
 # headless (test/e2e/test_cli_html.cpp), and python3-pil, the independent
-# reference the image tests compare decoding and resizing with byte for byte
-# (they skip without it); the demo does without both.
+# reference the image tests compare decoding and resizing with byte for byte;
+# iproute2, for the network namespaces of test/e2e/netns_group.sh, and
+# python3-yaml, which reads deploy/kubernetes/ in its test (each test
+# skips without its package); the demo needs none of them.
 set -euo pipefail
 
 PACKAGES=(
@@ -18,7 +20,7 @@ PACKAGES=(
   doctest-dev libbenchmark-dev
   redis-server
 )
-if [[ ${1:-} == --test ]]; then PACKAGES+=(chromium python3-pil); fi
+if [[ ${1:-} == --test ]]; then PACKAGES+=(chromium python3-pil iproute2 python3-yaml); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

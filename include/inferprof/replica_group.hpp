@@ -9,8 +9,9 @@
 //   alive:K this replica's heartbeat (refreshed every second, expires after
 //           five): a replica that died is reported, never waited for
 //   done    a set: the replicas that finished
-// Every key expires (the timeout plus an hour) and the last replica to finish
-// (each other one done or dead) removes them all.
+//   left    a count: the finished replicas that saw every other done or dead
+// A replica that finishes waits for the others (each done or dead); the last
+// to leave removes every key. Every key also expires (the timeout plus an hour).
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -30,6 +31,9 @@ class ReplicaGroup {
     // Run by the one replica that prepares the start, before it is set (the
     // group's cache namespace emptied of an earlier run's keys).
     std::function<void()> before_start;
+    // Run by the one replica that removes the group's keys at the end (the
+    // group's cache namespace emptied).
+    std::function<void()> after_all;
   };
   // Connects. Throws Error(bad_input) for a bad name, Error(runtime) when
   // Redis cannot be reached.
@@ -42,13 +46,15 @@ class ReplicaGroup {
   // common start. Throws Error(runtime) past the timeout (naming the replicas
   // that never came) or when `give_up` says so (polled every 50 ms).
   void join(const std::function<bool()>& give_up);
-  // Says done. Returns the replicas neither done nor alive (dead); when none
-  // is still running, removes the group's keys. Never throws: Redis lost at
-  // the end costs the bookkeeping, not the run (the message says so).
+  // Says done and waits until every other replica is done or dead (at most
+  // the timeout). Then one replica removes the group's keys and runs
+  // after_all. Never throws: Redis lost at the end costs the bookkeeping,
+  // not the run (`problem` says what happened).
   struct Finish {
-    std::vector<int> dead;
-    bool last = false;    // this replica removed the group's keys
-    std::string problem;  // non-empty: Redis failed; what happened
+    std::vector<int> dead;      // replicas that stopped without finishing (no heartbeat)
+    bool last = false;          // this replica removed the group's keys
+    bool left_running = false;  // the timeout passed with others still running: they clean up
+    std::string problem;        // non-empty: Redis failed; what happened
   };
   Finish finish();
 

@@ -133,7 +133,7 @@ std::shared_ptr<ReplicaGroup> join_group(const ReplayArgs& args, const std::stri
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   o.member = fmt::format("{} {}", host, ::getpid());
-  o.before_start = [url, ns = config.caches.key_namespace] { make_redis_backend(url, ns)->clear(); };
+  o.before_start = o.after_all = [url, ns = config.caches.key_namespace] { make_redis_backend(url, ns)->clear(); };
   auto members = std::make_shared<ReplicaGroup>(std::move(o));
   config.replica.index = k;
   config.replica.count = n;
@@ -144,9 +144,9 @@ std::shared_ptr<ReplicaGroup> join_group(const ReplayArgs& args, const std::stri
   return members;
 }
 
-// Says this replica is done; the group's last one empties the shared cache namespace.
-void report_group_end(ReplicaGroup& members, const std::string& name, const ReplicaRole& role, const std::string& url,
-                      const std::string& cache_namespace) {
+// Says this replica is done and waits for the group; the one that removes the
+// group's keys also empties the shared cache namespace.
+void report_group_end(ReplicaGroup& members, const std::string& name) {
   const ReplicaGroup::Finish f = members.finish();
   if (!f.problem.empty()) {
     std::fprintf(stderr, "inferprof: warning: %s (this replica's reports are complete; the group's keys expire)\n",
@@ -159,17 +159,13 @@ void report_group_end(ReplicaGroup& members, const std::string& name, const Repl
   if (!dead.empty())
     std::fprintf(stderr, "inferprof: warning: group %s: replica%s %s stopped without finishing (no heartbeat)\n",
                  name.c_str(), f.dead.size() > 1 ? "s" : "", dead.c_str());
-  if (f.last) {
-    try {
-      make_redis_backend(url, cache_namespace)->clear();
-    } catch (const std::exception&) {
-      // Unreachable now: nothing more to remove.
-    }
+  if (f.left_running)
     std::fprintf(stderr,
-                 "inferprof: group %s: replica %d of %d finished last; merge the replicas' folders with "
-                 "'inferprof merge'\n",
-                 name.c_str(), role.index, role.count);
-  }
+                 "inferprof: group %s: others still running after --group-timeout-s; the last removes the keys\n",
+                 name.c_str());
+  if (f.last)
+    std::fprintf(stderr, "inferprof: group %s: every replica done; merge their folders with 'inferprof merge'\n",
+                 name.c_str());
 }
 
 // compare's own options (ReplayArgs holds those it shares with run).
@@ -300,7 +296,7 @@ Runner add_run_command(CLI::App& app) {
       if (!config.store.url.empty()) config.replica.update_channel = redis_url(*args);
     }
     RunOutcome outcome = run_replay(config);
-    if (members) report_group_end(*members, *group, config.replica, redis_url(*args), config.caches.key_namespace);
+    if (members) report_group_end(*members, *group);
     const RunSummary& s = outcome.summary;
     std::fputs(report::render(args->format, s, "a run").c_str(), stdout);
     print_files(outcome.files, config.output.out_dir, args->format == report::Format::table, {{"", &s}});

@@ -335,8 +335,19 @@ void fold_replicas(const std::vector<Input>& in, int count, const std::vector<st
 MergeResult merge(const MergeOptions& options) {
   if (options.dirs.empty() && options.replicas <= 0) throw bad_input("merge needs at least one run folder");
   std::vector<Input> in;
-  for (std::size_t i = 0; i < options.dirs.size(); ++i)
-    in.push_back(read_input(options.dirs[i], static_cast<int>(i)));
+  // A folder without summary.json is a replica that never finished (killed,
+  // crashed): its folder is empty; it is counted as missing below.
+  std::vector<std::string> unfinished;
+  for (std::size_t i = 0; i < options.dirs.size(); ++i) {
+    std::error_code ec;
+    if (fs::is_directory(options.dirs[i], ec) && !fs::exists(fs::path(options.dirs[i]) / "summary.json", ec))
+      unfinished.push_back(options.dirs[i]);
+    else
+      in.push_back(read_input(options.dirs[i], static_cast<int>(i)));
+  }
+  if (in.empty() && options.replicas <= 0)
+    throw bad_input(fmt::format("{}: no summary.json in this folder (expected a run's --out folder)",
+                                printable(options.dirs.front())));
   std::sort(in.begin(), in.end(), [](const Input& a, const Input& b) { return a.index < b.index; });
   if (!in.empty()) check_one_run(in);
   const int count = options.replicas > 0               ? options.replicas
@@ -364,6 +375,8 @@ MergeResult merge(const MergeOptions& options) {
     return result;
   }
   RunInfo info = merged_info(in);
+  for (const std::string& dir : unfinished)
+    info.warnings.push_back(fmt::format("{}: no summary.json (a replica that did not finish): skipped", dir));
   s.split = info.replica.shard_by;
   if (info.interrupted()) s.interrupted_by = info.interrupted_by;
 

@@ -53,6 +53,13 @@ struct ReplicaGroup::Impl {
   Reply cmd(std::initializer_list<std::string_view> args) {
     redis_detail::SigpipeGuard guard;
     Reply r = redis_detail::command(c.get(), args);
+    if (!r) {  // the connection broke (Redis restarted): once more on a new one
+      std::string why;
+      if (Context fresh = redis_detail::connect_redis(url, kConnectTimeout, &kCommandTimeout, false, &why)) {
+        c = std::move(fresh);
+        r = redis_detail::command(c.get(), args);
+      }
+    }
     if (!r)
       throw runtime_failure(
           fmt::format("group {}: Redis at {} failed: {}", o.name, url.shown, redis_detail::scrub(url, c->errstr)));
@@ -183,30 +190,37 @@ ReplicaGroup::Finish ReplicaGroup::finish() {
     m.cmd({"SADD", m.done_key, std::to_string(m.o.index)});
     m.cmd({"EXPIRE", m.done_key, std::to_string(m.o.timeout_s + kKeepS)});
     m.cmd({"DEL", m.alive_key(m.o.index)});
-    // A replica whose heartbeat is late (not refreshed for 2 s) may have just
-    // died: wait for its key to expire rather than leave the group's keys behind.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAliveMs);
-    bool running = false;
-    for (bool suspect = true; suspect;) {
-      running = suspect = false;
+    // Wait for the others: each done, or dead (its heartbeat expired), so
+    // that one replica is there to remove the group's keys whoever dies when.
+    // Past the timeout a replica leaves that to the last one still running.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(m.o.timeout_s);
+    for (;;) {
+      bool running = false;
       f.dead.clear();
       for (int k = 0; k < m.o.count; ++k) {
         if (k == m.o.index || m.member(m.done_key, k)) continue;
-        const long long left_ms = m.integer({"PTTL", m.alive_key(k)});
-        if (left_ms < 0) {
+        if (m.integer({"PTTL", m.alive_key(k)}) < 0)
           f.dead.push_back(k);
-          continue;
-        }
-        running = true;
-        suspect = suspect || left_ms < kAliveMs - 2000;
+        else
+          running = true;
       }
-      if (suspect && std::chrono::steady_clock::now() > until) break;
-      if (suspect) std::this_thread::sleep_for(kPoll * 4);
+      if (!running) break;
+      if (std::chrono::steady_clock::now() > until) {
+        f.left_running = true;
+        return f;
+      }
+      std::this_thread::sleep_for(kPoll * 4);
     }
-    if (!running) {
-      m.cmd({"DEL", m.ready_key, m.done_key, m.go_key, m.prefix + "starter"});
+    // Every replica done or dead. The last of the finished ones to get here
+    // (INCR is atomic: exactly one sees the count reach the done set's size)
+    // removes the keys, after every other has stopped reading them.
+    const long long leaving = m.integer({"INCR", m.prefix + "left"});
+    m.cmd({"EXPIRE", m.prefix + "left", std::to_string(m.o.timeout_s + kKeepS)});
+    if (leaving == m.integer({"SCARD", m.done_key})) {
+      m.cmd({"DEL", m.ready_key, m.done_key, m.go_key, m.prefix + "starter", m.prefix + "left"});
       for (int k : f.dead)
         m.cmd({"DEL", m.alive_key(k)});
+      if (m.o.after_all) m.o.after_all();
       f.last = true;
     }
   } catch (const Error& e) {
