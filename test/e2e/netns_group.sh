@@ -9,7 +9,8 @@
 #   test/e2e/netns_group.sh build/inferprof          (ctest e2e-netns-group)
 #   REQUESTS=100000 RATE=10000 KILL=1 test/e2e/netns_group.sh build/inferprof
 #
-# REQUESTS (4000), RATE (trace req/s, 2000), REPLICAS (4), KILL=1 (SIGKILL
+# REQUESTS (4000), RATE (trace req/s, 2000), REPLICAS (4), CLOSED=1 (closed
+# loop: each replica as fast as it can, instead of the trace's times), KILL=1 (SIGKILL
 # replica 1 mid-run), RESTART_REDIS=1 (restart Redis mid-run), KEEP=DIR (keep
 # the folders there). Exits 77 (a skip) without root or network namespaces.
 set -euo pipefail
@@ -19,6 +20,8 @@ RATE=${RATE:-2000}
 N=${REPLICAS:-4}
 KILL=${KILL:-}
 RESTART_REDIS=${RESTART_REDIS:-}
+LOOP=(--open-loop)
+if [[ -n ${CLOSED:-} ]]; then LOOP=(); fi
 if [[ $(id -u) != 0 ]]; then echo "skip: network namespaces need root"; exit 77; fi
 for tool in ip unshare redis-server redis-cli python3; do
   command -v "$tool" >/dev/null || { echo "skip: $tool is not installed"; exit 77; }
@@ -68,7 +71,7 @@ mkdir -p "$WORK/shared"
 T0=$(date +%s.%N)
 for k in $(seq 0 $((N - 1))); do
   ip netns exec "$TAG-r$k" unshare --uts sh -c "hostname host-$k; exec \"\$0\" \"\$@\"" "$BIN" run "$WORK/m.pt" \
-    --trace "$WORK/t.jsonl" --open-loop --caches l1,l2 --group g --replica "$k/$N" --shard-by key \
+    --trace "$WORK/t.jsonl" "${LOOP[@]}" --caches l1,l2 --group g --replica "$k/$N" --shard-by key \
     --redis "redis://10.213.$k.1:6379" --warmup 1 --no-progress --out "$WORK/shared/replica-$k" \
     >"$WORK/replica-$k.log" 2>&1 &
   PIDS+=($!)
