@@ -15,6 +15,7 @@
 #include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
+#include "inferprof/merge.hpp"
 #include "inferprof/printable.hpp"
 #include "inferprof/replica_group.hpp"
 #include "inferprof/replicas.hpp"
@@ -24,6 +25,8 @@
 namespace inferprof::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 // "reports written to DIR/: ...", then for each trace.json that the size cap
 // stopped early (`runs`: its folder under DIR, "" for DIR itself) how many
 // requests it holds.
@@ -146,7 +149,34 @@ std::shared_ptr<ReplicaGroup> join_group(const ReplayArgs& args, const std::stri
 
 // Says this replica is done and waits for the group; the one that removes the
 // group's keys also empties the shared cache namespace.
-void report_group_end(ReplicaGroup& members, const std::string& name) {
+// --merge-into: the replica that finished last merges the group's folders,
+// the siblings of its own --out (a shared volume), into `into`.
+void merge_group(const std::string& name, const std::string& out, const std::string& into, int count) {
+  MergeOptions merge;
+  merge.out_dir = into;
+  merge.replicas = count;
+  std::error_code ec;
+  const fs::path parent = fs::absolute(out, ec).parent_path();
+  for (const auto& entry : fs::directory_iterator(parent, ec))
+    if (entry.is_directory(ec) && !fs::equivalent(entry.path(), into, ec) &&
+        fs::exists(entry.path() / "summary.json", ec))
+      merge.dirs.push_back(entry.path().string());
+  std::sort(merge.dirs.begin(), merge.dirs.end());
+  try {
+    const MergeResult r = merge_runs(merge);
+    std::fprintf(stderr, "inferprof: group %s: merged %zu replicas' reports into %s (%s requests%s)\n", name.c_str(),
+                 merge.dirs.size(), into.c_str(), report::group_thousands(r.run.requests).c_str(),
+                 r.replicas.failed > 0
+                     ? fmt::format("; {} of {} replicas failed: see replicas.json", r.replicas.failed, count).c_str()
+                     : "");
+  } catch (const Error& e) {
+    std::fprintf(stderr, "inferprof: error: group %s: the merge into %s failed: %s\n", name.c_str(), into.c_str(),
+                 e.what());
+  }
+}
+
+void report_group_end(ReplicaGroup& members, const std::string& name, const std::string& out,
+                      const std::string& merge_into, int count) {
   const ReplicaGroup::Finish f = members.finish();
   if (!f.problem.empty()) {
     std::fprintf(stderr, "inferprof: warning: %s (this replica's reports are complete; the group's keys expire)\n",
@@ -163,9 +193,10 @@ void report_group_end(ReplicaGroup& members, const std::string& name) {
     std::fprintf(stderr,
                  "inferprof: group %s: others still running after --group-timeout-s; the last removes the keys\n",
                  name.c_str());
-  if (f.last)
+  if (f.last && merge_into.empty())
     std::fprintf(stderr, "inferprof: group %s: every replica done; merge their folders with 'inferprof merge'\n",
                  name.c_str());
+  if (f.last && !merge_into.empty()) merge_group(name, out, merge_into, count);
 }
 
 // compare's own options (ReplayArgs holds those it shares with run).
@@ -253,6 +284,10 @@ Runner add_run_command(CLI::App& app) {
                   "Join a group of replicas started separately (a Kubernetes Indexed Job, a scheduler, ssh; "
                   "docs/scale-out.md): they meet in Redis (--redis), start together and each replays its shard; "
                   "with --replica K/N");
+  auto merge_into = std::make_shared<std::string>();
+  cmd->add_option("--merge-into", *merge_into,
+                  "With --group: the replica that finishes last merges the group's reports (each replica's --out, "
+                  "siblings in one folder) into this folder");
   cmd->add_option("--group-timeout-s", *group_timeout, "How long a --group replica waits for the others to be ready")
       ->check(whole_at_least(1))
       ->capture_default_str();
@@ -265,7 +300,8 @@ Runner add_run_command(CLI::App& app) {
   // Set by the parent of --replicas for each replica; not for people.
   cmd->add_option(replica_handshake::kNamespaceFlag, *cache_ns)->group("");
 
-  return [args, out, caches, replicas, split, shard_by, group, group_timeout, replica, cache_ns, replica_timeout] {
+  return [args, out, caches, replicas, split, shard_by, group, group_timeout, merge_into, replica, cache_ns,
+          replica_timeout] {
     if (!shard_by->empty()) *split = *shard_by == "key" ? Split::hash : Split::round_robin;
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
     if (args->profiles.size() > 1)
@@ -290,13 +326,15 @@ Runner add_run_command(CLI::App& app) {
     config.caches.key_namespace = cache_ns->empty() ? fmt::format("run-{}", ::getpid()) : *cache_ns;
     std::shared_ptr<ReplicaGroup> members;
     if (!group->empty()) {
+      if (!merge_into->empty() && out->empty())
+        throw bad_input("--merge-into merges the group's --out folders: give each replica --out DIR/replica-K");
       members = join_group(*args, *group, *replica, *group_timeout, *split, config);
     } else if (!replica->empty()) {
       config.replica = replica_handshake::join(*replica, *split);
       if (!config.store.url.empty()) config.replica.update_channel = redis_url(*args);
     }
     RunOutcome outcome = run_replay(config);
-    if (members) report_group_end(*members, *group);
+    if (members) report_group_end(*members, *group, *out, *merge_into, config.replica.count);
     const RunSummary& s = outcome.summary;
     std::fputs(report::render(args->format, s, "a run").c_str(), stdout);
     print_files(outcome.files, config.output.out_dir, args->format == report::Format::table, {{"", &s}});

@@ -3,7 +3,8 @@
 # namespace of its own (its own address and hostname), Redis in another, one
 # veth pair between each replica and Redis; the replicas are started one by
 # one, each with its own K/N, as a scheduler would. Then merge, and checks:
-# every trace line served once (or counted lost), the merged percentiles those
+# every trace line served once (or counted lost), the merged percentiles (by
+# merge, and by the group's last replica with --merge-into) those
 # of the union of the requests.csv files, the group's keys gone from Redis.
 #
 #   test/e2e/netns_group.sh build/inferprof          (ctest e2e-netns-group)
@@ -73,6 +74,7 @@ for k in $(seq 0 $((N - 1))); do
   ip netns exec "$TAG-r$k" unshare --uts sh -c "hostname host-$k; exec \"\$0\" \"\$@\"" "$BIN" run "$WORK/m.pt" \
     --trace "$WORK/t.jsonl" "${LOOP[@]}" --caches l1,l2 --group g --replica "$k/$N" --shard-by key \
     --redis "redis://10.213.$k.1:6379" --warmup 1 --no-progress --out "$WORK/shared/replica-$k" \
+    --merge-into "$WORK/group-merged" \
     >"$WORK/replica-$k.log" 2>&1 &
   PIDS+=($!)
   sleep 0.2
@@ -88,7 +90,7 @@ if [[ -n $KILL || -n $RESTART_REDIS ]]; then
 fi
 FAILED=0
 for k in $(seq 0 $((N - 1))); do
-  code=0; wait "${PIDS[$k]}" || code=$?
+  code=0; { wait "${PIDS[$k]}"; } 2>/dev/null || code=$?
   echo "replica $k: exit $code"
   if [[ $code != 0 && ! ( -n $KILL && $k == 1 ) ]]; then FAILED=1; tail -5 "$WORK/replica-$k.log"; fi
 done
@@ -120,6 +122,9 @@ for folder in sorted(glob.glob(work + "/shared/replica-*")):
         lines[row["line"]] = lines.get(row["line"], 0) + 1
         totals.append(float(row["total_us"]))
 m = json.load(open(work + "/merged/summary.json"))
+by_group = json.load(open(work + "/group-merged/summary.json"))
+check(by_group["total"] == m["total"] and by_group["requests"] == m["requests"],
+      "the group's last replica merged (--merge-into) what merge of the folders gives")
 reps = json.load(open(work + "/merged/replicas.json"))
 check(all(v == 1 for v in lines.values()), f"{len(lines)} trace lines served, none twice (duplicated: {reps['duplicated']})")
 check(reps["lost"] + len(lines) == requests, f"served {len(lines)} + lost {reps['lost']} = {requests} requests in the trace")
