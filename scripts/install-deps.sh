@@ -22,6 +22,14 @@ PACKAGES=(
 )
 if [[ ${1:-} == --test ]]; then PACKAGES+=(chromium python3-pil iproute2 python3-yaml); fi
 
+# --test also fetches the Kubernetes manifest's schema check (npm, pinned by
+# its lockfile). Without npm or its registry that check skips; never a failure.
+VALIDATE="$(cd "$(dirname "$0")/.." && pwd)/deploy/kubernetes/validate"
+if [[ ${1:-} == --test && ! -d $VALIDATE/node_modules ]] && command -v npm >/dev/null; then
+  (cd "$VALIDATE" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "install-deps: npm ci failed in $VALIDATE: ctest deploy-manifest-schema will skip"
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
