@@ -43,8 +43,9 @@ struct ReplicaSummary {
   std::vector<ReplicaResult> replicas;
   int failed = 0;
   std::uint64_t requests = 0;
-  std::int64_t lost = -1;        // requests of the trace that no replica served (-1: the trace was not read)
-  std::uint64_t duplicated = 0;  // requests (trace lines) that more than one replica served
+  // Requests of the replicas' shards that no replica served, by trace line (-1: the trace was not read).
+  std::int64_t lost = -1;
+  std::uint64_t duplicated = 0;                 // requests (trace lines) that more than one replica served
   double p50_spread_us = 0, p99_spread_us = 0;  // max - min across replicas that finished
   std::vector<ReplicaUpdate> updates;
   std::vector<std::string> files;

@@ -252,8 +252,9 @@ class ReplicaFold {
 
 // Feeds every replica's requests, in replica order, to `collector`; returns
 // where the last request ended, in ns from the earliest replica's start.
+// `distinct`: the trace lines served; `duplicated`: rows whose line was already served.
 Nanos feed(const std::vector<Input>& in, Collector& collector, const std::vector<std::string>& parts, RunInfo& info,
-           std::uint64_t& duplicated) {
+           std::uint64_t& distinct, std::uint64_t& duplicated) {
   // Times line up on the replicas' wall clocks; a summary from before they
   // were recorded starts at the earliest.
   double base_ms = 0;
@@ -280,6 +281,7 @@ Nanos feed(const std::vector<Input>& in, Collector& collector, const std::vector
         },
         parts);
   }
+  distinct = lines.size();
   return last_end;
 }
 
@@ -390,7 +392,15 @@ MergeResult merge(const MergeOptions& options) {
   }
   Collector collector(copts);
   collector.set_epoch(0);
-  info.wall_s = static_cast<double>(feed(in, collector, parts, info, s.duplicated)) / 1e9;
+  std::uint64_t distinct = 0;
+  info.wall_s = static_cast<double>(feed(in, collector, parts, info, distinct, s.duplicated)) / 1e9;
+  // Lost: requests of the shards that no replica served, by trace line (a duplicate does not hide one).
+  if (s.lost >= 0) {
+    std::int64_t shares = 0;
+    for (const ReplicaResult& r : s.replicas)
+      shares += r.share;
+    s.lost = std::max<std::int64_t>(0, shares - static_cast<std::int64_t>(distinct));
+  }
   if (!unread.empty())
     info.warnings.push_back(fmt::format("lost requests not counted: the trace cannot be read ({})", unread));
   if (s.lost > 0)
