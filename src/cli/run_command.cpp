@@ -276,8 +276,8 @@ Runner add_run_command(CLI::App& app) {
                   "How replicas (--replicas, --group) share the trace: round-robin, or key (a hash of the key: each "
                   "key on one replica, as a consistent-hash load balancer does)")
       ->check(CLI::IsMember({"round-robin", "key"}));
-  // The older spelling of --shard-by (rr | hash), still read.
-  add_enum_option(cmd, "--split", *split, "")->group("");
+  // The older spelling of --shard-by, still read (a hidden option would have no name in its errors).
+  add_enum_option(cmd, "--split", *split, "The older spelling of --shard-by: rr (round-robin) or hash (key)");
   auto group = std::make_shared<std::string>();
   auto group_timeout = std::make_shared<int>(300);
   cmd->add_option("--group", *group,

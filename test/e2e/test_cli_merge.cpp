@@ -244,7 +244,7 @@ TEST_SUITE("e2e group") {
     std::string said;
     for (auto& bg : group)
       said += slurp(bg->err);
-    CHECK(said.find("group g1: replica") != std::string::npos);  // "... finished last; merge ..."
+    CHECK(said.find("group g1: every replica done; merge their folders with 'inferprof merge'") != std::string::npos);
     // The last to finish removed the group's keys and the shared cache's.
     CHECK(redis.integer("DBSIZE") == 0);
     TempDir out;

@@ -52,7 +52,7 @@ TEST_SUITE("e2e command line") {
     check_usage_error({"simulte", "--trace", "t.jsonl"}, "unknown command 'simulte': did you mean simulate?");
     check_usage_error({"frobnicate"},
                       "unknown command 'frobnicate' (commands: run, compare, sweep, inspect, gen-model, gen-trace, "
-                      "gen-images, store, diff, "
+                      "gen-images, store, diff, merge, "
                       "simulate, convert)");
     check_usage_error({"run", "m.pt", "--trce", "t.jsonl"}, "unknown option --trce: did you mean --trace?");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurency=2"},

@@ -138,7 +138,7 @@ TEST_SUITE("merge") {
     CHECK_THROWS_WITH_AS(merge_runs(o), doctest::Contains("replica 0 is also"), Error);
   }
 
-  TEST_CASE("requests.csv: merge's columns read by name; a bad count names file and line") {
+  TEST_CASE("requests.csv: merge's columns read by name, a bad count names file and line") {
     TempDir dir;
     const std::string csv =
         dir.write("r.csv",

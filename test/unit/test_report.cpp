@@ -942,9 +942,9 @@ TEST_SUITE("report") {
     s.replicas = {a, b};
     const std::string csv = report::render(Format::csv, s, "the replica table");
     CHECK(csv ==
-          "replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms\n"
-          "0,ok,10,0.000,1.500,0.000,0.000,0,0,0.000\n"
-          "1,exit 3,0,0.000,0.000,0.000,0.000,0,0,0.000\n");
+          "replica,status,requests,throughput_rps,mean_us,p50_us,p99_us,stale_served,stalled,stall_ms,host,share\n"
+          "0,ok,10,0.000,1.500,0.000,0.000,0,0,0.000,,\n"
+          "1,exit 3,0,0.000,0.000,0.000,0.000,0,0,0.000,,\n");
     CHECK(report::render(Format::table, s, "the replica table") == render_replicas_table(s));
   }
 
