@@ -44,7 +44,8 @@ class ReplicaGroup {
 
   // Says ready, starts the heartbeat and waits for every replica, then for the
   // common start. Throws Error(runtime) past the timeout (naming the replicas
-  // that never came) or when `give_up` says so (polled every 50 ms).
+  // that never came); returns early when `give_up` says so (polled every 50
+  // ms; an interrupt: the replay then stops as any interrupted run does).
   void join(const std::function<bool()>& give_up);
   // Says done and waits until every other replica is done or dead (at most
   // the timeout). Then one replica removes the group's keys and runs
@@ -53,10 +54,11 @@ class ReplicaGroup {
   struct Finish {
     std::vector<int> dead;      // replicas that stopped without finishing (no heartbeat)
     bool last = false;          // this replica removed the group's keys
-    bool left_running = false;  // the timeout passed with others still running: they clean up
+    bool left_running = false;  // stopped waiting (timeout, give_up) with others running: they clean up
     std::string problem;        // non-empty: Redis failed; what happened
   };
-  Finish finish();
+  // `give_up` (polled, e.g. an interrupt) stops the wait: the others clean up.
+  Finish finish(const std::function<bool()>& give_up);
 
  private:
   struct Impl;

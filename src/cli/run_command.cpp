@@ -177,7 +177,7 @@ void merge_group(const std::string& name, const std::string& out, const std::str
 
 void report_group_end(ReplicaGroup& members, const std::string& name, const std::string& out,
                       const std::string& merge_into, int count) {
-  const ReplicaGroup::Finish f = members.finish();
+  const ReplicaGroup::Finish f = members.finish([] { return lifecycle::interrupted(); });
   if (!f.problem.empty()) {
     std::fprintf(stderr, "inferprof: warning: %s (this replica's reports are complete; the group's keys expire)\n",
                  f.problem.c_str());
@@ -191,7 +191,8 @@ void report_group_end(ReplicaGroup& members, const std::string& name, const std:
                  name.c_str(), f.dead.size() > 1 ? "s" : "", dead.c_str());
   if (f.left_running)
     std::fprintf(stderr,
-                 "inferprof: group %s: others still running after --group-timeout-s; the last removes the keys\n",
+                 "inferprof: group %s: stopped waiting for the others (interrupted, or --group-timeout-s passed); the "
+                 "last of them removes the keys\n",
                  name.c_str());
   if (f.last && merge_into.empty())
     std::fprintf(stderr, "inferprof: group %s: every replica done; merge their folders with 'inferprof merge'\n",

@@ -153,8 +153,7 @@ void ReplicaGroup::join(const std::function<bool()>& give_up) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(m.o.timeout_s);
   // Every replica ready: the first to see it sets the start (SET NX), all read it.
   while (m.integer({"SCARD", m.ready_key}) < m.o.count) {
-    if (give_up && give_up())
-      throw runtime_failure(fmt::format("group {}: interrupted while waiting for the other replicas", m.o.name));
+    if (give_up && give_up()) return;  // the replay then stops at once, as any interrupted run
     if (std::chrono::steady_clock::now() > deadline)
       throw runtime_failure(fmt::format(
           "group {}: replica{} {} of {} not ready after {} s (never started, failed to load, or another --group "
@@ -171,7 +170,8 @@ void ReplicaGroup::join(const std::function<bool()>& give_up) {
   }
   Reply go;
   while ((go = m.cmd({"GET", m.go_key}))->type != REDIS_REPLY_STRING) {
-    if ((give_up && give_up()) || std::chrono::steady_clock::now() > deadline)
+    if (give_up && give_up()) return;
+    if (std::chrono::steady_clock::now() > deadline)
       throw runtime_failure(fmt::format("group {}: every replica was ready, but the start was never set", m.o.name));
     std::this_thread::sleep_for(kPoll);
   }
@@ -181,7 +181,7 @@ void ReplicaGroup::join(const std::function<bool()>& give_up) {
   if (wait_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(std::min(wait_ms, 10'000.0)));
 }
 
-ReplicaGroup::Finish ReplicaGroup::finish() {
+ReplicaGroup::Finish ReplicaGroup::finish(const std::function<bool()>& give_up) {
   Impl& m = *impl_;
   Finish f;
   m.finished = true;
@@ -205,7 +205,10 @@ ReplicaGroup::Finish ReplicaGroup::finish() {
           running = true;
       }
       if (!running) break;
-      if (std::chrono::steady_clock::now() > until) {
+      if (std::chrono::steady_clock::now() > until || (give_up && give_up())) {
+        // Counted as left, so that the last of the others still sees the count reach the done set's size.
+        m.cmd({"INCR", m.prefix + "left"});
+        m.cmd({"EXPIRE", m.prefix + "left", std::to_string(m.o.timeout_s + kKeepS)});
         f.left_running = true;
         return f;
       }

@@ -2,6 +2,7 @@
 // replica's requests, checked against the union of their requests.csv files.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -290,6 +291,39 @@ TEST_SUITE("e2e group") {
     CHECK(share > 0);
     CHECK(json_number(reps["lost"]) == share);
     CHECK(json_number(reps["requests"]) + share == 400);
+  }
+
+  TEST_CASE("an interrupted replica stops at once, at the start barrier or mid-run, and the group still cleans up") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    GroupFixture f;
+    auto wait_for_key = [&](const std::string& key) {
+      for (int i = 0; i < 600 && redis.command("EXISTS " + key).find('1') == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    };
+    // Alone at the barrier (its partner never comes): Ctrl-C ends it as any interrupted run, keys gone.
+    std::vector<std::string> a = f.args(redis.url(), "g5", 0);
+    a.insert(a.end(), {"--replica", "0/2", "--group-timeout-s", "60"});
+    auto alone = start(a, f.dir, "g5-alone");
+    wait_for_key("inferprof:group:g5:alive:0");
+    ::kill(alone->pid, SIGINT);
+    CHECK(alone->wait(std::chrono::seconds(10)) == 130);
+    CHECK(redis.integer("DBSIZE") == 0);
+    // Mid-run: the interrupted replica reports what it served and leaves without waiting for the other.
+    std::vector<std::unique_ptr<Background>> group;
+    for (int k = 0; k < 2; ++k) {
+      std::vector<std::string> b = f.args(redis.url(), "g6", k);
+      b.insert(b.end(), {"--replica", fmt::format("{}/2", k), "--speed", "0.25"});  // about 4 s each
+      group.push_back(start(b, f.dir, fmt::format("g6-{}", k)));
+    }
+    wait_for_key("inferprof:group:g6:go");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    ::kill(group[0]->pid, SIGINT);
+    CHECK(group[0]->wait(std::chrono::seconds(3)) == 130);
+    CHECK(group[1]->code < 0);  // still replaying
+    CHECK_MESSAGE(group[1]->wait(std::chrono::seconds(60)) == 0, slurp(group[1]->err));
+    CHECK(fs::exists(f.shared + "/g6-0/summary.json"));
+    CHECK(redis.integer("DBSIZE") == 0);
   }
 
   TEST_CASE("the start barrier times out naming who never came, and leaves nothing behind") {
