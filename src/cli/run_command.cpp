@@ -249,17 +249,52 @@ CompareConfig make_compare_config(ReplayArgs args, const CompareArgs& c) {
   return config;
 }
 
+// run's options for replicas: on this host (--replicas) or a group started elsewhere (--group).
+struct ReplicaArgs {
+  int replicas = 1;
+  Split split = Split::round_robin;
+  std::string shard_by, replica, cache_ns, group, merge_into;
+  int replica_timeout = 0, group_timeout = 300;
+};
+
+void add_replica_options(CLI::App* cmd, ReplicaArgs& r) {
+  cmd->add_option("--replicas", r.replicas,
+                  "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
+                  "updates reach them over Redis pub/sub")
+      ->check(whole_at_least(1));
+  cmd->add_option("--shard-by", r.shard_by,
+                  "How replicas (--replicas, --group) share the trace: round-robin, or key (a hash of the key: each "
+                  "key on one replica, as a consistent-hash load balancer does)")
+      ->check(CLI::IsMember({"round-robin", "key"}));
+  // The older spelling of --shard-by, still read (a hidden option would have no name in its errors).
+  add_enum_option(cmd, "--split", r.split, "The older spelling of --shard-by: rr (round-robin) or hash (key)");
+  cmd->add_option("--group", r.group,
+                  "Join a group of replicas started separately (a Kubernetes Indexed Job, a scheduler, ssh; "
+                  "docs/scale-out.md): they meet in Redis (--redis), start together and each replays its shard; "
+                  "with --replica K/N");
+  cmd->add_option("--merge-into", r.merge_into,
+                  "With --group: the replica that finishes last merges the group's reports (each replica's --out, "
+                  "siblings in one folder) into this folder");
+  cmd->add_option("--group-timeout-s", r.group_timeout, "How long a --group replica waits for the others to be ready")
+      ->check(whole_at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--replica-timeout-s", r.replica_timeout,
+                  "Kill replicas still running after S seconds (default: no limit)")
+      ->check(whole_at_least(1));
+  cmd->add_option(replica_handshake::kReplicaFlag, r.replica,
+                  "With --group: this replica's index K (from 0) and the group's size N (default: "
+                  "$JOB_COMPLETION_INDEX and $INFERPROF_REPLICAS)");
+  // Set by the parent of --replicas for each replica; not for people.
+  cmd->add_option(replica_handshake::kNamespaceFlag, r.cache_ns)->group("");
+}
+
 }  // namespace
 
 Runner add_run_command(CLI::App& app) {
   auto args = std::make_shared<ReplayArgs>();
   auto out = std::make_shared<std::string>();
   auto caches = std::make_shared<std::string>("none");
-  auto replicas = std::make_shared<int>(1);
-  auto split = std::make_shared<Split>(Split::round_robin);
-  auto replica = std::make_shared<std::string>();
-  auto cache_ns = std::make_shared<std::string>();
-  auto replica_timeout = std::make_shared<int>(0);
+  auto rep = std::make_shared<ReplicaArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Replay a trace once and print where each request's time goes");
   add_replay_options(cmd, *args);
   add_format_option<RunSummary>(cmd, args->format);
@@ -268,41 +303,18 @@ Runner add_run_command(CLI::App& app) {
                   "The one cache configuration to replay with: none, or tiers joined by commas (l1,l2,l3); "
                   "compare measures several")
       ->capture_default_str();
-  cmd->add_option("--replicas", *replicas,
-                  "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
-                  "updates reach them over Redis pub/sub")
-      ->check(whole_at_least(1));
-  auto shard_by = std::make_shared<std::string>();
-  cmd->add_option("--shard-by", *shard_by,
-                  "How replicas (--replicas, --group) share the trace: round-robin, or key (a hash of the key: each "
-                  "key on one replica, as a consistent-hash load balancer does)")
-      ->check(CLI::IsMember({"round-robin", "key"}));
-  // The older spelling of --shard-by, still read (a hidden option would have no name in its errors).
-  add_enum_option(cmd, "--split", *split, "The older spelling of --shard-by: rr (round-robin) or hash (key)");
-  auto group = std::make_shared<std::string>();
-  auto group_timeout = std::make_shared<int>(300);
-  cmd->add_option("--group", *group,
-                  "Join a group of replicas started separately (a Kubernetes Indexed Job, a scheduler, ssh; "
-                  "docs/scale-out.md): they meet in Redis (--redis), start together and each replays its shard; "
-                  "with --replica K/N");
-  auto merge_into = std::make_shared<std::string>();
-  cmd->add_option("--merge-into", *merge_into,
-                  "With --group: the replica that finishes last merges the group's reports (each replica's --out, "
-                  "siblings in one folder) into this folder");
-  cmd->add_option("--group-timeout-s", *group_timeout, "How long a --group replica waits for the others to be ready")
-      ->check(whole_at_least(1))
-      ->capture_default_str();
-  cmd->add_option("--replica-timeout-s", *replica_timeout,
-                  "Kill replicas still running after S seconds (default: no limit)")
-      ->check(whole_at_least(1));
-  cmd->add_option(replica_handshake::kReplicaFlag, *replica,
-                  "With --group: this replica's index K (from 0) and the group's size N (default: "
-                  "$JOB_COMPLETION_INDEX and $INFERPROF_REPLICAS)");
-  // Set by the parent of --replicas for each replica; not for people.
-  cmd->add_option(replica_handshake::kNamespaceFlag, *cache_ns)->group("");
+  add_replica_options(cmd, *rep);
 
-  return [args, out, caches, replicas, split, shard_by, group, group_timeout, merge_into, replica, cache_ns,
-          replica_timeout] {
+  return [args, out, caches, rep] {
+    auto* replicas = &rep->replicas;
+    auto* split = &rep->split;
+    auto* shard_by = &rep->shard_by;
+    auto* group = &rep->group;
+    auto* group_timeout = &rep->group_timeout;
+    auto* merge_into = &rep->merge_into;
+    auto* replica = &rep->replica;
+    auto* cache_ns = &rep->cache_ns;
+    auto* replica_timeout = &rep->replica_timeout;
     if (!shard_by->empty()) *split = *shard_by == "key" ? Split::hash : Split::round_robin;
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps what was measured
     if (args->profiles.size() > 1)
