@@ -39,7 +39,7 @@ namespace fs = std::filesystem;
 
 constexpr unsigned kMaxNamespaces = 128;
 constexpr unsigned kMaxReaders = 512;  // concurrent get()s over all processes (LMDB's default: 126)
-constexpr std::size_t kHeader = sizeof(std::uint64_t);
+constexpr std::size_t kExpiryHeader = sizeof(std::uint64_t);
 
 std::uint64_t now_ms() {
   return static_cast<std::uint64_t>(
@@ -163,9 +163,9 @@ class LmdbBackend final : public BlobBackend {
       int rc = mdb_get(txn.get(), dbi_, &k, &v);
       if (rc == MDB_NOTFOUND) return std::nullopt;
       check("mdb_get", rc);
-      if (v.mv_size >= kHeader && !expired(v)) {
+      if (v.mv_size >= kExpiryHeader && !expired(v)) {
         // Copy inside the transaction: the pointer is only valid until it ends.
-        return std::string(static_cast<const char*>(v.mv_data) + kHeader, v.mv_size - kHeader);
+        return std::string(static_cast<const char*>(v.mv_data) + kExpiryHeader, v.mv_size - kExpiryHeader);
       }
     }
     // Expired (or too short to be ours): delete it, unless a writer replaced
@@ -173,7 +173,7 @@ class LmdbBackend final : public BlobBackend {
     Txn txn;
     check("mdb_txn_begin", txn.begin(env_->env, 0));
     int rc = mdb_get(txn.get(), dbi_, &k, &v);
-    if (rc == MDB_SUCCESS && (v.mv_size < kHeader || expired(v))) {
+    if (rc == MDB_SUCCESS && (v.mv_size < kExpiryHeader || expired(v))) {
       check("mdb_del", mdb_del(txn.get(), dbi_, &k, nullptr));
       check("mdb_txn_commit", txn.commit());
     }
@@ -185,14 +185,14 @@ class LmdbBackend final : public BlobBackend {
     if (ttl_s > 0 && ttl_s < 1e12) expiry = now_ms() + static_cast<std::uint64_t>(ttl_s * 1000.0 + 0.999);
     KeyBytes kb(key);
     MDB_val k = kb.val(), v;
-    v.mv_size = kHeader + value.size();
+    v.mv_size = kExpiryHeader + value.size();
     v.mv_data = nullptr;
     Txn txn;
     check("mdb_txn_begin", txn.begin(env_->env, 0));
     // MDB_RESERVE: LMDB hands out the space and the value is copied once, into the map.
     check("mdb_put", mdb_put(txn.get(), dbi_, &k, &v, MDB_RESERVE));
-    std::memcpy(v.mv_data, &expiry, kHeader);
-    if (!value.empty()) std::memcpy(static_cast<char*>(v.mv_data) + kHeader, value.data(), value.size());
+    std::memcpy(v.mv_data, &expiry, kExpiryHeader);
+    if (!value.empty()) std::memcpy(static_cast<char*>(v.mv_data) + kExpiryHeader, value.data(), value.size());
     check("mdb_txn_commit", txn.commit());
   }
 
@@ -222,7 +222,7 @@ class LmdbBackend final : public BlobBackend {
 
   static bool expired(const MDB_val& v) {
     std::uint64_t expiry;
-    std::memcpy(&expiry, v.mv_data, kHeader);
+    std::memcpy(&expiry, v.mv_data, kExpiryHeader);
     return expiry != 0 && expiry <= now_ms();
   }
 
@@ -241,9 +241,9 @@ class LmdbBackend final : public BlobBackend {
     MDB_val k, v;
     int rc;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-      if (v.mv_size < kHeader || expired(v)) continue;
+      if (v.mv_size < kExpiryHeader || expired(v)) continue;
       ++n;
-      total += v.mv_size - kHeader;
+      total += v.mv_size - kExpiryHeader;
     }
     mdb_cursor_close(cur);
     if (rc != MDB_NOTFOUND) check("mdb_cursor_get", rc);

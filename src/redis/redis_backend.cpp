@@ -49,12 +49,12 @@ namespace inferprof {
 namespace {
 
 using redis_detail::Context;
+using redis_detail::kCommandTimeout;
+using redis_detail::kConnectTimeout;
 using redis_detail::RedisUrl;
 using redis_detail::Reply;
 using redis_detail::SigpipeGuard;
 
-constexpr timeval kConnectTimeout{2, 0};
-constexpr timeval kCommandTimeout{2, 0};
 constexpr std::size_t kMaxIdle = 16;  // idle connections kept; more are closed
 constexpr std::size_t kBatch = 256;   // keys per pipelined batch / UNLINK
 constexpr const char* kScanCount = "1000";

@@ -83,6 +83,11 @@ class SigpipeGuard {
 // the connection broke (c->errstr says why). At most 6 arguments.
 Reply command(redisContext* c, std::initializer_list<std::string_view> args);
 
+// Every connection's limits: a server that takes longer to accept, or to
+// answer one command, is treated as gone.
+inline constexpr timeval kConnectTimeout{2, 0};
+inline constexpr timeval kCommandTimeout{2, 0};
+
 // A new connection, authenticated (AUTH), on the URL's database (SELECT) and,
 // with `ping`, checked with PING; `command_timeout` null leaves reads blocking
 // (a subscriber waits for messages indefinitely). nullptr with `why` set when

@@ -16,11 +16,11 @@
 namespace inferprof {
 
 using redis_detail::Context;
+using redis_detail::kCommandTimeout;
+using redis_detail::kConnectTimeout;
 using redis_detail::Reply;
 
 namespace {
-constexpr timeval kConnectTimeout{2, 0};
-constexpr timeval kCommandTimeout{2, 0};
 constexpr auto kBeat = std::chrono::seconds(1);
 constexpr int kAliveMs = 5000;     // a replica whose heartbeat is this old is dead
 constexpr int kStartLeadMs = 300;  // the common start, after the last replica is ready

@@ -22,11 +22,11 @@
 namespace inferprof {
 
 using redis_detail::Context;
+using redis_detail::kCommandTimeout;
+using redis_detail::kConnectTimeout;
 using redis_detail::Reply;
 
 namespace {
-constexpr timeval kConnectTimeout{2, 0};
-constexpr timeval kCommandTimeout{2, 0};
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
 constexpr auto kSubscribeWait = std::chrono::seconds(10);
 }  // namespace
