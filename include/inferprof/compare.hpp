@@ -63,4 +63,10 @@ struct CompareConfig {
 
 CompareResult run_compare(const CompareConfig& config);
 
+// How compare and sweep name a configuration that differs by model or profile:
+// the model's file name (the path as given when another shares the file
+// name); the profile's name (its source when another shares the name).
+std::string model_label(const std::vector<std::string>& models, std::size_t i);
+std::string profile_label(const std::vector<Profile>& profiles, std::size_t i);
+
 }  // namespace inferprof

@@ -60,6 +60,10 @@ struct ReplayOptions {
   int concurrency = 1;
   Drive drive = Drive::closed_loop;
   double speed = 1.0;       // open loop: ts_ms divided by this
+  // Open loop: > 0 replaces the trace's ts_ms by Poisson arrivals at this many
+  // requests per second (exponential gaps drawn from a fixed seed, the same
+  // in every replay of the trace), as a load generator's request rate does.
+  double poisson_rps = 0;
   std::uint64_t limit = 0;  // 0: the whole trace
   bool skip_invalid = false;
   Driver driver = Driver::threaded;

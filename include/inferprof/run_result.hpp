@@ -63,6 +63,7 @@ struct RunInfo {
   double cpu_clock_read_ns = 0;
   std::string cpu_clock;
   double speed = 1.0;                 // open loop: trace time is divided by this
+  double poisson_rps = 0;             // open loop: Poisson arrivals at this rate (--rate); 0: the trace's ts_ms
   std::uint64_t limit = 0;            // 0: whole trace
   bool ops = false;                   // --ops: aten operators recorded under compute
   double load_ms = 0;                 // model load: read + deserialise + to device

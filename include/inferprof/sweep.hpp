@@ -15,6 +15,11 @@ namespace inferprof {
 struct SweepConfig {
   RunConfig base;                           // model, trace, profile and replay settings; base.output.out_dir unused
   std::vector<std::string> configurations;  // "none", "l1", "l1,l2"; each resolved against the profile
+  // Several models (--model) or profiles (--profile), one of them at a time:
+  // each one's curves beside the others', every step in turn (as compare's
+  // configurations). Empty: base.model_path and base.profile.
+  std::vector<std::string> models;
+  std::vector<Profile> profiles;
   std::vector<TierSpec> overrides;          // --tier
   std::string redis_url;                    // --redis
   SweepLoad load = SweepLoad::speed;

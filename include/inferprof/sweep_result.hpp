@@ -17,6 +17,7 @@ namespace inferprof {
 enum class SweepLoad : std::uint8_t {
   speed,        // open loop: the trace's own arrivals, ts_ms divided by the step (its burstiness kept)
   concurrency,  // closed loop: the step's number of workers, each taking the next request when it finishes one
+  rate,         // open loop: Poisson arrivals at the step's req/s (the trace's requests in order, not its ts_ms)
 };
 
 // A percentile with its 95% interval (distribution-free, from order statistics
@@ -27,8 +28,8 @@ struct PercentileEstimate {
 
 // One step: one replay of the trace at one load.
 struct SweepStep {
-  double load = 0;          // the speed (×) or the number of workers
-  double offered_rps = 0;   // speed: the trace's requests over its span at this speed; concurrency: 0 (none offered)
+  double load = 0;          // the speed (×), the Poisson rate (req/s) or the number of workers
+  double offered_rps = 0;   // speed: the trace's requests over its span at this speed; rate: the rate; concurrency: 0
   double achieved_rps = 0;  // requests completed / replay wall time
   std::uint64_t requests = 0, failed = 0;
   double mean_us = 0;
@@ -46,9 +47,12 @@ struct SweepStep {
 struct SweepCurve {
   std::string name;             // "none", "l1", "l1,l2"; "l1 · batch 8" with a batcher
   std::string caches;           // its cache configuration: "none", "l1", ...
+  std::string model_path;       // several models swept: this curve's; empty: the sweep's
+  std::string profile;          // several profiles swept: this curve's (its label); empty: the sweep's
+  int profile_index = -1;       // that profile in SweepConfig::profiles; -1: the sweep's
   std::vector<TierSpec> tiers;  // resolved: what each tier was
   int max_batch = 1;            // --max-batch (1: unbatched)
-  int workers = 1;              // replay workers (speed sweeps)
+  int workers = 1;              // replay workers (speed and rate sweeps)
   std::vector<SweepStep> steps;
   std::string stopped;  // why its sweep ended before the last step ("saturated at 3×"); empty: every step ran
   // The most traffic it serves within the objective (or, without one, unsaturated):
@@ -70,7 +74,7 @@ struct SweepResult {
   // measured_from_s is the arrival (ts_ms, in s) of the first measured one.
   std::uint64_t measure_after = 0;
   double measured_from_s = 0;
-  int concurrency = 1;  // workers of a speed sweep
+  int concurrency = 1;  // workers of a speed or rate sweep
   std::vector<SweepCurve> curves;
   double wall_s = 0;    // the whole sweep, model loads and warm-ups included
   double replay_s = 0;  // of it, the steps' replays
@@ -80,7 +84,11 @@ struct SweepResult {
 };
 
 inline std::string_view sweep_load_name(SweepLoad l) {
-  return l == SweepLoad::speed ? "speed" : "concurrency";
+  return l == SweepLoad::speed ? "speed" : l == SweepLoad::rate ? "rate" : "concurrency";
+}
+// Speed and rate steps offer load (open loop); concurrency steps add workers.
+inline bool sweep_open_loop(SweepLoad l) {
+  return l != SweepLoad::concurrency;
 }
 
 std::string render_sweep_table(const SweepResult& r);

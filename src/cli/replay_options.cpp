@@ -38,6 +38,10 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required) {
   cmd->add_flag("--open-loop", args.open_loop, "Release requests at their ts_ms (queueing is measured)");
   cmd->add_option("--speed", args.speed, "With --open-loop: replay the trace this many times faster (default 1)")
       ->check(number_above(0));
+  cmd->add_option("--rate", args.rate,
+                  "With --open-loop: Poisson arrivals at this many requests per second instead of the trace's ts_ms "
+                  "(a fixed seed: every replay of the trace sees the same arrivals)")
+      ->check(number_above(0));
   cmd->add_option("--limit", args.limit, "Replay the first N requests (default: the whole trace)")
       ->check(whole_at_least(1));
   cmd->add_option("--cpu-sample", args.cpu_sample,
@@ -197,6 +201,25 @@ Profile load_run_profile(const ReplayArgs& args, const std::string& spec) {
   return profile;
 }
 
+std::vector<std::string> models_to_replay(ReplayArgs& args, const std::vector<std::string>& more,
+                                          std::string_view command) {
+  std::vector<std::string> models = more;
+  if (!args.model.empty()) models.insert(models.begin(), args.model);
+  if (models.empty()) throw bad_input(fmt::format("{} needs a model: MODEL, or --model A.pt --model B.pt", command));
+  if (models.size() > 1 && !args.model_sha256.empty())
+    throw bad_input(fmt::format("--model-sha256 checks one model: {} several without it", command));
+  args.model = models.front();
+  return models;
+}
+
+std::vector<Profile> profiles_to_replay(const ReplayArgs& args) {
+  std::vector<Profile> out;
+  if (args.profiles.size() > 1)
+    for (const std::string& p : args.profiles)
+      out.push_back(load_run_profile(args, p));
+  return out;
+}
+
 RunConfig make_run_config(const ReplayArgs& args) {
   // The timing code picks the CPU clock per thread, where it cannot report a
   // misspelt value: without this check it would silently mean the default.
@@ -237,6 +260,11 @@ RunConfig make_run_config(const ReplayArgs& args) {
                     "requests at their ts_ms",
                     args.speed));
   replay.speed = args.speed > 0 ? args.speed : 1.0;
+  if (args.rate > 0 && !args.open_loop)
+    throw bad_input(fmt::format("--rate {} sets an open loop's arrivals: add --open-loop", args.rate));
+  if (args.rate > 0 && args.speed > 0)
+    throw bad_input("--rate replaces the trace's arrivals, which --speed scales: give one of them");
+  replay.poisson_rps = args.rate;
   replay.limit = args.limit;
   replay.skip_invalid = args.skip_invalid;
   replay.driver = args.driver;

@@ -19,6 +19,7 @@ struct ReplayArgs {
   int warmup = -1, threads = -1, concurrency = 1;
   bool open_loop = false, ops = false, no_progress = false, skip_invalid = false;
   double speed = 0;                // --speed; 0: not given (1x)
+  double rate = 0;                 // --rate (Poisson req/s); 0: not given (the trace's ts_ms)
   std::uint64_t limit = 0;         // --limit; 0: not given (the whole trace)
   double trace_json_max_mb = 100;  // --trace-json-max-mb
   std::vector<std::string> tiers;  // --tier l1=lru:1000
@@ -42,6 +43,12 @@ struct ReplayArgs {
 
 // `model_required`: false for compare, whose models may come from --model instead.
 void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required = true);
+// compare and sweep: MODEL (when given) then each --model, in order; args.model
+// becomes the first. Throws bad_input naming `command` when there is none.
+std::vector<std::string> models_to_replay(ReplayArgs& args, const std::vector<std::string>& more,
+                                          std::string_view command);
+// Each --profile loaded, when more than one is given (else none: the base's).
+std::vector<Profile> profiles_to_replay(const ReplayArgs& args);
 // Validated RunConfig (the first --profile loaded) from the parsed options.
 RunConfig make_run_config(const ReplayArgs& args);
 // The profile `spec` names (a name, a path, or "" for the default), with

@@ -213,18 +213,11 @@ struct CompareArgs {
 };
 
 CompareConfig make_compare_config(ReplayArgs args, const CompareArgs& c) {
-  std::vector<std::string> models = c.models;
-  if (!args.model.empty()) models.insert(models.begin(), args.model);
-  if (models.empty()) throw bad_input("compare needs a model: MODEL, or --model A.pt --model B.pt");
-  if (models.size() > 1 && !args.model_sha256.empty())
-    throw bad_input("--model-sha256 checks one model: compare several without it (each report has its sha256)");
-  args.model = models.front();
+  const std::vector<std::string> models = models_to_replay(args, c.models, "compare");
   CompareConfig config;
   config.base = make_run_config(args);
   if (models.size() > 1) config.models = models;
-  if (args.profiles.size() > 1)
-    for (const std::string& p : args.profiles)
-      config.profiles.push_back(load_run_profile(args, p));
+  config.profiles = profiles_to_replay(args);
   config.configurations = c.configs;
   const bool others_vary = models.size() > 1 || args.profiles.size() > 1;
   if (config.configurations.empty() && others_vary) config.configurations = {"none"};

@@ -19,8 +19,8 @@ namespace inferprof::cli {
 namespace {
 
 struct SweepArgs {
-  std::string speeds, concurrency, out;
-  std::vector<std::string> caches;
+  std::string speeds, rates, concurrency, out;
+  std::vector<std::string> caches, models;
   std::string max_batches;  // --max-batch 1,8
   std::uint64_t measure_after = 0;
   double slo_ms = 0;
@@ -57,19 +57,31 @@ std::vector<double> parse_steps(const std::string& text, std::string_view flag) 
   return out;
 }
 
-SweepConfig make_sweep_config(const ReplayArgs& args, const SweepArgs& a) {
-  if (!a.speeds.empty() == !a.concurrency.empty())
+SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
+  const int kinds = !a.speeds.empty() + !a.rates.empty() + !a.concurrency.empty();
+  if (kinds != 1)
     throw bad_input(
-        "sweep needs one kind of step: --speeds FROM:TO:STEP (open loop, the trace's arrivals sped up) "
-        "or --concurrency FROM:TO[:STEP] (closed loop)");
-  if (args.open_loop || args.speed != 0)
-    throw bad_input("sweep sets the drive per step: leave out --open-loop and --speed (use --speeds)");
+        "sweep needs one kind of step: --speeds FROM:TO:STEP (open loop, the trace's arrivals sped up), "
+        "--rates FROM:TO:STEP (open loop, Poisson arrivals in req/s) or --concurrency FROM:TO[:STEP] (closed loop)");
+  if (args.open_loop || args.speed != 0 || args.rate != 0)
+    throw bad_input("sweep sets the drive per step: leave out --open-loop, --speed and --rate (use --speeds or --rates)");
   if (!a.concurrency.empty() && args.concurrency != 1)
     throw bad_input("sweep --concurrency sets the workers of each step: leave out --workers");
+  const std::vector<std::string> models = models_to_replay(args, a.models, "sweep");
   SweepConfig config;
   config.base = make_run_config(args);
-  config.load = a.speeds.empty() ? SweepLoad::concurrency : SweepLoad::speed;
-  config.loads = a.speeds.empty() ? parse_steps(a.concurrency, "--concurrency") : parse_steps(a.speeds, "--speeds");
+  if (models.size() > 1) config.models = models;
+  config.profiles = profiles_to_replay(args);
+  if (!a.speeds.empty()) {
+    config.load = SweepLoad::speed;
+    config.loads = parse_steps(a.speeds, "--speeds");
+  } else if (!a.rates.empty()) {
+    config.load = SweepLoad::rate;
+    config.loads = parse_steps(a.rates, "--rates");
+  } else {
+    config.load = SweepLoad::concurrency;
+    config.loads = parse_steps(a.concurrency, "--concurrency");
+  }
   config.configurations = a.caches.empty() ? std::vector<std::string>{"none"} : a.caches;
   config.overrides = tier_overrides(args);
   config.redis_url = redis_url(args);
@@ -86,8 +98,10 @@ SweepConfig make_sweep_config(const ReplayArgs& args, const SweepArgs& a) {
       config.max_batches.push_back(static_cast<int>(n));
     }
   }
-  if (a.refine > 0 && config.load != SweepLoad::speed)
-    throw bad_input("--refine bisects between speeds: it needs --speeds (--concurrency steps are whole workers)");
+  if (a.refine > 0 && !sweep_open_loop(config.load))
+    throw bad_input(
+        "--refine bisects between offered loads: it needs --speeds or --rates (--concurrency steps are whole "
+        "workers)");
   config.out_dir = a.out;
   return config;
 }
@@ -101,22 +115,29 @@ Runner add_sweep_command(CLI::App& app) {
       "sweep",
       "Replay a trace at rising load under each cache configuration: latency against throughput, and the traffic "
       "each serves within a p99 objective");
-  add_replay_options(cmd, *args);
+  add_replay_options(cmd, *args, false);
   add_format_option<SweepResult>(cmd, args->format);
   // --concurrency is a replay option (one value); sweep takes a range under the same name.
   cmd->remove_option(cmd->get_option("--concurrency"));
   cmd->remove_option(cmd->get_option("--max-batch"));  // likewise a list here
   cmd->add_option("--speeds", a->speeds,
                   "Open loop: the trace's own arrivals sped up by each step, e.g. 0.5:4:0.5 or 1,2,4,8");
+  cmd->add_option("--rates", a->rates,
+                  "Open loop: Poisson arrivals at each step's rate in req/s, the trace's requests in order, e.g. "
+                  "50:400:50 (the same seeded arrivals for every configuration)");
   cmd->add_option("--concurrency", a->concurrency, "Closed loop: workers at each step, e.g. 1:8 or 1,2,4,8");
-  cmd->add_option("--workers", args->concurrency, "With --speeds: replay workers serving the open loop")
+  cmd->add_option("--workers", args->concurrency, "With --speeds or --rates: replay workers serving the open loop")
       ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--caches", a->caches,
                   "A cache configuration to sweep (repeatable): none, l1, l1,l2, ... (default: none)")
       ->allow_extra_args(false);
+  cmd->add_option("--model", a->models,
+                  "A model to sweep (repeatable; MODEL, when given, comes first): each model's curves beside the "
+                  "others', step by step (--profile may be repeated instead, to sweep profiles)")
+      ->allow_extra_args(false);
   cmd->add_option("--max-batch", a->max_batches,
-                  "With --speeds: batch sizes to sweep, each with every --caches configuration, e.g. 1,8 (default 1); "
+                  "With --speeds or --rates: batch sizes to sweep, each with every --caches configuration, e.g. 1,8 (default 1); "
                   "a batched configuration gets max(--workers, 2N) workers");
   cmd->add_option("--measure-after", a->measure_after,
                   "Serve each step's first N requests without measuring them (the caches fill, the queue settles), "
@@ -127,7 +148,7 @@ Runner add_sweep_command(CLI::App& app) {
                   "the traffic it serves within it")
       ->check(number_above(0));
   cmd->add_option("--refine", a->refine,
-                  "With --speeds: after the steps, N bisection rounds between each configuration's last step within "
+                  "With --speeds or --rates: after the steps, N bisection rounds between each configuration's last step within "
                   "the objective (unsaturated) and its first past it, one replay each")
       ->check(whole_at_least(0))
       ->capture_default_str();

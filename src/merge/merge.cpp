@@ -95,6 +95,7 @@ RunInfo merged_info(const std::vector<Input>& in) {
   info.mode = r.mode;
   info.driver = r.driver;
   info.speed = r.speed;
+  info.poisson_rps = r.poisson_rps;
   info.limit = r.limit;
   info.max_batch = r.max_batch;
   info.batch_delay_us = r.batch_delay_us;

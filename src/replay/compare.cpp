@@ -141,19 +141,6 @@ struct Setup {
   const Profile* profile = nullptr;      // null: the base's
 };
 
-// A model's name in the table: its file name, or the path as given when
-// another model shares the file name.
-std::string model_label(const std::vector<std::string>& models, std::size_t i) {
-  const std::string name = fs::path(models[i]).filename().string();
-  for (std::size_t j = 0; j < models.size(); ++j)
-    if (models[j] != models[i] && fs::path(models[j]).filename().string() == name) return models[i];
-  return name.empty() ? models[i] : name;
-}
-std::string profile_label(const std::vector<Profile>& profiles, std::size_t i) {
-  for (std::size_t j = 0; j < profiles.size(); ++j)
-    if (profiles[j].source != profiles[i].source && profiles[j].name == profiles[i].name) return profiles[i].source;
-  return profiles[i].name;
-}
 
 // The configurations and what differs between them: caches, model or profile (one at a time).
 std::vector<Setup> compare_setups(const CompareConfig& config, std::string& varies) {

@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "inferprof/report.hpp"
@@ -46,6 +47,7 @@ class JobFeed {
     std::string trace_path;
     bool open_loop = false;
     double speed = 1.0;
+    double poisson_rps = 0;  // > 0: Poisson arrivals at this rate instead of ts_ms
     std::uint64_t limit = 0;  // requests; 0: all
     int replica_index = -1, replica_count = 0;
     Split split = Split::round_robin;
@@ -77,6 +79,12 @@ class JobFeed {
   std::uint64_t seq_ = 0, nth_ = 0, ignored_events_ = 0;
   std::optional<double> t0_;
   Nanos last_due_ = 0;
+  // --rate: the Poisson clock, advanced once per request of the trace (every
+  // replica's share included, so that the replicas together offer the rate).
+  std::mt19937_64 arrivals_{kArrivalSeed};
+  double poisson_ns_ = 0;
+  std::uint64_t poisson_requests_ = 0;
+  static constexpr std::uint64_t kArrivalSeed = 0x1f2e3d4c5b6a7988;
   bool exhausted_ = false;
 };
 

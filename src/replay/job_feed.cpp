@@ -56,12 +56,20 @@ bool JobFeed::next(Job& job) {
       // Open loop: it happens at its ts_ms (or, without one, right after the request before it).
       if (o.open_loop) {
         if (e.ts_ms && !t0_) t0_ = *e.ts_ms;
-        job.due = e.ts_ms ? epoch_ + due_after(*e.ts_ms, *t0_, o.speed, o.trace_path, rec_.line) : last_due_;
+        job.due = e.ts_ms && o.poisson_rps <= 0 ? epoch_ + due_after(*e.ts_ms, *t0_, o.speed, o.trace_path, rec_.line)
+                                                : last_due_;
       }
       // A version a store could hold ("v2"): an empty or path-like one is bad input here.
       parse_model_ref(e.model + "@" + e.version, fmt::format("{}:{}: model_update", o.trace_path, rec_.line));
       read_ahead_(e.version, job.due ? job.due - static_cast<Nanos>(o.preload_lead_ms * 1e6) : 0);
       return true;
+    }
+    // --rate: this request's arrival on the Poisson clock (the first at 0).
+    Nanos poisson_due = 0;
+    if (o.open_loop && o.poisson_rps > 0) {
+      if (poisson_requests_++ > 0)
+        poisson_ns_ += std::exponential_distribution<double>(o.poisson_rps)(arrivals_) * 1e9;
+      poisson_due = static_cast<Nanos>(poisson_ns_);
     }
     if (o.replica_count > 1 &&
         shard_of(o.split == Split::hash, rec_.request.key, nth_++, o.replica_count) != o.replica_index)
@@ -71,7 +79,10 @@ bool JobFeed::next(Job& job) {
     job.line = rec_.line;
     job.seq = seq_++;
     job.due = 0;
-    if (o.open_loop) {
+    if (o.open_loop && o.poisson_rps > 0) {
+      job.due = epoch_ + poisson_due;
+      last_due_ = job.due;
+    } else if (o.open_loop) {
       if (!rec_.request.ts_ms)
         throw bad_input(
             at_line(o.trace_path, rec_.line, "open-loop replay needs 'ts_ms' on every request (this one has none)"));

@@ -72,6 +72,10 @@ void check_batching(const RunConfig& config) {
 void check_replay_config(const RunConfig& config) {
   if (config.replay.concurrency < 1) throw bad_input("--concurrency must be at least 1");
   if (!(config.replay.speed > 0)) throw bad_input("--speed must be greater than 0");
+  if (!(config.replay.poisson_rps >= 0 && std::isfinite(config.replay.poisson_rps)))
+    throw bad_input(fmt::format("--rate {}: expected requests per second above 0", config.replay.poisson_rps));
+  if (config.replay.poisson_rps > 0 && config.replay.drive != Drive::open_loop)
+    throw bad_input("--rate sets an open loop's arrivals: it needs --open-loop");
   if (config.replay.threads > kMaxThreads)
     throw bad_input(fmt::format("--threads {}: at most {} (0 means one per core)", config.replay.threads, kMaxThreads));
   if (!(config.caches.verify_fraction >= 0 && config.caches.verify_fraction <= 1))
@@ -99,6 +103,7 @@ RunInfo describe_replay(const RunConfig& config) {
   info.concurrency = config.replay.concurrency;
   info.mode = enum_name(config.replay.drive);
   info.speed = config.replay.speed;
+  info.poisson_rps = config.replay.drive == Drive::open_loop ? config.replay.poisson_rps : 0;
   info.limit = config.replay.limit;
   info.ops = config.output.ops;
   info.max_batch = config.replay.max_batch;
@@ -362,6 +367,7 @@ std::unique_ptr<detail::JobFeed> RunSession::make_feed() {
   options.trace_path = config_.replay.trace_path;
   options.open_loop = (config_.replay.drive == Drive::open_loop);
   options.speed = config_.replay.speed;
+  options.poisson_rps = config_.replay.poisson_rps;
   options.limit = config_.replay.limit;
   options.replica_index = config_.replica.index;
   options.replica_count = config_.replica.count;

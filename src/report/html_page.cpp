@@ -70,6 +70,10 @@ constexpr std::string_view kScript = R"(<script>
     });
   });
   document.body.setAttribute('data-ready', '1');
+  // How long the page took to open, frames included (bench/html_report.sh reads it).
+  window.addEventListener('load', function () {
+    document.body.setAttribute('data-load-ms', Math.round(performance.now()));
+  });
 })();
 </script>
 )";

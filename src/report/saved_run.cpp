@@ -147,6 +147,7 @@ void read_run_info(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
     run.model_bytes = static_cast<std::int64_t>(doc.optional_number(info, "model_bytes"));
     run.trace_bytes = static_cast<std::uint64_t>(doc.optional_number(info, "trace_bytes"));
     run.speed = info["speed"].error() == simdjson::SUCCESS ? doc.optional_number(info, "speed") : 1.0;
+    run.poisson_rps = info["poisson_rps"].error() == simdjson::SUCCESS ? doc.optional_number(info, "poisson_rps") : 0;
     run.batch_delay_us = doc.optional_number(info, "batch_delay_us");
     run.max_batch = std::max(1, static_cast<int>(doc.optional_number(info, "max_batch")));
     run.load_ms = doc.optional_number(info, "load_ms");

@@ -29,7 +29,7 @@ struct SavedRun {
   std::string tool_version, model_version, model_sha256, model_arch, profile_source, driver, interrupted_by;
   std::int64_t model_parameters = 0, model_bytes = 0;
   std::uint64_t trace_bytes = 0;
-  double speed = 1, batch_delay_us = 0, load_ms = 0, wall_s = 0, epoch_unix_ms = 0;
+  double speed = 1, poisson_rps = 0, batch_delay_us = 0, load_ms = 0, wall_s = 0, epoch_unix_ms = 0;
   int max_batch = 1;
   bool copies_applicable = false;
   RunInfo::Replica replica;  // "run"."replica": index -1 when absent (not a replica)

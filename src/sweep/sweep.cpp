@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "base/atomic_file.hpp"
+#include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/replay.hpp"
@@ -35,12 +36,19 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 std::string load_text(SweepLoad load, double x) {
-  return load == SweepLoad::speed ? fmt::format("{:g}×", x) : fmt::format("concurrency {:g}", x);
+  if (load == SweepLoad::speed) return fmt::format("{:g}×", x);
+  if (load == SweepLoad::rate) return fmt::format("{:g} req/s", x);
+  return fmt::format("concurrency {:g}", x);
 }
 
 void check_config(const SweepConfig& c) {
   if (c.configurations.empty()) throw bad_input("sweep needs at least one cache configuration (--caches)");
-  if (c.loads.empty()) throw bad_input("sweep needs its steps: --speeds FROM:TO:STEP or --concurrency FROM:TO[:STEP]");
+  if (c.models.size() > 1 && c.profiles.size() > 1)
+    throw bad_input(fmt::format("sweep varies the model or the profile, not both: {} models and {} profiles given",
+                                c.models.size(), c.profiles.size()));
+  if (c.loads.empty())
+    throw bad_input(
+        "sweep needs its steps: --speeds FROM:TO:STEP, --rates FROM:TO:STEP or --concurrency FROM:TO[:STEP]");
   for (std::size_t i = 0; i < c.loads.size(); ++i) {
     if (!(c.loads[i] > 0))
       throw bad_input(fmt::format("sweep: step {} is {:g}: every step must be > 0", i + 1, c.loads[i]));
@@ -55,10 +63,10 @@ void check_config(const SweepConfig& c) {
   if (c.max_batches.empty()) throw bad_input("sweep needs at least one batch size (--max-batch)");
   for (int n : c.max_batches) {
     if (n < 1 || n > kMaxBatch) throw bad_input(fmt::format("sweep --max-batch {}: expected 1 to {}", n, kMaxBatch));
-    if (n > 1 && c.load != SweepLoad::speed)
+    if (n > 1 && !sweep_open_loop(c.load))
       throw bad_input(
-          fmt::format("sweep --max-batch {}: batching needs --speeds (a --concurrency step's workers would "
-                      "cap its batches)",
+          fmt::format("sweep --max-batch {}: batching needs --speeds or --rates (a --concurrency step's workers "
+                      "would cap its batches)",
                       n));
   }
 }
@@ -95,7 +103,7 @@ void scan_trace(const RunConfig& base, SweepLoad load, SweepResult& r) {
                                 base.replay.limit > 0 ? " (--limit)" : ""));
   r.measure_after = base.replay.measure_after;
   r.trace_span_s = last_ts / 1000;
-  if (load != SweepLoad::speed) return;
+  if (load != SweepLoad::speed) return;  // rate and concurrency steps need no ts_ms
   if (without_ts > 0)
     throw bad_input(
         fmt::format("{}:{}: a speed sweep replays the trace's arrivals, and this request has no ts_ms "
@@ -138,7 +146,7 @@ std::string stop_reason(SweepLoad load, double slo_ms, const SweepStep& step) {
   const std::string at = load_text(load, step.load);
   if (step.over_slo)
     return fmt::format("p99 {:.1f} ms past the {:g} ms objective at {}", step.p99.value_us / 1000, slo_ms, at);
-  if (load == SweepLoad::speed)
+  if (sweep_open_loop(load))
     return fmt::format("saturated at {}: {:.1f} of {:.1f} req/s offered served", at, step.achieved_rps,
                        step.offered_rps);
   return fmt::format("saturated at {}: {:.1f} req/s, under {:.0f}% more than one worker fewer", at, step.achieved_rps,
@@ -149,12 +157,17 @@ std::string stop_reason(SweepLoad load, double slo_ms, const SweepStep& step) {
 RunConfig step_config(const SweepConfig& c, std::size_t configuration, std::size_t replay, double load,
                       const SweepCurve& curve) {
   RunConfig run = c.base;
+  if (!curve.model_path.empty()) run.model_path = curve.model_path;
+  if (curve.profile_index >= 0) run.profile = c.profiles[static_cast<std::size_t>(curve.profile_index)];
   run.output.out_dir.clear();
   run.caches.tiers = curve.tiers;
   run.caches.key_namespace = fmt::format("sweep-{}-{}-{}", ::getpid(), configuration, replay);
-  if (c.load == SweepLoad::speed) {
+  if (sweep_open_loop(c.load)) {
     run.replay.drive = Drive::open_loop;
-    run.replay.speed = load;
+    if (c.load == SweepLoad::speed)
+      run.replay.speed = load;
+    else
+      run.replay.poisson_rps = load;
     run.replay.max_batch = curve.max_batch;
     if (curve.max_batch == 1) run.replay.batch_delay_us = 0;
     run.replay.concurrency = curve.workers;
@@ -179,9 +192,11 @@ std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::
   const RunSummary& s = outcome.summary;
   if (s.info.interrupted()) return std::nullopt;
   r.replay_s += s.info.wall_s;
-  const double offered = c.load == SweepLoad::speed ? static_cast<double>(r.trace_requests - r.measure_after) /
-                                                          ((r.trace_span_s - r.measured_from_s) / load)
-                                                    : 0;
+  double offered = 0;
+  if (c.load == SweepLoad::speed)
+    offered = static_cast<double>(r.trace_requests - r.measure_after) / ((r.trace_span_s - r.measured_from_s) / load);
+  else if (c.load == SweepLoad::rate)
+    offered = load;
   SweepStep step = step_of(s, load, offered);
   judge_step(c.load, c.slo_ms, before, step);
   for (const std::string& w : s.info.warnings)
@@ -220,7 +235,7 @@ void write_files(const SweepConfig& c, SweepResult& r) {
 }  // namespace
 
 void judge_step(SweepLoad load, double slo_ms, const SweepStep* before, SweepStep& step) {
-  if (load == SweepLoad::speed)
+  if (sweep_open_loop(load))
     step.saturated = step.achieved_rps < kServedShare * step.offered_rps;
   else
     step.saturated = before != nullptr && step.achieved_rps < kConcurrencyGain * before->achieved_rps;
@@ -269,6 +284,40 @@ double bisection_load(const SweepCurve& curve) {
 }
 
 namespace {
+
+// The curves: each model or profile (when several are given) × each cache
+// configuration × each batch size. Tiers are resolved here, before any
+// replay: a bad spec fails at once.
+std::vector<SweepCurve> make_curves(const SweepConfig& c) {
+  const bool batched = std::any_of(c.max_batches.begin(), c.max_batches.end(), [](int n) { return n > 1; });
+  const std::size_t variants = std::max({c.models.size(), c.profiles.size(), std::size_t{1}});
+  std::vector<SweepCurve> out;
+  for (std::size_t v = 0; v < variants; ++v) {
+    const Profile& profile = c.profiles.empty() ? c.base.profile : c.profiles[v];
+    const std::string variant = !c.models.empty()     ? model_label(c.models, v)
+                                : !c.profiles.empty() ? profile_label(c.profiles, v)
+                                                      : "";
+    for (const std::string& caches : c.configurations) {
+      const std::vector<TierSpec> tiers = resolve_tiers(profile, caches, c.overrides, c.redis_url, "");
+      std::string label = caches;
+      if (!variant.empty()) label = c.configurations.size() > 1 ? variant + " · " + caches : variant;
+      for (int n : c.max_batches) {
+        SweepCurve curve;
+        curve.name = batched && n > 1 ? fmt::format("{} · batch {}", label, n) : label;
+        curve.caches = caches;
+        curve.model_path = c.models.empty() ? "" : c.models[v];
+        curve.profile = c.profiles.empty() ? "" : profile_label(c.profiles, v);
+        curve.profile_index = c.profiles.empty() ? -1 : static_cast<int>(v);
+        curve.tiers = tiers;
+        curve.max_batch = n;
+        curve.workers = workers_for(c, n);
+        out.push_back(std::move(curve));
+      }
+    }
+  }
+  return out;
+}
+
 SweepResult sweep_all(const SweepConfig& c) {
   check_config(c);
   const auto started = std::chrono::steady_clock::now();
@@ -282,19 +331,7 @@ SweepResult sweep_all(const SweepConfig& c) {
   r.slo_ms = c.slo_ms;
   r.concurrency = c.base.replay.concurrency;
   scan_trace(c.base, c.load, r);
-  const bool batched = std::any_of(c.max_batches.begin(), c.max_batches.end(), [](int n) { return n > 1; });
-  for (const std::string& name : c.configurations) {  // resolved before any replay: a bad spec fails at once
-    const std::vector<TierSpec> tiers = resolve_tiers(c.base.profile, name, c.overrides, c.redis_url, "");
-    for (int n : c.max_batches) {
-      SweepCurve curve;
-      curve.name = batched && n > 1 ? fmt::format("{} · batch {}", name, n) : name;
-      curve.caches = name;
-      curve.tiers = tiers;
-      curve.max_batch = n;
-      curve.workers = workers_for(c, n);
-      r.curves.push_back(std::move(curve));
-    }
-  }
+  r.curves = make_curves(c);
   if (!c.out_dir.empty()) ensure_output_dir(c.out_dir);  // an unwritable --out fails before the first replay
   ReplayObserver* observer = c.base.output.observer.get();
   const std::size_t total = c.loads.size() * r.curves.size();
@@ -318,7 +355,7 @@ SweepResult sweep_all(const SweepConfig& c) {
       if (step->saturated || step->over_slo) curve.stopped = stop_reason(c.load, c.slo_ms, *step);
     }
   }
-  if (c.refine > 0 && c.load == SweepLoad::speed) {
+  if (c.refine > 0 && sweep_open_loop(c.load)) {
     if (observer) observer->context(fmt::format("bisecting the capacities ({} rounds)", c.refine));
     refine(c, r);
   }

@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "cli_harness.hpp"
 #include "test_util.hpp"
@@ -131,6 +133,91 @@ TEST_SUITE("e2e sweep") {
     CHECK(r.out.find("past SLO") != std::string::npos);
   }
 
+  TEST_CASE("sweep --rates: Poisson steps need no ts_ms, offer their rate, and run --rate releases requests at it") {
+    auto& f = fixture();
+    TempDir out;
+    auto r = run_cli({"sweep", f.model, "--trace", f.untimed, "--rates", "100,200", "--caches", "none", "--out",
+                      out.file("s"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("100/s") != std::string::npos);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(out.file("s/sweep.json"));
+    CHECK(std::string_view(doc["load"]) == "rate");
+    simdjson::dom::array steps = doc["configurations"].at(0)["steps"];
+    REQUIRE(steps.size() >= 1);
+    CHECK(double(steps.at(0)["offered_rps"]) == 100);
+    CHECK(std::uint64_t(steps.at(0)["requests"]) == 50);
+
+    // One replay at a rate: its summary says so, and requests.csv's arrivals are the Poisson clock's.
+    r = run_cli({"run", f.model, "--trace", f.untimed, "--open-loop", "--rate", "400", "--warmup", "0", "--out",
+                 out.file("r"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("Poisson arrivals at 400 req/s") != std::string::npos);
+    simdjson::dom::element summary = parser.load(out.file("r/summary.json"));
+    CHECK(double(summary["run"]["poisson_rps"]) == 400);
+    // arrival_us is the sixth column, after seq, id, line, key (gen-trace's keys hold no comma) and worker.
+    std::istringstream csv(slurp(out.path() / "r" / "requests.csv"));
+    std::string line;
+    std::getline(csv, line);
+    REQUIRE(line.rfind("seq,id,line,key,worker,arrival_us,", 0) == 0);
+    int rows = 0;
+    double last = 0;
+    while (std::getline(csv, line)) {
+      std::istringstream cells(line);
+      std::string cell;
+      for (int i = 0; i < 6; ++i)
+        std::getline(cells, cell, ',');
+      last = std::max(last, std::stod(cell));
+      ++rows;
+    }
+    CHECK(rows == 50);
+    // 49 gaps of mean 2.5 ms: well within 1.2 s in all, and not all at once.
+    CHECK(last > 40'000);
+    CHECK(last < 1'200'000);
+  }
+
+  TEST_CASE("sweep --model A --model B, or --profile P --profile Q: each one's curve beside the other's") {
+    auto& f = fixture();
+    TempDir dir;
+    const std::string second = dir.file("second.pt");
+    auto g = run_cli({"gen-model", "--arch", "mlp", "--seed", "2", "-o", second});
+    REQUIRE_MESSAGE(g.code == 0, g.err);
+    auto r = run_cli({"sweep", "--model", f.model, "--model", second, "--trace", f.trace, "--concurrency", "1",
+                      "--limit", "40", "--format", "json", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.parse(r.out);
+    simdjson::dom::array configs = doc["configurations"];
+    REQUIRE(configs.size() == 2);
+    CHECK(std::string_view(configs.at(0)["name"]) == "mlp.pt");
+    CHECK(std::string_view(configs.at(0)["model"]) == f.model);
+    CHECK(std::string_view(configs.at(1)["name"]) == "second.pt");
+    CHECK(std::string_view(configs.at(1)["model"]) == second);
+    for (simdjson::dom::element c : configs)
+      CHECK(std::uint64_t(c["steps"].at(0)["requests"]) == 40);
+
+    // Two profiles, each with two cache configurations: four curves, named profile · caches.
+    for (const char* name : {"one", "two"})
+      std::ofstream(dir.file(std::string(name) + ".toml"))
+          << "name = \"" << name << "\"\n[[preprocess]]\nop = \"to_float\"\n";
+    r = run_cli({"sweep", f.model, "--trace", f.trace, "--concurrency", "1", "--limit", "20", "--profile",
+                 dir.file("one.toml"), "--profile", dir.file("two.toml"), "--caches", "none", "--caches", "l1",
+                 "--format", "json", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    simdjson::dom::element by_profile = parser.parse(r.out);
+    simdjson::dom::array four = by_profile["configurations"];
+    REQUIRE(four.size() == 4);
+    CHECK(std::string_view(four.at(0)["name"]) == "one · none");
+    CHECK(std::string_view(four.at(3)["name"]) == "two · l1");
+    CHECK(std::string_view(four.at(3)["profile"]) == "two");
+
+    r = run_cli({"sweep", "--model", f.model, "--model", second, "--trace", f.trace, "--concurrency", "1",
+                 "--profile", dir.file("one.toml"), "--profile", dir.file("two.toml"), "--no-progress"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("sweep varies the model or the profile, not both: 2 models and 2 profiles given") !=
+          std::string::npos);
+  }
+
   TEST_CASE("sweep: bad input is one line naming what was expected, exit 2, nothing in --out") {
     auto& f = fixture();
     TempDir out;
@@ -141,6 +228,8 @@ TEST_SUITE("e2e sweep") {
     const Case cases[] = {
         {{"--trace", f.untimed, "--speeds", "1,2"}, f.untimed + ":1: a speed sweep replays the trace's arrivals"},
         {{"--trace", f.trace, "--speeds", "1,2", "--concurrency", "1:2"}, "sweep needs one kind of step"},
+        {{"--trace", f.trace, "--speeds", "1,2", "--rates", "10,20"}, "sweep needs one kind of step"},
+        {{"--trace", f.trace, "--rates", "10", "--rate", "5"}, "leave out --open-loop, --speed and --rate"},
         {{"--trace", f.trace, "--speeds", "4:1"}, "--speeds 4:1: expected FROM <= TO"},
         {{"--trace", f.trace, "--speeds", "2,1"}, "the steps must rise: 1 after 2"},
         {{"--trace", f.trace, "--concurrency", "1.5,2"}, "1.5 is not a whole number of workers"},

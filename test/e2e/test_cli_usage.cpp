@@ -120,6 +120,12 @@ TEST_SUITE("e2e command line") {
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--speed", "2"},
                       "--speed 2 applies to --open-loop replays only: add --open-loop to release requests at their "
                       "ts_ms");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--rate", "50"},
+                      "--rate 50 sets an open loop's arrivals: add --open-loop");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--open-loop", "--rate", "50", "--speed", "2"},
+                      "--rate replaces the trace's arrivals, which --speed scales: give one of them");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--open-loop", "--rate", "0"},
+                      "--rate: expected a number above 0, got 0");
   }
 
   TEST_CASE("--verify is off unless given, and a bare --verify does not take the model path") {

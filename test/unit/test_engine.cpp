@@ -389,6 +389,45 @@ TEST_SUITE("engine") {
     }
   }
 
+  TEST_CASE("job feed --rate: Poisson arrivals at the rate, the same in every replay, split among replicas") {
+    inferprof::testing::TempDir dir;
+    const std::string trace = write_trace(dir, 2000);  // ts_ms 0, 10, 20, ...: unused under --rate
+    const auto dues = [&](int index, int count) {
+      TraceReader reader(trace, TraceReader::Options{});
+      JobFeed::Options o;
+      o.trace_path = trace;
+      o.open_loop = true;
+      o.poisson_rps = 500;
+      o.replica_index = count > 1 ? index : -1;
+      o.replica_count = count > 1 ? count : 0;
+      JobFeed feed(o, reader, {}, nullptr, "m");
+      std::vector<std::pair<std::uint64_t, Nanos>> out;  // (id, due)
+      for (Job job; feed.next(job);)
+        out.emplace_back(job.request.id, job.due);
+      return out;
+    };
+    const auto all = dues(0, 1);
+    REQUIRE(all.size() == 2000);
+    CHECK(all.front().second == 0);
+    // 1,999 exponential gaps of mean 2 ms: their mean within 4 standard errors (2 ms / sqrt(1999) each).
+    const double mean_gap_ms = static_cast<double>(all.back().second) / 1e6 / 1999;
+    CHECK(mean_gap_ms == doctest::Approx(2.0).epsilon(4 / std::sqrt(1999.0)));
+    // Exponential, not even: about 1 - 1/e of the gaps are shorter than the mean, and none is negative.
+    int shorter = 0;
+    for (std::size_t i = 1; i < all.size(); ++i) {
+      CHECK(all[i].second >= all[i - 1].second);
+      shorter += all[i].second - all[i - 1].second < 2'000'000;
+    }
+    CHECK(shorter / 1999.0 == doctest::Approx(1 - std::exp(-1.0)).epsilon(0.05));
+    CHECK(dues(0, 1) == all);  // seeded: every replay (and every sweep) offers the same arrivals
+    // Two replicas: each keeps its requests' times on the one clock, so together they offer the rate.
+    auto merged = dues(0, 2);
+    const auto other = dues(1, 2);
+    merged.insert(merged.end(), other.begin(), other.end());
+    std::sort(merged.begin(), merged.end());
+    CHECK(merged == all);
+  }
+
   TEST_CASE("CPU sampling calibration: forced N wins, no warm-up means every request, a short request is sampled") {
     WarmUpFastest none;
     CHECK(calibrate_cpu_sampling(none, 0).every == 1);

@@ -86,6 +86,7 @@ void write_run(JsonWriter& w, const RunInfo& info) {
   w.field("mode", info.mode);
   if (!info.driver.empty()) w.field("driver", info.driver);
   w.field_number("speed", info.speed);
+  w.field_number("poisson_rps", info.poisson_rps);  // 0: arrivals at the trace's ts_ms
   w.field("limit", info.limit);
   w.field("ops", info.ops);
   w.field("max_batch", static_cast<std::int64_t>(info.max_batch));

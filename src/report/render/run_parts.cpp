@@ -32,7 +32,10 @@ std::string run_headline(const RunInfo& info) {
   std::string mode = info.mode;
   for (char& c : mode)
     if (c == '-') c = ' ';
-  if (info.mode == "open-loop" && info.speed != 1.0) mode += fmt::format(" at {}x speed", info.speed);
+  if (info.mode == "open-loop" && info.poisson_rps > 0)
+    mode += fmt::format(", Poisson arrivals at {:g} req/s", info.poisson_rps);
+  else if (info.mode == "open-loop" && info.speed != 1.0)
+    mode += fmt::format(" at {}x speed", info.speed);
   out += fmt::format(" · {}, {}", mode,
                      plural(static_cast<std::uint64_t>(std::max(info.concurrency, 0)), "worker", "workers"));
   if (info.max_batch > 1)

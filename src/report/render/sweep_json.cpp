@@ -53,7 +53,7 @@ std::string render_sweep_json(const SweepResult& r) {
   for (double x : r.loads)
     w.number(x);
   w.end_array();
-  if (r.load == SweepLoad::speed) w.field("concurrency", r.concurrency);
+  if (sweep_open_loop(r.load)) w.field("concurrency", r.concurrency);
   if (r.slo_ms > 0) w.field_number("slo_p99_ms", r.slo_ms);
   w.field("trace_requests", r.trace_requests);
   w.field_number("trace_span_s", r.trace_span_s, 3);
@@ -66,8 +66,10 @@ std::string render_sweep_json(const SweepResult& r) {
     w.begin_object();
     w.field("name", c.name);
     w.field("caches", c.caches.empty() ? c.name : c.caches);
+    if (!c.model_path.empty()) w.field("model", c.model_path);
+    if (!c.profile.empty()) w.field("profile", c.profile);
     w.field("max_batch", static_cast<std::int64_t>(c.max_batch));
-    if (r.load == SweepLoad::speed) w.field("workers", static_cast<std::int64_t>(c.workers));
+    if (sweep_open_loop(r.load)) w.field("workers", static_cast<std::int64_t>(c.workers));
     w.key("tiers").begin_array(true);
     for (const TierSpec& t : c.tiers)
       w.value(std::string(enum_name(t.tier)) + "=" + report::tier_spec_text(t));

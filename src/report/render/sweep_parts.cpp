@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "base/text.hpp"
 #include "report/render/cache_section.hpp"
 
@@ -25,13 +27,20 @@ std::string tiers_text(const SweepCurve& c) {
 }  // namespace
 
 std::string load_label(const SweepResult& r, double load) {
-  return r.load == SweepLoad::speed ? fmt::format("{:g}×", load) : fmt::format("{:g}", load);
+  if (r.load == SweepLoad::speed) return fmt::format("{:g}×", load);
+  if (r.load == SweepLoad::rate) return fmt::format("{:g}/s", load);
+  return fmt::format("{:g}", load);
 }
 
 std::string headline(const SweepResult& r) {
   std::string steps = r.loads.empty() ? "" : load_label(r, r.loads.front()) + "–" + load_label(r, r.loads.back());
+  std::vector<std::string> models;  // several swept: each curve names its own
+  for (const SweepCurve& c : r.curves)
+    if (!c.model_path.empty() && std::find(models.begin(), models.end(), c.model_path) == models.end())
+      models.push_back(c.model_path);
   return fmt::format(
-      "inferprof sweep · {} · {} · {} requests{} · {} {}{}{}", base_name(r.model_path), base_name(r.trace_path),
+      "inferprof sweep · {} · {} · {} requests{} · {} {}{}{}",
+      models.size() > 1 ? fmt::format("{} models", models.size()) : base_name(r.model_path), base_name(r.trace_path),
       group_thousands(r.trace_requests),
       r.measure_after > 0 ? fmt::format(" (the first {} unmeasured)", group_thousands(r.measure_after)) : "",
       sweep_load_name(r.load), steps, r.slo_ms > 0 ? fmt::format(" · p99 ≤ {:g} ms", r.slo_ms) : "",
@@ -39,7 +48,9 @@ std::string headline(const SweepResult& r) {
 }
 
 std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
-  std::vector<std::vector<std::string>> cells{{"caches", r.load == SweepLoad::speed ? "speed" : "workers", "offered/s",
+  std::vector<std::vector<std::string>> cells{{"caches", r.load == SweepLoad::speed  ? "speed"
+                                               : r.load == SweepLoad::rate ? "rate"
+                                                                           : "workers", "offered/s",
                                                "served/s", "p50 (95% CI)", "p90", "p99 (95% CI)", "queue", "cpu/req",
                                                "step"}};
   for (const SweepCurve& c : r.curves)
@@ -81,15 +92,22 @@ std::vector<std::string> capacity_lines(const SweepResult& r) {
 }
 
 std::string method_note(const SweepResult& r) {
-  std::string how = r.load == SweepLoad::speed
-                        ? fmt::format(
-                              "Each step replays the trace's own arrivals sped up (open loop, {} worker{}); "
-                              "offered/s is its requests over its span at that speed; a step serving under "
-                              "95% of it is saturated.",
-                              r.concurrency, r.concurrency == 1 ? "" : "s")
-                        : std::string(
-                              "Each step replays the trace closed-loop with that many workers; a step "
-                              "serving under 5% more than the one before is saturated.");
+  std::string how;
+  if (r.load == SweepLoad::speed)
+    how = fmt::format(
+        "Each step replays the trace's own arrivals sped up (open loop, {} worker{}); offered/s is its requests over "
+        "its span at that speed; a step serving under 95% of it is saturated.",
+        r.concurrency, r.concurrency == 1 ? "" : "s");
+  else if (r.load == SweepLoad::rate)
+    how = fmt::format(
+        "Each step replays the trace's requests in order at Poisson arrivals of that rate (open loop, {} worker{}; "
+        "the same seeded arrivals for every configuration and every sweep); a step serving under 95% of its rate is "
+        "saturated.",
+        r.concurrency, r.concurrency == 1 ? "" : "s");
+  else
+    how =
+        "Each step replays the trace closed-loop with that many workers; a step serving under 5% more than the one "
+        "before is saturated.";
   return how +
          " Every step is a whole replay from cold caches, the configurations taking turns step by step. A "
          "configuration stops at its first saturated step or its first past the objective. Percentile intervals "
