@@ -170,10 +170,10 @@ std::deque<TraceRecord> read_trace_head(const RunConfig& config, TraceReader& re
   }
   if (!have_pending) throw bad_input(fmt::format("{}: the trace has no requests", config.replay.trace_path));
   const TraceRecord& pending = read_early.back();
-  if (config.replay.drive == Drive::open_loop && !pending.request.ts_ms)
+  if (config.replay.drive == Drive::open_loop && config.replay.poisson_rps <= 0 && !pending.request.ts_ms)
     throw bad_input(at_line(config.replay.trace_path, pending.line,
                             "open-loop replay needs 'ts_ms' on every request (this one has none); drop --open-loop "
-                            "to replay closed-loop"));
+                            "to replay closed-loop, or give --rate for Poisson arrivals"));
   std::error_code ec;
   info.trace_bytes = fs::file_size(config.replay.trace_path, ec);
   info.trace_hash = file_version(config.replay.trace_path);

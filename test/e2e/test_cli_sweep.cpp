@@ -120,7 +120,7 @@ TEST_SUITE("e2e sweep") {
     CHECK(bool(steps.at(2)["refined"]));
     auto bad = run_cli({"sweep", f.model, "--trace", f.trace, "--concurrency", "1:2", "--refine", "1"});
     CHECK(bad.code == 2);
-    CHECK(bad.err.find("--refine bisects between speeds") != std::string::npos);
+    CHECK(bad.err.find("--refine bisects between offered loads") != std::string::npos);
   }
 
   TEST_CASE("sweep --slo-ms: a step past the objective ends the curve, and the table says no step met it") {
