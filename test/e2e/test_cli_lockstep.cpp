@@ -305,7 +305,8 @@ TEST_SUITE("e2e lockstep") {
       CHECK_MESSAGE(fs::is_regular_file(out.path() / "c" / folder / "summary.json"), folder);
   }
 
-  TEST_CASE("compare --precision runs each pass after the first in a process of its own; --pass-process same in one") {
+  TEST_CASE(
+      "compare --precision runs each pass after the first in a process of its own, --pass-process same all in one") {
     auto& f = fixture();
     TempDir tmp;  // the temp folder the pass processes' files go to: empty again after
     auto compare = [&](const std::vector<std::string>& extra, const std::string& env = "") {
