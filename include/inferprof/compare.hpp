@@ -59,9 +59,31 @@ struct CompareConfig {
   // max_time_s has passed; `repeat` is then the least number of passes.
   std::optional<double> precision_pct;
   double max_time_s = 600;
+  // --pass-process (lockstep): fresh runs each pass after the first in a
+  // process of its own (`self` re-run with `command_line` and the hidden
+  // --pass-only flags; it writes no reports), so that what differs between
+  // processes differs between passes, which the this-trace interval widens
+  // by; same runs every pass in this process. nullopt: fresh with
+  // --precision or --gate (passes until an interval is narrow enough), same
+  // otherwise.
+  std::optional<PassProcess> pass_process;
+  std::string self = "/proc/self/exe";
+  std::vector<std::string> command_line;  // this compare's arguments, after argv[0]
+  // In a pass process: run pass `index` (from 0) only and write its figures
+  // to `file` (run_compare_pass).
+  struct PassOnly {
+    int index = 0;
+    std::string file;
+  };
+  std::optional<PassOnly> pass_only;
 };
 
 CompareResult run_compare(const CompareConfig& config);
+
+// A pass process's work (config.pass_only set): one lockstep pass, without
+// reports or dumps, its figures written to pass_only->file. Throws Error; an
+// interrupt ends the pass between requests, as in compare itself.
+void run_compare_pass(const CompareConfig& config);
 
 // How compare and sweep name a configuration that differs by model or profile:
 // the model's file name (the path as given when another shares the file

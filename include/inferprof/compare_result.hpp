@@ -26,6 +26,14 @@ inline std::string_view compare_mode_name(CompareMode m) {
   return enum_name(m);
 }
 
+// Where lockstep passes after the first run (compare --pass-process): fresh,
+// each in a process of its own; same, all in compare's process.
+enum class PassProcess : std::uint8_t { fresh, same };
+template <>
+struct EnumNames<PassProcess> {
+  static constexpr std::array<std::string_view, 2> names{"fresh", "same"};
+};
+
 struct CompareRow {
   std::string name;    // the configuration, e.g. "l1,l2", "mobilenet.pt", "resize-512"
   std::string folder;  // its reports' folder under --out: "l1+l2"; "none-2" for a second "none"
@@ -71,6 +79,9 @@ struct CompareResult {
   int repeat = 1;
   CompareMode mode = CompareMode::sequential;
   std::uint64_t paired = 0;  // lockstep: the (repeat, request) pairs the interval resamples
+  // Lockstep: where the passes after the first ran, and the process of each pass.
+  PassProcess pass_process = PassProcess::same;
+  std::vector<std::int64_t> pass_pids;
   // Lockstep with an uncached baseline: the speedups divide each request by the
   // machine's pace around it (machine_pace); its lowest and highest value.
   bool paced = false;

@@ -19,6 +19,7 @@
 #include "inferprof/printable.hpp"
 #include "inferprof/replica_group.hpp"
 #include "inferprof/replicas.hpp"
+#include "replay/pass_process.hpp"
 #include "replay/replica_handshake.hpp"
 #include "report/format.hpp"
 
@@ -210,6 +211,9 @@ struct CompareArgs {
   CompareIntervals intervals = CompareIntervals::this_trace;
   std::optional<double> precision;
   double max_time = 600;
+  std::optional<PassProcess> pass_process;
+  std::optional<int> pass_only;  // a pass process's hidden flags
+  std::string pass_file;
 };
 
 CompareConfig make_compare_config(ReplayArgs args, const CompareArgs& c) {
@@ -232,6 +236,9 @@ CompareConfig make_compare_config(ReplayArgs args, const CompareArgs& c) {
   config.intervals = c.intervals;
   config.precision_pct = c.precision;
   config.max_time_s = c.max_time;
+  config.pass_process = c.pass_process;
+  config.command_line = command_line();
+  if (c.pass_only) config.pass_only = CompareConfig::PassOnly{*c.pass_only, c.pass_file};
   if (!c.gates.empty()) {
     std::string all;
     for (const std::string& g : c.gates)
@@ -403,10 +410,21 @@ Runner add_compare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--flamegraph-diff", c->flamegraph_diff,
                 "With --out: a differential flame graph of each configuration vs the first");
+  add_enum_option(cmd, "--pass-process", c->pass_process,
+                  "Lockstep: where the passes after the first run. fresh: each in a process of its own, so the "
+                  "interval covers what differs between processes (default with --precision or --gate); same: all "
+                  "in this one (default otherwise); the first pass's reports are kept");
+  // Set by compare for a pass in its own process; not for people.
+  cmd->add_option(detail::kPassOnlyFlag, c->pass_only)->group("");
+  cmd->add_option(detail::kPassFileFlag, c->pass_file)->group("");
 
   return [args, c] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the configurations completed
     CompareConfig config = make_compare_config(*args, *c);
+    if (config.pass_only) {
+      run_compare_pass(config);  // its figures in the file; compare's own process reports them
+      return lifecycle::interrupted() ? lifecycle::interrupted_exit_code() : 0;
+    }
     CompareResult result = run_compare(config);
     std::fputs(report::render(args->format, result, "a comparison").c_str(), stdout);
     std::vector<std::pair<std::string, const RunSummary*>> runs;

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <tuple>
@@ -21,6 +22,8 @@
 #include "inferprof/lifecycle.hpp"
 #include "replay/dump.hpp"
 #include "replay/engine.hpp"
+#include "replay/pass_file.hpp"
+#include "replay/pass_process.hpp"
 
 namespace inferprof {
 namespace {
@@ -119,6 +122,10 @@ void describe_lockstep_intervals(CompareResult& result) {
                                      "that was wider: what moves a whole pass",
                                      result.repeat, result.repeat - 1)
                                : fmt::format("; the {} passes' own speedups spread no wider", result.repeat);
+  if (result.repeat > 1 && result.pass_process == PassProcess::fresh)
+    result.interval +=
+        "; each pass after the first in a process of its own (--pass-process fresh), so that the "
+        "passes differ as separate processes do";
   if (result.paced)
     result.interval += fmt::format(
         "; in units of the machine's pace (the baseline's median over the {} requests around each: "
@@ -252,11 +259,27 @@ struct CompareRun {
   }
   // A lockstep pass: its requests after the earlier passes', and each configuration's reports.
   void keep(detail::LockstepPass&& pass) {
+    result.pass_pids.push_back(::getpid());
     pairs.append(std::move(pass.input));
     for (std::size_t c = 0; c < configs.size(); ++c) {
       configs[c].paired.append(std::move(pass.series[c]));
       keep(c, std::move(pass.outcomes[c]));
     }
+  }
+  // A lockstep pass of another process (--pass-process fresh): its requests
+  // and figures; its reports were not written, the first pass's stay.
+  void keep(detail::PassFigures&& pass) {
+    if (pass.series.size() != configs.size() || pass.mean_us.size() != configs.size() ||
+        pass.wall_s.size() != configs.size())
+      throw runtime_failure(fmt::format("lockstep pass {}: its process served {} configurations, not {}",
+                                        pairs.passes + 1, pass.series.size(), configs.size()));
+    pairs.append(std::move(pass.input));
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+      configs[c].paired.append(std::move(pass.series[c]));
+      result.rows[c].means_us.push_back(pass.mean_us[c]);
+      result.rows[c].walls_s.push_back(pass.wall_s[c]);
+    }
+    result.pass_pids.push_back(pass.pid);
   }
   // Lockstep with an uncached baseline: it does the same work for every
   // request, so its latencies say how fast the machine ran when (machine_pace).
@@ -326,6 +349,8 @@ CompareMode checked_mode(const CompareConfig& config) {
                                 *config.precision_pct));
   if (config.precision_pct && mode != CompareMode::lockstep)
     throw bad_input("--precision repeats lockstep passes: it needs --mode lockstep (a closed loop with one worker)");
+  if (config.pass_process && mode != CompareMode::lockstep)
+    throw bad_input("--pass-process says where lockstep passes run: it needs --mode lockstep");
   if (!config.gates.empty() && mode != CompareMode::lockstep)
     throw bad_input(
         "--gate judges paired requests: it needs --mode lockstep (a closed loop with one worker); use 'inferprof "
@@ -444,6 +469,77 @@ std::size_t undecided(const std::vector<CompareGate>& gates) {
       std::count_if(gates.begin(), gates.end(), [](const CompareGate& g) { return g.verdict == Verdict::unstable; }));
 }
 
+bool adaptive(const CompareConfig& config) {
+  return config.precision_pct || !config.gates.empty();
+}
+
+// Where the passes after the first run: --pass-process, else a process each
+// when the passes go on until an interval is narrow enough.
+PassProcess pass_process_of(const CompareConfig& config) {
+  return config.pass_process.value_or(adaptive(config) ? PassProcess::fresh : PassProcess::same);
+}
+
+// Pass `rep`'s configurations: their own Redis namespaces, and the report
+// folders when this pass writes the reports.
+std::vector<detail::LockstepTarget> pass_targets(const CompareRun& run, int rep, bool reports) {
+  std::vector<detail::LockstepTarget> targets;
+  for (std::size_t c = 0; c < run.result.rows.size(); ++c)
+    targets.push_back(detail::LockstepTarget{run.result.rows[c].tiers, run_namespace(c, rep),
+                                             reports ? run.out_dir(c) : "", run.setup(c).model_path,
+                                             run.setup(c).profile});
+  return targets;
+}
+
+// Pass `rep`, kept; false when an interrupt stopped it before a request
+// completed. In this process every pass writes its reports (each replaces
+// the last: the passes are measured alike, and an interrupted pass leaves the
+// reports of what it served); in processes of their own (`processes`), the
+// passes after the first write none and the first pass's stay.
+bool run_one_pass(CompareRun& run, const RunConfig& later, int rep, detail::PassProcesses* processes) {
+  if (rep > 0 && processes) {
+    std::optional<detail::PassFigures> figures = processes->run(rep);
+    if (figures) run.keep(std::move(*figures));
+    return figures.has_value();
+  }
+  detail::LockstepPass pass;
+  try {
+    pass = detail::run_lockstep_pass(rep == 0 ? run.config.base : later, pass_targets(run, rep, true));
+  } catch (const Error&) {
+    if (!lifecycle::interrupted()) throw;
+    return false;  // interrupted before a request completed: the earlier repeats stand
+  }
+  // An interrupted pass covers the requests served under every configuration.
+  run.keep(std::move(pass));
+  return true;
+}
+
+// Adaptive passes: true when every interval is as narrow as --precision asks
+// and every gate decided (`progress`: the widths so far, for the progress line).
+bool narrow_enough(CompareRun& run, int passes, std::string& progress) {
+  constexpr int kMinPrecisionPasses = 3;
+  const CompareConfig& config = run.config;
+  CompareResult& result = run.result;
+  bool done = true;
+  progress.clear();
+  if (config.precision_pct) {
+    const auto [half, c] = run.widest();
+    result.widest_half_width = half;
+    result.widest_config = result.rows[c].name;
+    progress +=
+        fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config, *config.precision_pct);
+    // Fewer than three passes cannot show what moves a whole pass
+    // (this_trace_speedup's between-pass widening): no precision claimed yet.
+    result.precision_reached = half * 100 <= *config.precision_pct && passes >= kMinPrecisionPasses;
+    done = result.precision_reached;
+  }
+  if (!config.gates.empty()) {
+    const std::size_t open = undecided(judge_gates(run, run.current_pace()));
+    if (open > 0) progress += fmt::format(" · {} gate{} undecided", open, open == 1 ? "" : "s");
+    done = done && open == 0;
+  }
+  return done;
+}
+
 // Lockstep passes: one, --repeat, or with --precision or --gate until every
 // interval is narrow enough and every gate decided (at least --repeat, at
 // most kMaxPasses, within --max-time).
@@ -452,56 +548,27 @@ void run_lockstep_passes(CompareRun& run, const RunConfig& later) {
   CompareResult& result = run.result;
   ReplayObserver* observer = config.base.output.observer.get();
   constexpr int kMaxPasses = 100;
-  constexpr int kMinPrecisionPasses = 3;
-  const bool adaptive = config.precision_pct || !config.gates.empty();
-  const int passes_max = adaptive ? kMaxPasses : config.repeat;
+  const bool adaptive_passes = adaptive(config);
+  const int passes_max = adaptive_passes ? kMaxPasses : config.repeat;
+  result.pass_process = pass_process_of(config);
+  std::optional<detail::PassProcesses> processes;
+  if (result.pass_process == PassProcess::fresh && passes_max > 1) processes.emplace(config.self, config.command_line);
   const auto started = std::chrono::steady_clock::now();
   int passes = 0;
   std::string progress;  // the widths so far, for the progress line
   for (int rep = 0; rep < passes_max && !lifecycle::interrupted(); ++rep) {
-    // Every pass writes its reports (each replaces the last): the passes are
-    // measured alike, and an interrupted pass leaves the reports of what it served.
-    std::vector<detail::LockstepTarget> targets;
-    for (std::size_t c = 0; c < result.rows.size(); ++c)
-      targets.push_back(detail::LockstepTarget{result.rows[c].tiers, run_namespace(c, rep), run.out_dir(c),
-                                               run.setup(c).model_path, run.setup(c).profile});
     if (observer)
       observer->context(fmt::format("lockstep over {} configurations{}{}", result.rows.size(),
-                                    adaptive            ? fmt::format(" · pass {}", rep + 1)
+                                    adaptive_passes     ? fmt::format(" · pass {}", rep + 1)
                                     : config.repeat > 1 ? fmt::format(" · repeat {}/{}", rep + 1, config.repeat)
                                                         : "",
                                     progress));
-    detail::LockstepPass pass;
-    try {
-      pass = detail::run_lockstep_pass(rep == 0 ? config.base : later, targets);
-    } catch (const Error&) {
-      if (!lifecycle::interrupted()) throw;
-      break;  // interrupted before a request completed: the earlier repeats stand
-    }
-    // An interrupted pass covers the requests served under every configuration.
-    run.keep(std::move(pass));
+    if (!run_one_pass(run, later, rep, processes ? &*processes : nullptr)) break;
     ++passes;
     // Adaptive: more passes while an interval is wider than --precision asks,
     // or a gate's interval straddles its limit (more pairs settle it).
-    if (adaptive && !lifecycle::interrupted() && result.rows.size() > 1) {
-      bool done = true;
-      progress.clear();
-      if (config.precision_pct) {
-        const auto [half, c] = run.widest();
-        result.widest_half_width = half;
-        result.widest_config = result.rows[c].name;
-        progress += fmt::format(" · widest ±{:.1f}% ({}), target ±{:g}%", 100 * half, result.widest_config,
-                                *config.precision_pct);
-        // Fewer than three passes cannot show what moves a whole pass
-        // (this_trace_speedup's between-pass widening): no precision claimed yet.
-        result.precision_reached = half * 100 <= *config.precision_pct && passes >= kMinPrecisionPasses;
-        done = result.precision_reached;
-      }
-      if (!config.gates.empty()) {
-        const std::size_t open = undecided(judge_gates(run, run.current_pace()));
-        if (open > 0) progress += fmt::format(" · {} gate{} undecided", open, open == 1 ? "" : "s");
-        done = done && open == 0;
-      }
+    if (adaptive_passes && !lifecycle::interrupted() && result.rows.size() > 1) {
+      const bool done = narrow_enough(run, passes, progress);
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       if (passes >= config.repeat && (done || elapsed >= config.max_time_s)) break;
     }
@@ -673,6 +740,30 @@ void write_compare_files(CompareRun& run) {
 }
 
 }  // namespace
+
+void run_compare_pass(const CompareConfig& config) {
+  const CompareConfig::PassOnly& only = *config.pass_only;
+  detail::join_as_pass_process(only.index);
+  std::string varies;
+  std::vector<Setup> setups = compare_setups(config, varies);
+  CompareRun run(config, checked_mode(config), std::move(setups));
+  if (run.mode != CompareMode::lockstep) throw bad_input("a pass process runs a lockstep pass: --mode lockstep");
+  make_rows(run);
+  // Never the first pass: no dumps, no reports.
+  detail::LockstepPass pass =
+      detail::run_lockstep_pass(detail::without_dumps(config.base), pass_targets(run, only.index, false));
+  detail::PassFigures figures;
+  figures.requests = pass.requests;
+  figures.pid = ::getpid();
+  figures.input = std::move(pass.input);
+  figures.series = std::move(pass.series);
+  for (const RunOutcome& o : pass.outcomes) {
+    figures.mean_us.push_back(o.summary.total.mean_us);
+    figures.wall_s.push_back(o.summary.info.wall_s);
+  }
+  const fs::path file(only.file);
+  detail::write_pass_file(file.parent_path().string(), file.filename().string(), figures);
+}
 
 CompareResult run_compare(const CompareConfig& config) {
   std::string varies;

@@ -7,12 +7,14 @@
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 #include "inferprof/error.hpp"
@@ -42,13 +44,14 @@ void close_fd(int& fd) {
 
 }  // namespace
 
-std::vector<std::string> child_arguments(const std::vector<std::string>& parent_args, const Assignment& assignment) {
+std::vector<std::string> without_flags(const std::vector<std::string>& args, const std::vector<std::string>& with_value,
+                                       const std::vector<std::string>& bare) {
   std::vector<std::string> out;
-  for (std::size_t i = 0; i < parent_args.size(); ++i) {
-    const std::string& a = parent_args[i];
-    if (a == kNoProgress) continue;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (std::find(bare.begin(), bare.end(), a) != bare.end()) continue;
     bool drop = false;
-    for (const std::string& flag : parent_only_with_value()) {
+    for (const std::string& flag : with_value) {
       if (a == flag) {
         drop = true;
         ++i;  // and its value
@@ -58,6 +61,11 @@ std::vector<std::string> child_arguments(const std::vector<std::string>& parent_
     }
     if (!drop) out.push_back(a);
   }
+  return out;
+}
+
+std::vector<std::string> child_arguments(const std::vector<std::string>& parent_args, const Assignment& assignment) {
+  std::vector<std::string> out = without_flags(parent_args, parent_only_with_value(), {kNoProgress});
   for (std::string a : {std::string(kReplicaFlag), fmt::format("{}/{}", assignment.index, assignment.count),
                         std::string("--split"), std::string(enum_name(assignment.split)), std::string(kNamespaceFlag),
                         assignment.cache_namespace, std::string("--out"), assignment.out_dir, std::string("--format"),
@@ -68,14 +76,17 @@ std::vector<std::string> child_arguments(const std::vector<std::string>& parent_
 
 Child Child::start(const std::string& binary, const std::vector<std::string>& parent_args, const Assignment& assignment,
                    const std::string& log_path) {
+  return start(binary, child_arguments(parent_args, assignment), log_path);
+}
+
+Child Child::start(const std::string& binary, const std::vector<std::string>& child_args, const std::string& log_path) {
   // A socket pair, not pipes: one fd each way, and send() with MSG_NOSIGNAL
   // reports a peer that is gone as EPIPE without a process-wide SIGPIPE setting.
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
     throw runtime_failure(fmt::format("replicas: cannot create the start socket: {}", std::strerror(errno)));
   std::vector<std::string> args{binary};
-  for (std::string& a : child_arguments(parent_args, assignment))
-    args.push_back(std::move(a));
+  args.insert(args.end(), child_args.begin(), child_args.end());
   std::vector<char*> argv;
   for (auto& a : args)
     argv.push_back(a.data());
@@ -143,6 +154,27 @@ void Child::cancel() {
   close_fd(fd_);
 }
 
+void die_with_parent() {
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
+std::string log_tail(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);)
+    all.push_back(line);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
+    out += all[i] + "\n";
+  return out;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? "ok" : fmt::format("exit {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  return "unknown";
+}
+
 void ready_and_wait(int fd) {
   char byte = 0;
   const bool started = ::send(fd, &kReady, 1, MSG_NOSIGNAL) == 1 && ::recv(fd, &byte, 1, 0) == 1 && byte == kGo;
@@ -162,7 +194,7 @@ ReplicaRole join(const std::string& replica_flag, Split split) {
   // Dies with its parent, also one killed by SIGKILL: SIGTERM then stops it
   // like an interrupt (its own files and folders go). A parent already gone
   // shows in the handshake.
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  die_with_parent();
   role.on_ready = [] { ready_and_wait(kReplicaFd); };
   // Fault injection for the tests: this replica dies before it says ready.
   if (const char* crash = std::getenv("INFERPROF_TEST_CRASH_REPLICA"); crash && std::atoi(crash) == role.index)

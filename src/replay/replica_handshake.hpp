@@ -46,6 +46,12 @@ struct Assignment {
 // assignment's.
 std::vector<std::string> child_arguments(const std::vector<std::string>& parent_args, const Assignment& assignment);
 
+// `args` without the flags `with_value` (with their values, "--flag V" or
+// "--flag=V") and `bare`: the one filter of a parent's arguments for a child
+// (replicas here, compare's pass processes in pass_process.cpp).
+std::vector<std::string> without_flags(const std::vector<std::string>& args, const std::vector<std::string>& with_value,
+                                       const std::vector<std::string>& bare);
+
 // The parent's handle on one replica it started.
 class Child {
  public:
@@ -53,6 +59,9 @@ class Child {
   // to `log_path`. Throws Error(runtime) if it cannot.
   static Child start(const std::string& binary, const std::vector<std::string>& parent_args,
                      const Assignment& assignment, const std::string& log_path);
+  // Starts `binary` with `args` (after argv[0]) the same way (a compare pass
+  // process, which ignores fd 3).
+  static Child start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path);
   Child(Child&& other) noexcept;
   Child& operator=(Child&& other) noexcept;
   Child(const Child&) = delete;
@@ -80,6 +89,15 @@ class Child {
 // process dies with its parent. For the tests, INFERPROF_TEST_CRASH_REPLICA=I
 // makes replica I abort instead of saying ready.
 ReplicaRole join(const std::string& replica_flag, Split split);
+
+// From here on this process gets SIGTERM when its parent dies (handled as
+// an interrupt: its own files, folders and Redis keys go).
+void die_with_parent();
+
+// The last `lines` lines of a child's log; how a waitpid status ended it
+// ("ok", "exit 3", "killed by signal 9").
+std::string log_tail(const std::string& path, std::size_t lines);
+std::string describe_status(int wait_status);
 
 // Says ready on `fd` and waits for go. Throws Error(runtime) if the parent is
 // gone (then there is nobody to start with).

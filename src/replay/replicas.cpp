@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -63,17 +62,6 @@ struct Replica {
   std::string dir, log;
 };
 
-std::string tail_lines(const std::string& path, std::size_t lines) {
-  std::ifstream in(path);
-  std::vector<std::string> all;
-  for (std::string line; std::getline(in, line);)
-    all.push_back(line);
-  std::string out;
-  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
-    out += all[i] + "\n";
-  return out;
-}
-
 Replica start(const ReplicaLaunch& launch, int index) {
   replica_handshake::Assignment a;
   a.index = index;
@@ -84,12 +72,6 @@ Replica start(const ReplicaLaunch& launch, int index) {
   std::string log = (fs::path(launch.out_dir) / fmt::format("replica-{}.log", index)).string();
   return Replica{
       replica_handshake::Child::start(launch.binary, launch.child_args, a, log), false, false, 0, a.out_dir, log};
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? "ok" : fmt::format("exit {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return "unknown";
 }
 
 // The shared tiers start empty and keep nothing of the run afterwards; the
@@ -181,7 +163,7 @@ bool wait_all(std::vector<Replica>& children, int timeout_s) {
 // what its folder says).
 void annotate(ReplicaResult& r, const Replica& c, bool timed_out) {
   r.pid = c.process.pid();
-  std::string status = describe_status(c.wait_status);
+  std::string status = replica_handshake::describe_status(c.wait_status);
   if (timed_out && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGKILL) status = "timed out";
   // Stopped by the interrupt passed on: what it completed counts, not a failure.
   if (lifecycle::interrupted() && WIFEXITED(c.wait_status) &&
@@ -190,7 +172,7 @@ void annotate(ReplicaResult& r, const Replica& c, bool timed_out) {
   if (!c.ready && status == "ok") status = "never ready";
   if (status == "ok" && r.status == "no report") status = "no summary.json";
   if (status != "ok") r.status = status;
-  if (r.status != "ok" && r.status != "interrupted") r.log_tail = tail_lines(c.log, 5);
+  if (r.status != "ok" && r.status != "interrupted") r.log_tail = replica_handshake::log_tail(c.log, 5);
 }
 
 }  // namespace

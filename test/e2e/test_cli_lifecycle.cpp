@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "cli_harness.hpp"
@@ -448,6 +449,43 @@ TEST_SUITE("e2e lifecycle") {
     CHECK(paired >= 20000);
     CHECK(paired < 60000);
     CHECK(slurp(bg->err).find("interrupted by SIGINT") != std::string::npos);
+  }
+
+  // --pass-process fresh: the interrupt reaches the pass running in its own
+  // process; the passes completed stand (the second too, if it served a
+  // request), and neither the process nor its temporary folder is left.
+  TEST_CASE("lockstep compare interrupted while a pass runs in its own process keeps the passes completed") {
+    TempDir io, tmp, traces;
+    const fs::path out = io.path() / "c";
+    (void)fixture();               // its folders are the test's own, made before TMPDIR changes
+    (void)run_cli({"--version"});  // the same for run_cli's
+    const char* was = std::getenv("TMPDIR");
+    const std::string before = was ? was : "";
+    ::setenv("TMPDIR", tmp.str().c_str(), 1);  // the pass processes' folder goes there
+    auto bg = start_lockstep_compare(traces, "20000", io, out, {"--repeat", "3", "--pass-process", "fresh"});
+    was ? ::setenv("TMPDIR", before.c_str(), 1) : ::unsetenv("TMPDIR");
+    // The second pass's process is running once compare has one child.
+    std::vector<pid_t> passes;
+    REQUIRE_MESSAGE(wait_for([&] { return (passes = children_of(bg->pid)).size() == 1; }, 180s), slurp(bg->err));
+    CHECK(fs::exists(out / "l1" / "summary.json"));  // the first pass's reports
+    ::kill(bg->pid, SIGINT);
+    REQUIRE(bg->wait(60s) == 130);
+    CHECK(process_gone(passes[0]));
+    simdjson::dom::parser parser;
+    auto result = load_json(parser, out / "compare.json");
+    simdjson::dom::array configs, means, pids;
+    REQUIRE(result["configurations"].get(configs) == simdjson::SUCCESS);
+    REQUIRE(configs.at(1)["means_us"].get(means) == simdjson::SUCCESS);
+    CHECK(means.size() >= 1);
+    CHECK(means.size() <= 3);  // the interrupt ends the pass it finds, never the loop early
+    REQUIRE(result["pass_pids"].get(pids) == simdjson::SUCCESS);
+    CHECK(pids.size() == means.size());
+    std::set<double> distinct;
+    for (simdjson::dom::element pid : pids)
+      distinct.insert(json_number(pid));
+    CHECK(distinct.size() == pids.size());  // a process per pass
+    CHECK(slurp(bg->err).find("interrupted by SIGINT") != std::string::npos);
+    CHECK(tmp.list().empty());
   }
 
   // ASan reserves terabytes of address space for its shadow memory: under

@@ -32,6 +32,7 @@ void json_speedups(JsonWriter& w, const CompareResult& r, std::size_t i) {
     w.field("inputs_ignored", row.interval_facts.inputs_ignored);
     w.field("passes", static_cast<std::uint64_t>(row.interval_facts.passes));
     w.field("between_passes", row.interval_facts.between_passes);
+    w.field("pass_processes", std::string(enum_name(r.pass_process)));
     w.end_object();
   }
   json_speedup(w, "wall_speedup", row.wall_speedup);
@@ -132,7 +133,15 @@ std::string render_compare_json(const CompareResult& r) {
     w.field("widest", r.widest_config);
     w.end_object();
   }
-  if (r.mode == CompareMode::lockstep) w.field("paired_requests", r.paired);
+  if (r.mode == CompareMode::lockstep) {
+    w.field("paired_requests", r.paired);
+    // Where the passes ran: each pass's process (--pass-process fresh: one each).
+    w.field("pass_processes", std::string(enum_name(r.pass_process)));
+    w.key("pass_pids").begin_array(true);
+    for (const std::int64_t pid : r.pass_pids)
+      w.value(pid);
+    w.end_array();
+  }
   if (r.paced) {
     w.key("pace").begin_object();
     w.field("window", static_cast<std::uint64_t>(r.pace_window));
