@@ -59,7 +59,7 @@ struct ReplayOptions {
   int threads = -1;         // libtorch intra-op threads; 0: one per core
   int concurrency = 1;
   Drive drive = Drive::closed_loop;
-  double speed = 1.0;       // open loop: ts_ms divided by this
+  double speed = 1.0;  // open loop: ts_ms divided by this
   // Open loop: > 0 replaces the trace's ts_ms by Poisson arrivals at this many
   // requests per second (exponential gaps drawn from a fixed seed, the same
   // in every replay of the trace), as a load generator's request rate does.

@@ -20,8 +20,8 @@ struct SweepConfig {
   // configurations). Empty: base.model_path and base.profile.
   std::vector<std::string> models;
   std::vector<Profile> profiles;
-  std::vector<TierSpec> overrides;          // --tier
-  std::string redis_url;                    // --redis
+  std::vector<TierSpec> overrides;  // --tier
+  std::string redis_url;            // --redis
   SweepLoad load = SweepLoad::speed;
   std::vector<double> loads;  // ascending
   double slo_ms = 0;          // p99 objective; 0: none (stop at saturation only)

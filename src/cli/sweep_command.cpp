@@ -64,7 +64,8 @@ SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
         "sweep needs one kind of step: --speeds FROM:TO:STEP (open loop, the trace's arrivals sped up), "
         "--rates FROM:TO:STEP (open loop, Poisson arrivals in req/s) or --concurrency FROM:TO[:STEP] (closed loop)");
   if (args.open_loop || args.speed != 0 || args.rate != 0)
-    throw bad_input("sweep sets the drive per step: leave out --open-loop, --speed and --rate (use --speeds or --rates)");
+    throw bad_input(
+        "sweep sets the drive per step: leave out --open-loop, --speed and --rate (use --speeds or --rates)");
   if (!a.concurrency.empty() && args.concurrency != 1)
     throw bad_input("sweep --concurrency sets the workers of each step: leave out --workers");
   const std::vector<std::string> models = models_to_replay(args, a.models, "sweep");
@@ -136,9 +137,10 @@ Runner add_sweep_command(CLI::App& app) {
                   "A model to sweep (repeatable; MODEL, when given, comes first): each model's curves beside the "
                   "others', step by step (--profile may be repeated instead, to sweep profiles)")
       ->allow_extra_args(false);
-  cmd->add_option("--max-batch", a->max_batches,
-                  "With --speeds or --rates: batch sizes to sweep, each with every --caches configuration, e.g. 1,8 (default 1); "
-                  "a batched configuration gets max(--workers, 2N) workers");
+  cmd->add_option(
+      "--max-batch", a->max_batches,
+      "With --speeds or --rates: batch sizes to sweep, each with every --caches configuration, e.g. 1,8 (default 1); "
+      "a batched configuration gets max(--workers, 2N) workers");
   cmd->add_option("--measure-after", a->measure_after,
                   "Serve each step's first N requests without measuring them (the caches fill, the queue settles), "
                   "and measure the rest (default 0)")
@@ -147,9 +149,10 @@ Runner add_sweep_command(CLI::App& app) {
                   "The p99 objective in ms: a configuration stops at the first step past it, and its capacity is "
                   "the traffic it serves within it")
       ->check(number_above(0));
-  cmd->add_option("--refine", a->refine,
-                  "With --speeds or --rates: after the steps, N bisection rounds between each configuration's last step within "
-                  "the objective (unsaturated) and its first past it, one replay each")
+  cmd->add_option(
+         "--refine", a->refine,
+         "With --speeds or --rates: after the steps, N bisection rounds between each configuration's last step within "
+         "the objective (unsaturated) and its first past it, one replay each")
       ->check(whole_at_least(0))
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Write sweep.json, sweep.csv and report.html here");

@@ -148,7 +148,6 @@ struct Setup {
   const Profile* profile = nullptr;      // null: the base's
 };
 
-
 // The configurations and what differs between them: caches, model or profile (one at a time).
 std::vector<Setup> compare_setups(const CompareConfig& config, std::string& varies) {
   const bool caches = config.configurations.size() > 1, models = config.models.size() > 1,

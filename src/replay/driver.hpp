@@ -47,7 +47,7 @@ class JobFeed {
     std::string trace_path;
     bool open_loop = false;
     double speed = 1.0;
-    double poisson_rps = 0;  // > 0: Poisson arrivals at this rate instead of ts_ms
+    double poisson_rps = 0;   // > 0: Poisson arrivals at this rate instead of ts_ms
     std::uint64_t limit = 0;  // requests; 0: all
     int replica_index = -1, replica_count = 0;
     Split split = Split::round_robin;

@@ -67,8 +67,7 @@ bool JobFeed::next(Job& job) {
     // --rate: this request's arrival on the Poisson clock (the first at 0).
     Nanos poisson_due = 0;
     if (o.open_loop && o.poisson_rps > 0) {
-      if (poisson_requests_++ > 0)
-        poisson_ns_ += std::exponential_distribution<double>(o.poisson_rps)(arrivals_) * 1e9;
+      if (poisson_requests_++ > 0) poisson_ns_ += std::exponential_distribution<double>(o.poisson_rps)(arrivals_) * 1e9;
       poisson_due = static_cast<Nanos>(poisson_ns_);
     }
     if (o.replica_count > 1 &&

@@ -211,8 +211,8 @@ TEST_SUITE("e2e sweep") {
     CHECK(std::string_view(four.at(3)["name"]) == "two · l1");
     CHECK(std::string_view(four.at(3)["profile"]) == "two");
 
-    r = run_cli({"sweep", "--model", f.model, "--model", second, "--trace", f.trace, "--concurrency", "1",
-                 "--profile", dir.file("one.toml"), "--profile", dir.file("two.toml"), "--no-progress"});
+    r = run_cli({"sweep", "--model", f.model, "--model", second, "--trace", f.trace, "--concurrency", "1", "--profile",
+                 dir.file("one.toml"), "--profile", dir.file("two.toml"), "--no-progress"});
     CHECK(r.code == 2);
     CHECK(r.err.find("sweep varies the model or the profile, not both: 2 models and 2 profiles given") !=
           std::string::npos);

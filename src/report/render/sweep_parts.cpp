@@ -48,11 +48,12 @@ std::string headline(const SweepResult& r) {
 }
 
 std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
-  std::vector<std::vector<std::string>> cells{{"caches", r.load == SweepLoad::speed  ? "speed"
+  std::vector<std::vector<std::string>> cells{{"caches",
+                                               r.load == SweepLoad::speed  ? "speed"
                                                : r.load == SweepLoad::rate ? "rate"
-                                                                           : "workers", "offered/s",
-                                               "served/s", "p50 (95% CI)", "p90", "p99 (95% CI)", "queue", "cpu/req",
-                                               "step"}};
+                                                                           : "workers",
+                                               "offered/s", "served/s", "p50 (95% CI)", "p90", "p99 (95% CI)", "queue",
+                                               "cpu/req", "step"}};
   for (const SweepCurve& c : r.curves)
     for (std::size_t k = 0; k < c.steps.size(); ++k) {
       const SweepStep& s = c.steps[k];
