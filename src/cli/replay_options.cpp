@@ -14,6 +14,60 @@
 
 namespace inferprof::cli {
 
+namespace {
+
+// --tier, --redis, --verify: the result caches.
+void add_cache_options(CLI::App* cmd, ReplayArgs& args) {
+  cmd->add_option("--tier", args.tiers,
+                  "Tier policy and size, e.g. l1=lru:1000, l2=lfu:100000, l3=ttl:5000:10m (repeatable)");
+  cmd->add_option("--redis", args.redis,
+                  "Put L2 (and L3 unless the profile places it) on this Redis: redis://[:password@]host:port[/db] "
+                  "(default: $INFERPROF_REDIS_URL)");
+  cmd->add_option("--verify", args.verify,
+                  "Off unless given. Recompute this share of the cache hits (default 1 = all) "
+                  "without caches and compare; exit 1 on a mismatch")
+      ->expected(0, 1)
+      ->type_name("[=FRACTION]")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            if (s.empty() || end != s.c_str() + s.size() || !(v >= 0 && v <= 1))
+              return fmt::format("expected a fraction between 0 and 1, got {}", s);
+            return "";
+          },
+          ""));
+}
+
+// --store ... --model-sha256: where the model comes from and what it runs on.
+void add_model_source_options(CLI::App* cmd, ReplayArgs& args) {
+  cmd->add_option("--store", args.store,
+                  "Serve MODEL (NAME[@VERSION]) from this model store: file:///folder or http(s)://base-url; "
+                  "model_update events in the trace then switch versions");
+  cmd->add_option("--store-redis", args.store_redis,
+                  "Keep model bytes in this Redis too, between the in-memory and the remote tier");
+  cmd->add_flag("--store-zstd", args.store_zstd, "Compress model chunks in Redis with zstd");
+  add_enum_option(cmd, "--update", args.update,
+                  "How a model_update switches versions: sync (next request reloads), async (old version serves "
+                  "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)");
+  cmd->add_option("--preload-lead-ms", args.preload_lead_ms,
+                  "--update preload, open loop: start loading a new version this many milliseconds before its "
+                  "event (closed loop: when the replay reads the event)")
+      ->check(number_at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--device", args.device, "cpu, cuda or cuda:N (default: the profile's [model] device)");
+  cmd->add_flag("--pinned", args.pinned, "cuda: stage inputs in pinned (page-locked) host memory before h2d");
+  cmd->add_option_function<std::string>(
+         "--gpu-trace", [&args](const std::string& s) { args.gpu_trace = s == "on"; },
+         "cuda: on = CUPTI activity + NVTX ranges (GPU stage times); off = host times only")
+      ->check(one_of({"on", "off"}))
+      ->default_str("on");
+  cmd->add_option("--model-sha256", args.model_sha256,
+                  "Refuse to load a model whose sha256 is not HEX (libtorch does not detect a damaged file)");
+}
+
+}  // namespace
+
 void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required) {
   cmd->add_option("model", args.model, "TorchScript model file (model.pt), or NAME[@VERSION] with --store")
       ->required(model_required);
@@ -72,48 +126,8 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required) {
                   "viewer opens it; the other reports keep all")
       ->check(number_above(0))
       ->capture_default_str();
-  cmd->add_option("--tier", args.tiers,
-                  "Tier policy and size, e.g. l1=lru:1000, l2=lfu:100000, l3=ttl:5000:10m (repeatable)");
-  cmd->add_option("--redis", args.redis,
-                  "Put L2 (and L3 unless the profile places it) on this Redis: redis://[:password@]host:port[/db] "
-                  "(default: $INFERPROF_REDIS_URL)");
-  cmd->add_option("--verify", args.verify,
-                  "Off unless given. Recompute this share of the cache hits (default 1 = all) "
-                  "without caches and compare; exit 1 on a mismatch")
-      ->expected(0, 1)
-      ->type_name("[=FRACTION]")
-      ->check(CLI::Validator(
-          [](std::string& s) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            if (s.empty() || end != s.c_str() + s.size() || !(v >= 0 && v <= 1))
-              return fmt::format("expected a fraction between 0 and 1, got {}", s);
-            return "";
-          },
-          ""));
-  cmd->add_option("--store", args.store,
-                  "Serve MODEL (NAME[@VERSION]) from this model store: file:///folder or http(s)://base-url; "
-                  "model_update events in the trace then switch versions");
-  cmd->add_option("--store-redis", args.store_redis,
-                  "Keep model bytes in this Redis too, between the in-memory and the remote tier");
-  cmd->add_flag("--store-zstd", args.store_zstd, "Compress model chunks in Redis with zstd");
-  add_enum_option(cmd, "--update", args.update,
-                  "How a model_update switches versions: sync (next request reloads), async (old version serves "
-                  "while the new one loads), preload (load ahead, switch at the event) (default: the profile's)");
-  cmd->add_option("--preload-lead-ms", args.preload_lead_ms,
-                  "--update preload, open loop: start loading a new version this many milliseconds before its "
-                  "event (closed loop: when the replay reads the event)")
-      ->check(number_at_least(0))
-      ->capture_default_str();
-  cmd->add_option("--device", args.device, "cpu, cuda or cuda:N (default: the profile's [model] device)");
-  cmd->add_flag("--pinned", args.pinned, "cuda: stage inputs in pinned (page-locked) host memory before h2d");
-  cmd->add_option_function<std::string>(
-         "--gpu-trace", [&args](const std::string& s) { args.gpu_trace = s == "on"; },
-         "cuda: on = CUPTI activity + NVTX ranges (GPU stage times); off = host times only")
-      ->check(one_of({"on", "off"}))
-      ->default_str("on");
-  cmd->add_option("--model-sha256", args.model_sha256,
-                  "Refuse to load a model whose sha256 is not HEX (libtorch does not detect a damaged file)");
+  add_cache_options(cmd, args);
+  add_model_source_options(cmd, args);
 }
 
 std::vector<std::string> normalize_verify(const std::vector<std::string>& args) {
