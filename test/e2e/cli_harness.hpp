@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "temp_dir.hpp"
+#include "text_util.hpp"
 
 namespace inferprof::testing {
 
@@ -35,12 +36,8 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-inline std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The environment that points inferprof at the repository's profiles/.
+inline const std::string kProfilesEnv = std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR;
 
 // `args` are passed to the binary one by one, quoted for the shell.
 inline CliResult run_cli(const std::vector<std::string>& args, const std::string& env = "") {

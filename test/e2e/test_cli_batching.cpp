@@ -22,7 +22,7 @@ struct BatchFixture {
   std::string trace = dir.file("t.jsonl");  // 240 requests over 60 keys
   BatchFixture() { make_model_and_trace(model, trace, {"--requests", "240", "--keys", "60", "--rate", "2000"}); }
 };
-BatchFixture& fixture() {
+BatchFixture& batching_fixture() {
   static BatchFixture f;
   return f;
 }
@@ -67,7 +67,7 @@ print(len(batches), 'batches')
 
 TEST_SUITE("e2e batching") {
   TEST_CASE("run --max-batch: batches form, each batched output equals its output alone, batch_wait is a stage") {
-    auto& f = fixture();
+    auto& f = batching_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--concurrency", "8", "--max-batch", "4", "--batch-delay-us",
                       "2000", "--verify", "--out", out.file("o"), "--no-progress"});
@@ -106,7 +106,7 @@ TEST_SUITE("e2e batching") {
   }
 
   TEST_CASE("open loop with a result cache: hits leave the batch (batch 0), the misses batch") {
-    auto& f = fixture();
+    auto& f = batching_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--open-loop", "--concurrency", "8", "--max-batch", "8",
                       "--caches", "l1", "--tier", "l1=lru:1000", "--verify", "--out", out.file("o"), "--no-progress"});
@@ -138,7 +138,7 @@ print(len(misses))
   }
 
   TEST_CASE("without --max-batch: batch_wait is n/a and hidden from the table, batching is null") {
-    auto& f = fixture();
+    auto& f = batching_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "20", "--out", out.file("o"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -151,7 +151,7 @@ print(len(misses))
   }
 
   TEST_CASE("settings that cannot batch: one line each, exit 2, nothing in --out") {
-    auto& f = fixture();
+    auto& f = batching_fixture();
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"run", f.model, "--trace", f.trace, "--max-batch", "8", "--concurrency", "4"},
          "--max-batch 8 needs --concurrency 8 or more: a request waiting for its batch holds its worker"},
@@ -184,7 +184,7 @@ print(len(misses))
   }
 
   TEST_CASE("a model that does not batch along dim 0 fails with the batch named, exit 3, no reports") {
-    auto& f = fixture();
+    auto& f = batching_fixture();
     TempDir out;
     // 1-D inputs: stacked along dim 0 they make one long vector the MLP's first layer cannot take.
     const std::string flat = out.file("flat.jsonl");
@@ -199,7 +199,7 @@ print(len(misses))
   }
 
   TEST_CASE("sweep --max-batch 1,4: one curve per batch size, each batched one with its workers") {
-    auto& f = fixture();
+    auto& f = batching_fixture();
     auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1,2", "--max-batch", "1,4", "--format", "json",
                       "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);

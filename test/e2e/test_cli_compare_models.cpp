@@ -47,7 +47,7 @@ struct ModelsFixture {
     profile(threads, "two-threads", 64, 2);
   }
 };
-ModelsFixture& fixture() {
+ModelsFixture& models_fixture() {
   static ModelsFixture f;
   return f;
 }
@@ -62,7 +62,7 @@ simdjson::dom::element parse(simdjson::dom::parser& parser, const std::string& t
 
 TEST_SUITE("e2e lockstep") {
   TEST_CASE("compare MODEL --model OTHER: the faster model found, each with its own pipeline and reports") {
-    auto& f = fixture();
+    auto& f = models_fixture();
     TempDir out;
     auto r =
         run_cli({"compare", f.resnet, "--model", f.cnn, "--trace", f.trace, "--out", out.file("c"), "--no-progress"});
@@ -88,7 +88,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("compare --model A --model B --mode sequential replays each model whole") {
-    auto& f = fixture();
+    auto& f = models_fixture();
     auto r = run_cli({"compare", "--model", f.cnn, "--model", f.resnet, "--trace", f.trace, "--mode", "sequential",
                       "--limit", "6", "--format", "json", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -103,7 +103,7 @@ TEST_SUITE("e2e lockstep") {
 
   TEST_CASE(
       "compare --profile A --profile B --gate: a heavier resize fails the gate, the same profile twice does not") {
-    auto& f = fixture();
+    auto& f = models_fixture();
     auto r = run_cli({"compare", f.cnn, "--trace", f.images_trace, "--profile", f.light, "--profile", f.heavy, "--gate",
                       "preprocess.cpu.mean=10%", "--format", "json", "--no-progress"});
     CHECK_MESSAGE(r.code == 1, r.err);
@@ -131,7 +131,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("compare's models, profiles and gates: bad combinations are refused in one line, exit 2") {
-    auto& f = fixture();
+    auto& f = models_fixture();
     struct Case {
       std::vector<std::string> args;
       std::string expected;

@@ -46,7 +46,7 @@ struct DiffFixture {
     if (r.code != 0) throw std::runtime_error("inferprof run failed: " + r.err);
   }
 };
-DiffFixture& fixture() {
+DiffFixture& diff_fixture() {
   static DiffFixture f;
   return f;
 }
@@ -55,7 +55,7 @@ DiffFixture& fixture() {
 
 TEST_SUITE("e2e diff") {
   TEST_CASE("diff: a run against itself passes every gate") {
-    auto& f = fixture();
+    auto& f = diff_fixture();
     TempDir out;
     auto r = run_cli({"diff", f.base, f.base + "/summary.json", "--max-regression", "p99=10%,mean=5%", "--junit",
                       out.file("junit.xml")});
@@ -74,7 +74,7 @@ TEST_SUITE("e2e diff") {
   }
 
   TEST_CASE("diff: a genuinely slower run fails the gate, in every format") {
-    auto& f = fixture();
+    auto& f = diff_fixture();
     TempDir out;
     auto r = run_cli({"diff", f.base, f.slow, "--junit", out.file("junit.xml")});
     REQUIRE_MESSAGE(r.code == 1, r.out << r.err);
@@ -118,7 +118,7 @@ TEST_SUITE("e2e diff") {
   }
 
   TEST_CASE("diff: different models are refused with the reason, unless --force") {
-    auto& f = fixture();
+    auto& f = diff_fixture();
     TempDir out;
     auto r = run_cli({"diff", f.base, f.other, "--junit", out.file("junit.xml")});
     CHECK(r.code == 2);
@@ -131,7 +131,7 @@ TEST_SUITE("e2e diff") {
   }
 
   TEST_CASE("diff: bad thresholds and missing files exit 2 with one clear line") {
-    auto& f = fixture();
+    auto& f = diff_fixture();
     auto r = run_cli({"diff", f.base, f.base, "--max-regression", "p99=10"});
     CHECK(r.code == 2);
     CHECK(r.err ==
@@ -148,7 +148,7 @@ TEST_SUITE("e2e diff") {
   }
 
   TEST_CASE("diff: without requests.csv the gate uses the threshold alone and says so") {
-    auto& f = fixture();
+    auto& f = diff_fixture();
     TempDir copy;
     fs::copy_file(fs::path(f.base) / "summary.json", copy.file("summary.json"));
     auto r = run_cli({"diff", copy.file("summary.json"), f.base});
@@ -157,7 +157,7 @@ TEST_SUITE("e2e diff") {
   }
 
   TEST_CASE("diff: runs that read the CPU clock on 1 in N requests keep their cpu gates and intervals") {
-    auto& f = fixture();
+    auto& f = diff_fixture();
     TempDir out;
     for (const char* side : {"a", "b"})
       DiffFixture::run_or_throw({"run", f.model, "--trace", f.trace, "--warmup", "2", "--cpu-sample", "3", "--out",

@@ -48,7 +48,7 @@ struct MultiFixture {
     if (r.code != 0) throw std::runtime_error(args[0] + " failed: " + r.err);
   }
 };
-MultiFixture& fixture() {
+MultiFixture& multi_diff_fixture() {
   static MultiFixture f;
   return f;
 }
@@ -67,7 +67,7 @@ std::vector<std::string> diff_args(const std::vector<std::string>& base, const s
 
 TEST_SUITE("e2e diff over several runs") {
   TEST_CASE("diff --base --new: several runs per side, the hierarchical interval, in every format") {
-    auto& f = fixture();
+    auto& f = multi_diff_fixture();
     TempDir out;
     // The same two runs on both sides (in another order): no change at all.
     auto r = run_cli(diff_args(f.base, {f.base[1], f.base[0]}, {"--junit", out.file("junit.xml")}));
@@ -108,7 +108,7 @@ TEST_SUITE("e2e diff over several runs") {
   }
 
   TEST_CASE("diff BASE NEW: the two-folder form is one run per side") {
-    auto& f = fixture();
+    auto& f = multi_diff_fixture();
     auto r = run_cli({"diff", f.base[0], f.base[0], "--format", "json"});
     REQUIRE_MESSAGE(r.code == 0, r.out << r.err);
     simdjson::dom::parser parser;
@@ -122,7 +122,7 @@ TEST_SUITE("e2e diff over several runs") {
   }
 
   TEST_CASE("diff over several runs: bad input is one line and exit 2") {
-    auto& f = fixture();
+    auto& f = multi_diff_fixture();
     TempDir empty;
     auto r = run_cli(diff_args({f.base[0], empty.path().string()}, f.base));
     CHECK(r.code == 2);

@@ -10,12 +10,6 @@
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
 
-namespace {
-
-const std::string kProfiles = std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR;
-
-}  // namespace
-
 TEST_SUITE("e2e gen-trace") {
   TEST_CASE("--like takes the shape and dtype the profile and model give, and run replays it") {
     TempDir dir;
@@ -23,14 +17,14 @@ TEST_SUITE("e2e gen-trace") {
     REQUIRE(run_cli({"gen-model", "--arch", "cnn", "-o", model}).code == 0);
     auto g = run_cli({"gen-trace", "--like", model, "--profile", "image-classification", "--requests", "6", "--keys",
                       "3", "-o", trace},
-                     kProfiles);
+                     kProfilesEnv);
     REQUIRE_MESSAGE(g.code == 0, g.err);
     CHECK(g.out.find("inputs [1, 3, 224, 224] uint8 (from profile, tried: ok)") != std::string::npos);
     const std::string text = slurp(trace);
     CHECK(text.find(R"("input":{"shape":[1,3,224,224],"dtype":"uint8","seed":)") != std::string::npos);
     auto r =
         run_cli({"run", model, "--trace", trace, "--profile", "image-classification", "--warmup", "0", "--no-progress"},
-                kProfiles);
+                kProfilesEnv);
     CHECK_MESSAGE(r.code == 0, r.err);
 
     // Without a profile: the model's metadata.
@@ -41,7 +35,7 @@ TEST_SUITE("e2e gen-trace") {
     // A profile that does not fit: the trial's line, exit 2, no trace.
     const std::string mlp = dir.file("mlp.pt"), none = dir.file("none.jsonl");
     REQUIRE(run_cli({"gen-model", "--arch", "mlp", "-o", mlp}).code == 0);
-    auto bad = run_cli({"gen-trace", "--like", mlp, "--profile", "image-classification", "-o", none}, kProfiles);
+    auto bad = run_cli({"gen-trace", "--like", mlp, "--profile", "image-classification", "-o", none}, kProfilesEnv);
     CHECK(bad.code == 2);
     CHECK(bad.err.find("inferprof: error: --like " + mlp +
                        ": request 1: the model rejected the input [1, 3, 224, 224] float32: the model expects [N, 16] "
@@ -71,7 +65,7 @@ TEST_SUITE("e2e gen-trace") {
     REQUIRE(run_cli({"gen-model", "--arch", "resnet18", "-o", model}).code == 0);
     auto r = run_cli({"run", model, "--trace", trace, "--profile", "image-classification-jpeg", "--limit", "3",
                       "--warmup", "0", "--no-progress"},
-                     kProfiles);
+                     kProfilesEnv);
     CHECK_MESSAGE(r.code == 0, r.err);
 
     // --keys takes the first N pictures; more than there are is an error.

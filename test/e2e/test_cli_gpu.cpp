@@ -16,14 +16,14 @@ namespace {
 // From CMake: whether this build has GPU support (0 or 1), as a value, not an #if.
 constexpr bool kCudaBuild = INFERPROF_E2E_HAS_CUDA != 0;
 
-struct Fixture {
+struct GpuFixture {
   TempDir dir;
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("requests.jsonl");
-  Fixture() { make_model_and_trace(model, trace, {"--requests", "50", "--keys", "10"}); }
+  GpuFixture() { make_model_and_trace(model, trace, {"--requests", "50", "--keys", "10"}); }
 };
-Fixture& fixture() {
-  static Fixture f;
+GpuFixture& gpu_fixture() {
+  static GpuFixture f;
   return f;
 }
 
@@ -36,7 +36,7 @@ bool device_visible() {
 
 TEST_SUITE("cli gpu") {
   TEST_CASE("--device and the GPU options are validated on every build") {
-    auto& f = fixture();
+    auto& f = gpu_fixture();
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--device", "tpu"});
     CHECK(r.code == 2);
     CHECK(r.err == "inferprof: error: --device tpu: expected cpu, cuda or cuda:N\n");
@@ -60,7 +60,7 @@ TEST_SUITE("cli gpu") {
       std::cout << "skipped: this build has CUDA support (the no-CUDA message cannot appear)\n";
       return;
     }
-    auto& f = fixture();
+    auto& f = gpu_fixture();
     const fs::path out = f.dir.path() / "out-nocuda";
     for (const std::vector<std::string>& how : {std::vector<std::string>{"--device", "cuda"},
                                                 {"--device", "cuda:1"},
@@ -86,7 +86,7 @@ TEST_SUITE("cli gpu") {
       std::cout << "skipped: " << (kCudaBuild ? "a GPU is visible" : "this build has no CUDA support") << "\n";
       return;
     }
-    auto& f = fixture();
+    auto& f = gpu_fixture();
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--device", "cuda"});
     CHECK(r.code == 3);
     CHECK(r.err.find("no CUDA device is usable") != std::string::npos);
@@ -99,7 +99,7 @@ TEST_SUITE("cli gpu") {
                 << "\n";
       return;
     }
-    auto& f = fixture();
+    auto& f = gpu_fixture();
     const fs::path out = f.dir.path() / "out-gpu";
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--device", "cuda", "--out", out.string(), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);

@@ -24,14 +24,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Model {
+struct HardeningModel {
   TempDir dir;
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("requests.jsonl");
-  Model() { make_model_and_trace(model, trace, {"--requests", "20", "--keys", "5"}); }
+  HardeningModel() { make_model_and_trace(model, trace, {"--requests", "20", "--keys", "5"}); }
 };
-Model& model() {
-  static Model m;
+HardeningModel& hardening_model() {
+  static HardeningModel m;
   return m;
 }
 
@@ -155,7 +155,7 @@ TEST_SUITE("e2e hardening") {
     const std::string trace = dir.write("deep.jsonl", text);
     const std::string message = trace + ":31: nesting deeper than 64 arrays and objects";
 
-    check_error(run_cli({"run", model().model, "--trace", trace, "--out", dir.file("run")}), 2, message);
+    check_error(run_cli({"run", hardening_model().model, "--trace", trace, "--out", dir.file("run")}), 2, message);
     CHECK(dir_is_empty_or_missing(dir.file("run")));
     check_error(run_cli({"simulate", "--trace", trace, "--tier", "l1=lru:10", "--out", dir.file("sim")}), 2, message);
     CHECK(dir_is_empty_or_missing(dir.file("sim")));
@@ -168,20 +168,20 @@ TEST_SUITE("e2e hardening") {
     TempDir dir;
     const std::string far = dir.write("far.jsonl", R"({"ts_ms":1e308,"input":{"seed":1}})"
                                                    "\n");
-    check_error(run_cli({"run", model().model, "--trace", far, "--open-loop"}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", far, "--open-loop"}), 2,
                 far + ":1: 'ts_ms' 1e+308 is out of range (at most 9200000000000, about 290 years)");
     // In range, but --speed stretches it past what a clock holds.
     const std::string slow = dir.write("slow.jsonl", R"({"ts_ms":0,"input":{"seed":1}})"
                                                      "\n"
                                                      R"({"ts_ms":9000000000000,"input":{"seed":1}})"
                                                      "\n");
-    check_error(run_cli({"run", model().model, "--trace", slow, "--open-loop", "--speed", "0.001"}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", slow, "--open-loop", "--speed", "0.001"}), 2,
                 slow + ":2: 'ts_ms' 9000000000000 at --speed 0.001 is more than 290 years from the first request");
     const std::string esc = dir.write("esc.jsonl", R"({"event":"\u001b[2J\nhello","model":"m","version":"v"})"
                                                    "\n"
                                                    R"({"input":{"seed":1}})"
                                                    "\n");
-    check_error(run_cli({"run", model().model, "--trace", esc}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", esc}), 2,
                 esc + ":1: unknown event '\\x1b[2J\\nhello' (expected model_update)");
     const std::string csv = dir.write("neg.csv", "timestamp,key\n5,a\n-3,b\n");
     check_error(run_cli({"simulate", "--trace", csv, "--tier", "l1=lru:10"}), 2,
@@ -194,7 +194,7 @@ TEST_SUITE("e2e hardening") {
     const std::string huge = dir.write("huge.npy", npy_bytes(header, 0xFFFFFFF0u, 192));
     const std::string trace = dir.write("t.jsonl", R"({"id":7,"input":{"file":"huge.npy"}})"
                                                    "\n");
-    check_error(run_cli({"run", model().model, "--trace", trace, "--out", dir.file("out")}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", trace, "--out", dir.file("out")}), 2,
                 trace + ":1: input file '" + huge + "': header of 4294967280 bytes (at most 65536 supported)");
     CHECK(dir_is_empty_or_missing(dir.file("out")));
 
@@ -203,55 +203,57 @@ TEST_SUITE("e2e hardening") {
         dir.write("wide.npy", npy_bytes(wide_header, static_cast<std::uint32_t>(wide_header.size()), 0));
     const std::string t2 = dir.write("t2.jsonl", R"({"id":7,"input":{"file":"wide.npy"}})"
                                                  "\n");
-    check_error(run_cli({"run", model().model, "--trace", t2}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", t2}), 2,
                 t2 + ":1: input file '" + wide + "': shape [4611686018427387904, 4]: more bytes than fit in 64 bits");
 
     const std::string t3 =
         dir.write("t3.jsonl", R"({"id":7,"input":{"file":"huge.npy","shape":[4294967296,4294967296,4]}})"
                               "\n");
-    check_error(run_cli({"run", model().model, "--trace", t3}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", t3}), 2,
                 t3 + ":1: 'input.shape' [4294967296, 4294967296, 4] has more elements than fit in 64 bits");
   }
 
   TEST_CASE("models that are not regular files, empty, or not the expected sha256") {
     TempDir dir;
-    check_error(run_cli({"run", "/dev/zero", "--trace", model().trace}), 2, "model '/dev/zero' is not a regular file");
+    check_error(run_cli({"run", "/dev/zero", "--trace", hardening_model().trace}), 2,
+                "model '/dev/zero' is not a regular file");
     const std::string empty = dir.write("empty.pt", "");
-    check_error(run_cli({"run", empty, "--trace", model().trace}), 2,
+    check_error(run_cli({"run", empty, "--trace", hardening_model().trace}), 2,
                 "model '" + empty + "' is empty, not a TorchScript file");
 
-    auto good = run_cli({"run", model().model, "--trace", model().trace, "--out", dir.file("out")});
+    auto good = run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--out", dir.file("out")});
     REQUIRE_MESSAGE(good.code == 0, good.err);
     const std::string sha = sha256_of_run(good);
     REQUIRE(sha.size() == 64);
     CHECK(slurp(dir.file("out/summary.json")).find("\"model_sha256\": \"" + sha + "\"") != std::string::npos);
-    auto checked = run_cli({"run", model().model, "--trace", model().trace, "--model-sha256", sha});
+    auto checked = run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--model-sha256", sha});
     CHECK_MESSAGE(checked.code == 0, checked.err);
 
     // 200 bytes flipped mid-archive: libtorch may well load it; the hash does not match.
-    std::string bytes = slurp(model().model);
+    std::string bytes = slurp(hardening_model().model);
     for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 200; ++i)
       bytes[i] = static_cast<char>(~bytes[i]);
     const std::string flipped = dir.write("flipped.pt", bytes);
-    auto r = run_cli({"run", flipped, "--trace", model().trace, "--model-sha256", sha, "--out", dir.file("bad")});
+    auto r =
+        run_cli({"run", flipped, "--trace", hardening_model().trace, "--model-sha256", sha, "--out", dir.file("bad")});
     CHECK(r.code == 2);
     CHECK(r.err.rfind("inferprof: error: model '" + flipped + "': sha256 is ", 0) == 0);
     CHECK(r.err.find(", but --model-sha256 expects " + sha + "\n") != std::string::npos);
     CHECK(count_lines(r.err) == 1);
     CHECK(dir_is_empty_or_missing(dir.file("bad")));
-    auto cmp = run_cli({"compare", flipped, "--trace", model().trace, "--caches", "none", "--caches", "l1",
+    auto cmp = run_cli({"compare", flipped, "--trace", hardening_model().trace, "--caches", "none", "--caches", "l1",
                         "--model-sha256", sha, "--out", dir.file("cmp")});
     CHECK(cmp.code == 2);
     CHECK(cmp.err.rfind("inferprof: error: model '" + flipped + "': sha256 is ", 0) == 0);
     CHECK(dir_is_empty_or_missing(dir.file("cmp")));
-    check_error(run_cli({"run", model().model, "--trace", model().trace, "--model-sha256", "abc"}), 2,
-                "--model-sha256 'abc': expected 64 hex digits (as sha256sum prints)");
+    check_error(run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--model-sha256", "abc"}),
+                2, "--model-sha256 'abc': expected 64 hex digits (as sha256sum prints)");
   }
 
   TEST_CASE("--threads and --verify bounds") {
-    check_error(run_cli({"run", model().model, "--trace", model().trace, "--threads", "100000"}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--threads", "100000"}), 2,
                 "--threads 100000: at most 1024 (0 means one per core)");
-    auto r = run_cli({"run", model().model, "--trace", model().trace, "--verify=-1"});
+    auto r = run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--verify=-1"});
     CHECK(r.code == 2);
     CHECK(r.err.find("--verify") != std::string::npos);
     CHECK(count_lines(r.err) == 1);
@@ -261,12 +263,12 @@ TEST_SUITE("e2e hardening") {
     TempDir dir;
     const std::string summary =
         dir.write("run/summary.json", R"({"schema":"inferprof.summary/1","stages":5,"total":{"mean_us":10}})");
-    check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", summary}), 2,
+    check_error(run_cli({"simulate", "--trace", hardening_model().trace, "--tier", "l1=lru:10", "--costs", summary}), 2,
                 "--costs: " + summary + ": 'stages' is missing or not an object (is this an inferprof summary.json?)");
     const std::string good =
         dir.write("run2/summary.json", R"({"schema":"inferprof.summary/1","stages":{},"total":{"mean_us":10}})");
     dir.write("run2/requests.csv", "total_us,input_us,preprocess_us,cache,ok\n10,1,1,none,true\ninf,1,1,none,true\n");
-    check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", good}), 2,
+    check_error(run_cli({"simulate", "--trace", hardening_model().trace, "--tier", "l1=lru:10", "--costs", good}), 2,
                 dir.file("run2/requests.csv") + ":3: 'inf' is not a number of µs in column 'total_us'");
   }
 
@@ -403,8 +405,9 @@ TEST_SUITE("e2e hardening") {
       files.push_back(out + "/" + name);
     // The probe that checks the folder is writable had a predictable name too.
     const std::string probe = "ln -s " + shell_quote(victim) + " " + shell_quote(out + "/.inferprof-probe") + ".$$; ";
-    auto r = run_cli({"run", model().model, "--trace", model().trace, "--out", out, "--no-progress"},
-                     probe + at_old_temp_names(files, "ln -s " + shell_quote(victim)));
+    auto r =
+        run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--out", out, "--no-progress"},
+                probe + at_old_temp_names(files, "ln -s " + shell_quote(victim)));
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(slurp(victim) == "victim");
     for (const std::string& f : files)
@@ -416,7 +419,7 @@ TEST_SUITE("e2e hardening") {
     RedisServer redis;
     TempDir dir;
     const std::string root = dir.file("st");
-    auto put = run_cli({"store", "put", root, "m@v1", model().model});
+    auto put = run_cli({"store", "put", root, "m@v1", hardening_model().model});
     REQUIRE(put.code == 0);
     simdjson::dom::parser parser;
     const std::string sha(std::string_view(parser.parse(put.out)["sha256"]));
@@ -434,8 +437,9 @@ TEST_SUITE("e2e hardening") {
       }
     }
     REQUIRE(redis.set(redis_key("m@v1", "manifest"), forged_manifest(claim, sha)) == "+OK");
-    const std::vector<std::string> args = {"run",       "m@v1",    "--store",     root,           "--store-redis",
-                                           redis.url(), "--trace", model().trace, "--no-progress"};
+    const std::vector<std::string> args = {"run",           "m@v1",      "--store", root,
+                                           "--store-redis", redis.url(), "--trace", hardening_model().trace,
+                                           "--no-progress"};
     auto r = run_cli(args, env);
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("(m@v1 from the store's remote tier)") != std::string::npos);
@@ -470,7 +474,8 @@ TEST_SUITE("e2e hardening") {
   TEST_CASE("--replicas is bounded by the cores and ulimit -u, before any replica starts") {
     TempDir dir;
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const std::vector<std::string> run = {"run", model().model, "--trace", model().trace, "--out", dir.file("out")};
+    const std::vector<std::string> run = {"run",   hardening_model().model, "--trace", hardening_model().trace,
+                                          "--out", dir.file("out")};
     auto with = [&](const std::string& n) {
       std::vector<std::string> args = run;
       args.insert(args.end(), {"--replicas", n});
@@ -500,19 +505,19 @@ TEST_SUITE("e2e hardening") {
     const std::string why = "Too many levels of symbolic links";
     check_error(run_cli({"store", "ls", loop}), 2, loop + ": " + loop + ": " + why);
     const std::string root = dir.file("st");
-    REQUIRE(run_cli({"store", "put", root, "m@v1", model().model}).code == 0);
+    REQUIRE(run_cli({"store", "put", root, "m@v1", hardening_model().model}).code == 0);
     fs::create_symlink("loop", root + "/loop");
     check_error(run_cli({"store", "ls", root}), 2, root + ": " + root + "/loop: " + why);
     // A put still publishes, and says what it left out of index.json.
-    auto put = run_cli({"store", "put", root, "m@v2", model().model});
+    auto put = run_cli({"store", "put", root, "m@v2", hardening_model().model});
     CHECK_MESSAGE(put.code == 0, put.err);
     CHECK(put.err == "inferprof: warning: " + root + ": " + root + "/loop: " + why + " (left out of index.json)\n");
     CHECK(count_index_models(root) == 2);
-    check_error(run_cli({"run", model().model, "--trace", model().trace, "--profile", loop}), 2,
+    check_error(run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--profile", loop}), 2,
                 "profile '" + loop + "': " + why);
-    check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", loop}), 2,
+    check_error(run_cli({"simulate", "--trace", hardening_model().trace, "--tier", "l1=lru:10", "--costs", loop}), 2,
                 "--costs " + loop + ": " + why);
-    check_error(run_cli({"run", loop, "--trace", model().trace}), 2, "model '" + loop + "': " + why);
+    check_error(run_cli({"run", loop, "--trace", hardening_model().trace}), 2, "model '" + loop + "': " + why);
     check_error(run_cli({"inspect", loop}), 2, "model '" + loop + "': " + why);
     check_error(run_cli({"store", "put", root, "m@v3", loop}), 2, loop + ": cannot open: " + why);
   }
@@ -528,8 +533,9 @@ TEST_SUITE("e2e hardening") {
     check_error(run_cli({"store", "put", dir.file("st"), "m@v1", big}, limit), 3, message);
     CHECK(dir_is_empty_or_missing(dir.file("st")));
     check_error(run_cli({"inspect", big}, limit), 3, message);
-    check_error(run_cli({"run", big, "--trace", model().trace, "--out", dir.file("out"), "--no-progress"}, limit), 3,
-                message);
+    check_error(
+        run_cli({"run", big, "--trace", hardening_model().trace, "--out", dir.file("out"), "--no-progress"}, limit), 3,
+        message);
     CHECK(dir_is_empty_or_missing(dir.file("out")));
   }
 
@@ -549,19 +555,20 @@ TEST_SUITE("e2e hardening") {
     // The file, or a run's folder holding it.
     for (const auto& [costs, named] : {std::pair{dir.file("summary.json"), dir.file("summary.json")},
                                        std::pair{dir.file("run"), dir.file("run/summary.json")}})
-      check_error(run_cli({"simulate", "--trace", model().trace, "--tier", "l1=lru:10", "--costs", costs}, timeout), 2,
-                  "--costs " + named + ": not a regular file (expected a run's summary.json or its --out folder)");
-    check_error(run_cli({"run", dir.file("m.pt"), "--trace", model().trace}, timeout), 2,
+      check_error(
+          run_cli({"simulate", "--trace", hardening_model().trace, "--tier", "l1=lru:10", "--costs", costs}, timeout),
+          2, "--costs " + named + ": not a regular file (expected a run's summary.json or its --out folder)");
+    check_error(run_cli({"run", dir.file("m.pt"), "--trace", hardening_model().trace}, timeout), 2,
                 "model '" + dir.file("m.pt") + "' is not a regular file");
     check_error(run_cli({"inspect", dir.file("m.pt")}, timeout), 2,
                 "model '" + dir.file("m.pt") + "' is not a regular file");
     check_error(run_cli({"store", "put", dir.file("st"), "m@v1", dir.file("m.pt")}, timeout), 2,
                 dir.file("m.pt") + ": not a regular file");
     const std::string text_trace = dir.write("x.jsonl", "{\"input\": {\"text_file\": \"f.txt\"}}\n");
-    check_error(
-        run_cli({"run", model().model, "--trace", text_trace, "--warmup", "0", "--out", dir.file("r"), "--no-progress"},
-                timeout),
-        2, text_trace + ":1: text file '" + dir.file("f.txt") + "': not a regular file");
+    check_error(run_cli({"run", hardening_model().model, "--trace", text_trace, "--warmup", "0", "--out", dir.file("r"),
+                         "--no-progress"},
+                        timeout),
+                2, text_trace + ":1: text file '" + dir.file("f.txt") + "': not a regular file");
     CHECK(dir_is_empty_or_missing(dir.file("r")));
   }
 
@@ -581,7 +588,8 @@ TEST_SUITE("e2e hardening") {
       dir.write("out/" + name, "half a report");
     for (const std::string& name : kept)
       dir.write("out/" + name, "someone's");
-    auto r = run_cli({"run", model().model, "--trace", model().trace, "--out", out, "--no-progress"});
+    auto r =
+        run_cli({"run", hardening_model().model, "--trace", hardening_model().trace, "--out", out, "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     for (const std::string& name : stale)
       CHECK_MESSAGE(!fs::exists(out + "/" + name), name);

@@ -19,16 +19,9 @@ struct HtmlFixture {
   std::string model = dir.file("m.pt"), trace = dir.file("t.jsonl");
   HtmlFixture() { make_model_and_trace(model, trace, {"--requests", "60", "--keys", "20"}); }
 };
-HtmlFixture& fixture() {
+HtmlFixture& html_fixture() {
   static HtmlFixture f;
   return f;
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
-    ++n;
-  return n;
 }
 
 // Nothing in the page may reach the network: no external script, style,
@@ -103,7 +96,7 @@ void check_in_browser(const std::string& page, const std::string& shot, std::siz
 
 TEST_SUITE("e2e html") {
   TEST_CASE("run writes report.html: latency CDF, stages, caches, a searchable flame graph, no network") {
-    auto& f = fixture();
+    auto& f = html_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--caches", "l1", "--out", out.path(), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -123,7 +116,7 @@ TEST_SUITE("e2e html") {
   }
 
   TEST_CASE("compare writes report.html: speedups with their intervals, a CDF per configuration") {
-    auto& f = fixture();
+    auto& f = html_fixture();
     TempDir out;
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--limit", "40",
                       "--out", out.path(), "--no-progress"});
@@ -143,7 +136,7 @@ TEST_SUITE("e2e html") {
   }
 
   TEST_CASE("simulate writes report.html: predictions and the miss-ratio curve") {
-    auto& f = fixture();
+    auto& f = html_fixture();
     TempDir out;
     auto r =
         run_cli({"simulate", "--trace", f.trace, "--tier", "l1=lru:10", "--mrc", "l1=lru:2..50", "--out", out.path()});
@@ -158,7 +151,7 @@ TEST_SUITE("e2e html") {
   }
 
   TEST_CASE("sweep writes report.html: the latency-throughput curves with the objective, stages per step") {
-    auto& f = fixture();
+    auto& f = html_fixture();
     TempDir out;
     auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1,4", "--caches", "none", "--caches", "l1",
                       "--slo-ms", "50", "--out", out.path(), "--no-progress"});

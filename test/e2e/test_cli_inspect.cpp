@@ -25,8 +25,6 @@ InspectFixture& inspect_fixture() {
   return f;
 }
 
-const std::string kProfiles = std::string("INFERPROF_PROFILES_DIR=") + INFERPROF_PROFILES_DIR;
-
 const char* const kCnnHint =
     "the model expects [N, 3, H, W] float32 (its first layer 'conv1_weight' is [32, 3, 3, 3]): use --profile "
     "image-classification or --shape 1,3,64,64";
@@ -50,12 +48,12 @@ TEST_SUITE("e2e inspect") {
 
   TEST_CASE("inspect a CNN with a profile that fits, and with a shape that does not: the hint names the fix") {
     auto& f = inspect_fixture();
-    auto ok = run_cli({"inspect", f.cnn, "--profile", "image-classification"}, kProfiles);
+    auto ok = run_cli({"inspect", f.cnn, "--profile", "image-classification"}, kProfilesEnv);
     CHECK(ok.code == 0);
     CHECK(ok.out.find("input       [1, 3, 224, 224] uint8 (from profile)") != std::string::npos);
     CHECK(ok.out.find("trial       ok in ") != std::string::npos);
 
-    auto bad = run_cli({"inspect", f.cnn, "--shape", "1,16"}, kProfiles);
+    auto bad = run_cli({"inspect", f.cnn, "--shape", "1,16"}, kProfilesEnv);
     CHECK(bad.code == 1);  // a failed check, as a diff gate
     CHECK(bad.out.find("input       [1, 16] float32 (from --shape)") != std::string::npos);
     CHECK(bad.out.find(std::string("trial       FAILED: request 1: the model rejected the input [1, 16] float32: ") +
@@ -64,7 +62,7 @@ TEST_SUITE("e2e inspect") {
     CHECK(bad.out.find("Expected") == std::string::npos);
 
     // The MLP through an image profile: no profile fits [N, 16], so the shape is the fix.
-    auto mlp = run_cli({"inspect", f.mlp, "--profile", "image-classification"}, kProfiles);
+    auto mlp = run_cli({"inspect", f.mlp, "--profile", "image-classification"}, kProfilesEnv);
     CHECK(mlp.code == 1);
     CHECK(mlp.out.find("the model rejected the input [1, 3, 224, 224] float32: the model expects [N, 16] float32 "
                        "(its first layer 'fc1_weight' is [64, 16]): use --shape 1,16\n") != std::string::npos);
@@ -91,7 +89,7 @@ TEST_SUITE("e2e inspect") {
     const std::string model = dir.file("text.pt"), trace = dir.file("t.jsonl");
     REQUIRE(run_cli({"gen-model", "--arch", "text", "-o", model}).code == 0);
     // Its metadata says [1, 128] int64: that alone was one input, and the trial failed ("'mask' is missing").
-    auto r = run_cli({"inspect", model}, kProfiles);
+    auto r = run_cli({"inspect", model}, kProfilesEnv);
     REQUIRE_MESSAGE(r.code == 0, r.out << r.err);
     CHECK(r.out.find("expects     [N, L] int64 (its first layer 'embedding_weight' is [32000, 64])") !=
           std::string::npos);
@@ -99,14 +97,14 @@ TEST_SUITE("e2e inspect") {
                      "ids)") != std::string::npos);
     CHECK(r.out.find("trial       ok") != std::string::npos);
     auto g = run_cli({"gen-trace", "--like", model, "--seq-len", "24", "--requests", "12", "--keys", "4", "-o", trace},
-                     kProfiles);
+                     kProfilesEnv);
     REQUIRE_MESSAGE(g.code == 0, g.err);
     CHECK(slurp(trace).find(R"("inputs":{"ids":{"shape":[1,24],"dtype":"int64","seed":)") != std::string::npos);
     CHECK(slurp(trace).find(R"("mask":{"shape":[1,24],"dtype":"int64","seed":)") != std::string::npos);
     // The default profile's to_float leaves int64 ids as they are.
-    auto run = run_cli({"run", model, "--trace", trace, "--warmup", "1", "--no-progress"}, kProfiles);
+    auto run = run_cli({"run", model, "--trace", trace, "--warmup", "1", "--no-progress"}, kProfilesEnv);
     CHECK_MESSAGE(run.code == 0, run.err);
-    auto json = run_cli({"inspect", model, "--seq-len", "8", "--format", "json"}, kProfiles);
+    auto json = run_cli({"inspect", model, "--seq-len", "8", "--format", "json"}, kProfilesEnv);
     REQUIRE(json.code == 0);
     CHECK(json.out.find("\"name\": \"ids\",\n        \"shape\": [1, 8],\n        \"range\": [0, 32000]") !=
           std::string::npos);
@@ -137,7 +135,7 @@ torch.jit.trace(m, x).save(sys.argv[1] + "/traced.pt")
     REQUIRE(std::system(("/usr/bin/python3 " + script + " " + dir.str()).c_str()) == 0);
     for (const char* name : {"scripted.pt", "traced.pt"}) {
       CAPTURE(name);
-      auto r = run_cli({"inspect", dir.file(name)}, kProfiles);
+      auto r = run_cli({"inspect", dir.file(name)}, kProfilesEnv);
       CHECK_MESSAGE(r.code == 0, r.out << r.err);
       CHECK(r.out.find("expects     [N, L] int64 (its first layer 'tok.weight' is [8000, 64])") != std::string::npos);
       CHECK(r.out.find("input_ids [1, 128] int64 in [0, 8000), attention_mask [1, 128] int64 = 1, token_type_ids [1, "
@@ -160,7 +158,7 @@ torch.jit.trace(m, x).save(sys.argv[1] + "/traced.pt")
     TempDir dir;
     const std::string trace = dir.write("t.jsonl", "{\"key\": \"a\", \"input\": {\"seed\": 1, \"shape\": [1, 16]}}\n");
     auto r = run_cli({"run", f.cnn, "--trace", trace, "--no-progress", "--warmup", "0", "--out", dir.file("out")},
-                     kProfiles);
+                     kProfilesEnv);
     CHECK(r.code == 3);
     CHECK(r.err ==
           "inferprof: error: " + trace + ":1: the model rejected the input [1, 16] float32: " + kCnnHint + "\n");

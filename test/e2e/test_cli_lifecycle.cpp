@@ -32,14 +32,14 @@ constexpr long kAddressSpaceKb = 3'000'000;  // enough for libtorch, not for 500
 
 // A model and two open-loop traces whose length is set by the clock, not the
 // CPU: requests arrive at 20/s (20 s of trace) and at 10/s (60 s).
-struct Fixture {
+struct LifecycleFixture {
   TempDir dir;
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("slow.jsonl");
   std::string long_trace = dir.file("long.jsonl");
   std::string profile = dir.file("l3-lmdb.toml");
   static constexpr int kRequests = 400;
-  Fixture() {
+  LifecycleFixture() {
     make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "40", "--rate", "20"});
     auto t = run_cli({"gen-trace", "--requests", "600", "--keys", "40", "--rate", "10", "-o", long_trace});
     if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
@@ -48,8 +48,8 @@ struct Fixture {
                            << "\n[cache.l3]\nbackend = \"lmdb\"\n";
   }
 };
-Fixture& fixture() {
-  static Fixture f;
+LifecycleFixture& lifecycle_fixture() {
+  static LifecycleFixture f;
   return f;
 }
 
@@ -113,7 +113,7 @@ simdjson::dom::element load_json(simdjson::dom::parser& parser, const fs::path& 
 // A `run` replaying open-loop with l1, l2 on Redis and l3 in a private LMDB folder, in the background.
 auto start_cached_run(const RedisServer& redis, TempDir& io, const fs::path& out, const std::string& trace,
                       std::vector<std::string> extra = {}) {
-  auto& f = fixture();
+  auto& f = lifecycle_fixture();
   std::vector<std::string> args{"run",      f.model,   "--trace",    trace,          "--open-loop", "--caches",
                                 "l1,l2,l3", "--redis", redis.url(),  "--profile",    f.profile,     "--warmup",
                                 "1",        "--out",   out.string(), "--no-progress"};
@@ -131,7 +131,7 @@ void check_nothing_left(const RedisServer& redis, pid_t pid, const fs::path& out
 // SIGINT or SIGTERM to a `run` replaying with l1, l2 on Redis and l3 in a private LMDB folder.
 void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   REQUIRE_REDIS_SERVER();
-  auto& f = fixture();
+  auto& f = lifecycle_fixture();
   RedisServer redis;
   TempDir io;
   const fs::path out = io.path() / "r";
@@ -156,7 +156,7 @@ void interrupt_a_run(int sig, int expected_code, const std::string& name) {
   CHECK(interrupted);
   const double requests = json_number(summary["requests"]);
   CHECK(requests > 0);
-  CHECK(requests < Fixture::kRequests);  // it stopped releasing them
+  CHECK(requests < LifecycleFixture::kRequests);  // it stopped releasing them
   for (const char* file : {"requests.csv", "stages.csv", "trace.json"})
     CHECK(fs::is_regular_file(out / file));
   check_nothing_left(redis, bg->pid, out);
@@ -167,9 +167,14 @@ auto start_lockstep_compare(TempDir& traces, const std::string& requests, TempDi
                             std::vector<std::string> extra = {}) {
   const std::string trace = traces.file("lockstep.jsonl");
   REQUIRE(run_cli({"gen-trace", "--requests", requests, "--keys", "50", "-o", trace}).code == 0);
-  std::vector<std::string> args{
-      "compare", fixture().model, "--trace",    trace,           "--caches", "none", "--caches", "l1", "--warmup",
-      "1",       "--out",         out.string(), "--no-progress", "--format", "json"};
+  std::vector<std::string> args{"compare",       lifecycle_fixture().model,
+                                "--trace",       trace,
+                                "--caches",      "none",
+                                "--caches",      "l1",
+                                "--warmup",      "1",
+                                "--out",         out.string(),
+                                "--no-progress", "--format",
+                                "json"};
   args.insert(args.end(), extra.begin(), extra.end());
   return start(args, io);
 }
@@ -187,7 +192,7 @@ TEST_SUITE("e2e lifecycle") {
 
   TEST_CASE("a second signal exits at once, after removing the keys, the LMDB folder and the temp files") {
     REQUIRE_REDIS_SERVER();
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     RedisServer redis;
     TempDir io;
     const fs::path out = io.path() / "r";
@@ -208,7 +213,7 @@ TEST_SUITE("e2e lifecycle") {
 
   TEST_CASE("SIGKILL leaves keys that expire and a folder the next run removes") {
     REQUIRE_REDIS_SERVER();
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     RedisServer redis;
     TempDir io;
     const fs::path out = io.path() / "r";
@@ -230,7 +235,7 @@ TEST_SUITE("e2e lifecycle") {
 
   TEST_CASE("killing the --replicas parent leaves no replica running and no keys") {
     REQUIRE_REDIS_SERVER();
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     for (int sig : {SIGTERM, SIGKILL}) {
       CAPTURE(sig);
       RedisServer redis;
@@ -269,7 +274,7 @@ TEST_SUITE("e2e lifecycle") {
 
   TEST_CASE("a crash runs the cleanups too: a replica that aborts leaves no LMDB folder") {
     REQUIRE_REDIS_SERVER();
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     RedisServer redis;
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "40", "--caches", "l2,l3", "--redis", redis.url(),
@@ -286,7 +291,7 @@ TEST_SUITE("e2e lifecycle") {
   }
 
   TEST_CASE("compare interrupted keeps the configurations completed and names the others") {
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     TempDir io;
     const fs::path out = io.path() / "c";
     // 40 requests at 20/s: two seconds per configuration.
@@ -321,7 +326,7 @@ TEST_SUITE("e2e lifecycle") {
 
   TEST_CASE("sweep interrupted keeps the steps that completed, drops the one cut short, removes its keys") {
     REQUIRE_REDIS_SERVER();
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     RedisServer redis;
     TempDir io, traces;
     const fs::path out = io.path() / "s";
@@ -359,7 +364,7 @@ TEST_SUITE("e2e lifecycle") {
   // what the test waits for, not by a delay: the configurations' folders are made
   // after the model load and before a warm-up that is far too long to finish.
   TEST_CASE("lockstep compare interrupted before its first request: one line, exit 130, no reports") {
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     for (const char* when : {"loading", "warming up"}) {
       CAPTURE(when);
       TempDir io;
@@ -457,7 +462,7 @@ TEST_SUITE("e2e lifecycle") {
   TEST_CASE("lockstep compare interrupted while a pass runs in its own process keeps the passes completed") {
     TempDir io, tmp, traces;
     const fs::path out = io.path() / "c";
-    (void)fixture();               // its folders are the test's own, made before TMPDIR changes
+    (void)lifecycle_fixture();     // its folders are the test's own, made before TMPDIR changes
     (void)run_cli({"--version"});  // the same for run_cli's
     const char* was = std::getenv("TMPDIR");
     const std::string before = was ? was : "";
@@ -491,7 +496,7 @@ TEST_SUITE("e2e lifecycle") {
   // ASan reserves terabytes of address space for its shadow memory: under
   // `ulimit -v` a sanitizer build cannot start at all.
   TEST_CASE("a thread that cannot start is one line, exit 3" * doctest::skip(kSanitized)) {
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     TempDir io;
     // Root ignores the process limit (ulimit -u); an address-space limit
     // stops thread stacks just the same.
@@ -511,7 +516,7 @@ TEST_SUITE("e2e lifecycle") {
   }
 
   TEST_CASE("progress on a terminal: phase, requests of the total, req/s, ETA") {
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     TempDir io;
     const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
     REQUIRE(master >= 0);
@@ -572,7 +577,7 @@ TEST_SUITE("e2e lifecycle") {
   }
 
   TEST_CASE("no progress line when stderr is not a terminal") {
-    auto& f = fixture();
+    auto& f = lifecycle_fixture();
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--limit", "50", "--warmup", "2"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.err.find('\r') == std::string::npos);

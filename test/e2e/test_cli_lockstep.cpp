@@ -22,7 +22,7 @@ struct LockstepFixture {
   // 20 keys over 300 requests: most requests repeat a key L1 holds.
   LockstepFixture() { make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "20"}); }
 };
-LockstepFixture& fixture() {
+LockstepFixture& lockstep_fixture() {
   static LockstepFixture f;
   return f;
 }
@@ -149,7 +149,7 @@ TEST_SUITE("e2e lockstep") {
 
   TEST_CASE("compare in lockstep with a cached baseline: no pace, the plain paired interval") {
     // A cached baseline's latencies mix hits and misses: they say nothing about the machine's speed.
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "l1", "--caches", "none", "--limit", "40",
                       "--format", "json", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -164,7 +164,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("compare --mode sequential keeps whole replays, the pooled interval and its drift warning") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--mode",
                       "sequential", "--limit", "60", "--format", "json", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -178,7 +178,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("compare --mode: lockstep refuses an open loop and several workers, saying why") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     auto open = run_cli({"compare", f.model, "--trace", f.trace, "--mode", "lockstep", "--open-loop"});
     CHECK(open.code == 2);
     CHECK(open.err.rfind("inferprof: error: --mode lockstep serves each request under every configuration in turn",
@@ -196,7 +196,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("compare --precision repeats lockstep passes until every interval is that narrow, or --max-time") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     auto precise = [&](const std::vector<std::string>& extra) {
       std::vector<std::string> args{"compare", f.model,   "--trace", f.trace,    "--caches", "none",         "--caches",
                                     "l1",      "--limit", "30",      "--format", "json",     "--no-progress"};
@@ -243,7 +243,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("compare --repeat in lockstep pairs every (repeat, request)") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     auto misses = [&](const std::string& repeat, double& paired) {
       auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--limit", "40",
                         "--repeat", repeat, "--format", "json", "--no-progress"});
@@ -270,7 +270,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("compare --repeat lists each report file once, not once per pass") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     TempDir out;
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--limit", "20",
                       "--repeat", "3", "--out", out.file("c"), "--no-progress"});
@@ -288,7 +288,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("a lockstep configuration that fails leaves no configuration's reports") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     TempDir out;
     const int port = RedisServer::free_port();
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l2", "--redis",
@@ -298,7 +298,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("an A/A compare (a configuration against itself) writes each to its own folder") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     TempDir out;
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--limit", "20", "--caches", "none", "--caches", "none",
                       "--out", out.file("c"), "--no-progress"});
@@ -309,7 +309,7 @@ TEST_SUITE("e2e lockstep") {
 
   TEST_CASE(
       "compare --precision runs each pass after the first in a process of its own, --pass-process same all in one") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     TempDir tmp;  // the temp folder the pass processes' files go to: empty again after
     auto compare = [&](const std::vector<std::string>& extra, const std::string& env = "") {
       std::vector<std::string> args{"compare", f.model,   "--trace", f.trace,    "--caches", "none",         "--caches",
@@ -373,7 +373,7 @@ TEST_SUITE("e2e lockstep") {
   }
 
   TEST_CASE("a pass process that fails fails the compare: exit 3, one line naming the pass, nothing left behind") {
-    auto& f = fixture();
+    auto& f = lockstep_fixture();
     TempDir tmp, out;
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--caches", "none", "--caches", "l1", "--limit", "30",
                       "--precision", "50", "--repeat", "3", "--out", out.file("c"), "--no-progress"},

@@ -21,13 +21,6 @@ void check_renamed(const std::vector<std::string>& args, const std::string& mess
   CHECK_FALSE(fs::exists(not_made));
 }
 
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-
 }  // namespace
 
 TEST_SUITE("e2e output flags") {

@@ -1,5 +1,4 @@
 // End-to-end: `inferprof run` as a user runs it, checked through its report files.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -14,17 +13,17 @@ namespace fs = std::filesystem;
 namespace {
 
 // One MLP and one trace for the whole binary: generating them is the slow part.
-struct Fixture {
+struct RunFixture {
   TempDir dir;
   std::string model = dir.file("mlp.pt");
   std::string trace = dir.file("requests.jsonl");
   static constexpr int kRequests = 300;
-  Fixture() {
+  RunFixture() {
     make_model_and_trace(model, trace, {"--requests", std::to_string(kRequests), "--keys", "40", "--rate", "2000"});
   }
 };
-Fixture& fixture() {
-  static Fixture f;
+RunFixture& run_fixture() {
+  static RunFixture f;
   return f;
 }
 
@@ -51,7 +50,7 @@ std::string write(const TempDir& dir, const std::string& name, const std::string
 
 TEST_SUITE("e2e run") {
   TEST_CASE("run writes six consistent reports") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("r"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -65,7 +64,7 @@ TEST_SUITE("e2e run") {
     simdjson::dom::parser parser;
     std::string summary_text = slurp(out.path() / "r" / "summary.json");
     auto summary = parse_json(parser, summary_text);
-    CHECK(json_number(summary["requests"]) == Fixture::kRequests);
+    CHECK(json_number(summary["requests"]) == RunFixture::kRequests);
     // The machine's speed before the first request and after the last (docs/diff-and-ci.md).
     for (const char* when : {"before", "after"})
       for (const char* part : {"compute_us", "memory_us"})
@@ -85,7 +84,7 @@ TEST_SUITE("e2e run") {
     CHECK_FALSE(h2d_applicable);
 
     // requests.csv: a header and one row per request.
-    CHECK(count_lines(slurp(out.path() / "r" / "requests.csv")) == Fixture::kRequests + 1);
+    CHECK(count_lines(slurp(out.path() / "r" / "requests.csv")) == RunFixture::kRequests + 1);
     // stages.csv: a header, 10 stages (batch_wait n/a), the default profile's one op (to_float) and the total.
     const std::string stages = slurp(out.path() / "r" / "stages.csv");
     CHECK(count_lines(stages) == 13);
@@ -129,12 +128,12 @@ TEST_SUITE("e2e run") {
     }
     CHECK(complete == static_cast<std::uint64_t>(json_number(summary["reports"]["spans"])));
     // request root + input + preprocess + to_float + compute, per request
-    CHECK(complete == 5u * Fixture::kRequests);
+    CHECK(complete == 5u * RunFixture::kRequests);
     CHECK(tids == std::set<std::int64_t>{1});
   }
 
   TEST_CASE("reports that cannot be written (a full disk): the table is still printed, exit 3, no report file") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     // File size limited to 16 blocks and SIGXFSZ ignored: writes past the limit fail with EFBIG, as on a
     // full disk. The table fits under the limit; requests.csv and trace.json of 300 requests do not.
@@ -150,7 +149,7 @@ TEST_SUITE("e2e run") {
   }
 
   TEST_CASE("--warmup-from without a warm-up (--warmup 0) is one line, exit 2") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--warmup", "0", "--warmup-from", "k1", "--no-progress"});
     CHECK(r.code == 2);
     CHECK(r.err ==
@@ -160,7 +159,7 @@ TEST_SUITE("e2e run") {
   }
 
   TEST_CASE("--format prints the summary as json, csv or markdown") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     auto json = run_cli({"run", f.model, "--trace", f.trace, "--format", "json", "--limit", "20"});
     REQUIRE_MESSAGE(json.code == 0, json.err);
     simdjson::dom::parser parser;
@@ -179,7 +178,7 @@ TEST_SUITE("e2e run") {
   }
 
   TEST_CASE("CPU sampling: 1 in N requests read the CPU clock, the others leave its cells empty, and it says so") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     // Both drivers sample the same requests (a hash of their position).
     std::vector<std::string> sampled_seqs[2];
@@ -199,8 +198,8 @@ TEST_SUITE("e2e run") {
       CHECK((clock == "perf task clock" || clock == "CLOCK_THREAD_CPUTIME_ID"));
       CHECK(std::string_view(summary["run"]["driver"].get_string().value()) == driver);
       const double sampled = json_number(summary["cpu_sample"]["requests"]);
-      CHECK(sampled > 0.1 * Fixture::kRequests);
-      CHECK(sampled < 0.5 * Fixture::kRequests);
+      CHECK(sampled > 0.1 * RunFixture::kRequests);
+      CHECK(sampled < 0.5 * RunFixture::kRequests);
       CHECK(json_number(summary["total"]["cpu_mean_us"]) > 0);
       // requests.csv: a row has all its CPU cells or none; the rows that have them are the ones counted.
       const std::string check = R"(
@@ -227,7 +226,7 @@ open(sys.argv[3], 'w').write(' '.join(r['seq'] for r in with_cpu))
   }
 
   TEST_CASE("CPU sampling by default: calibrated from the warm-up, and the reports agree with it") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--out", out.file("r"), "--no-progress", "--format", "json"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -238,12 +237,12 @@ open(sys.argv[3], 'w').write(' '.join(r['seq'] for r in with_cpu))
     CHECK(every >= 1);
     CHECK(every <= 1000);
     CHECK(sampled >= 1);
-    CHECK(sampled <= Fixture::kRequests);
-    if (every == 1) CHECK(sampled == Fixture::kRequests);
+    CHECK(sampled <= RunFixture::kRequests);
+    if (every == 1) CHECK(sampled == RunFixture::kRequests);
   }
 
   TEST_CASE("--driver inline applies to a closed loop with one worker only, and a bad name is one line, exit 2") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--driver", "inline", "--concurrency", "2", "--no-progress"});
     CHECK(r.code == 2);
     CHECK(r.err.find("--driver inline serves a closed loop with one worker") != std::string::npos);
@@ -253,7 +252,7 @@ open(sys.argv[3], 'w').write(' '.join(r['seq'] for r in with_cpu))
   }
 
   TEST_CASE("INFERPROF_CPU_CLOCK: a value other than thread is one line naming it, exit 2, no report") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     for (const std::string cmd : {"run", "compare"}) {
       CAPTURE(cmd);
@@ -268,7 +267,7 @@ open(sys.argv[3], 'w').write(' '.join(r['seq'] for r in with_cpu))
   }
 
   TEST_CASE("thread CPU time beside wall time in every output, never above it") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     // Every request reads the CPU clock (--cpu-sample 1), so every row can be checked.
     // Both clocks: the task clock by default, and the one the environment forces.
@@ -338,7 +337,7 @@ assert sum(float(r['cpu_us']) for r in rows) <= sum(float(r['total_us']) - float
   }
 
   TEST_CASE("--ops attributes compute to aten operators") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--ops", "--limit", "50", "--out", out.file("r")});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -354,12 +353,12 @@ assert sum(float(r['cpu_us']) for r in rows) <= sum(float(r['total_us']) - float
   }
 
   TEST_CASE("closed loop with workers, open loop with queueing, --limit") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--concurrency", "2", "--out", out.file("c")});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     std::string csv = slurp(out.path() / "c" / "requests.csv");
-    CHECK(count_lines(csv) == Fixture::kRequests + 1);
+    CHECK(count_lines(csv) == RunFixture::kRequests + 1);
     simdjson::dom::parser parser;
     auto summary = parse_json(parser, slurp(out.path() / "c" / "summary.json"));
     CHECK(json_number(summary["run"]["concurrency"]) == 2);
@@ -404,7 +403,7 @@ TEST_SUITE("e2e bad input") {
   };
 
   TEST_CASE("bad trace lines name the file and line - nothing is written") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir dir;
     const std::string good = R"({"id": 1, "input": {"seed": 1}})";
     std::vector<std::pair<std::string, std::string>> cases = {
@@ -429,26 +428,26 @@ TEST_SUITE("e2e bad input") {
   }
 
   TEST_CASE("a bad line late in the trace still leaves no reports") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir dir;
     std::string text = slurp(f.trace) + "{\"id\": 9999, \"ts_ms\": \"late\", \"input\": {\"seed\": 1}}\n";
     std::string trace = write(dir, "late.jsonl", text);
     auto r = run_cli({"run", f.model, "--trace", trace, "--out", dir.file("out")});
     CHECK(r.code == 2);
     CHECK(r.err ==
-          fmt::format("inferprof: error: {}:{}: field 'ts_ms' must be a number\n", trace, Fixture::kRequests + 1));
+          fmt::format("inferprof: error: {}:{}: field 'ts_ms' must be a number\n", trace, RunFixture::kRequests + 1));
     check_no_reports(dir.path() / "out");
 
     auto skip = run_cli({"run", f.model, "--trace", trace, "--skip-invalid", "--format", "json"});
     REQUIRE_MESSAGE(skip.code == 0, skip.err);
     simdjson::dom::parser parser;
     auto summary = parse_json(parser, skip.out);
-    CHECK(json_number(summary["requests"]) == Fixture::kRequests);
+    CHECK(json_number(summary["requests"]) == RunFixture::kRequests);
     CHECK(json_number(summary["run"]["skipped"]["invalid"]) == 1);
   }
 
   TEST_CASE("bad models, shapes, profiles, folders and traces") {
-    auto& f = fixture();
+    auto& f = run_fixture();
     TempDir dir;
     std::string not_model = write(dir, "text.pt", "this is not a model\n");
     std::string truncated = dir.file("trunc.pt");

@@ -26,7 +26,7 @@ struct SkipFixture {
                       "{\"id\": 4, \"key\": \"a\", \"input\": {\"shape\": [1, 16], \"seed\": 1}}\n");
   }
 };
-SkipFixture& fixture() {
+SkipFixture& skip_fixture() {
   static SkipFixture f;
   return f;
 }
@@ -35,7 +35,7 @@ SkipFixture& fixture() {
 
 TEST_SUITE("e2e skip invalid at serve time") {
   TEST_CASE("run: without --skip-invalid the bad request is an error naming its line, and nothing is written") {
-    auto& f = fixture();
+    auto& f = skip_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--warmup", "0", "--no-progress", "--out", out.file("r")});
     CHECK(r.code == 2);
@@ -44,7 +44,7 @@ TEST_SUITE("e2e skip invalid at serve time") {
   }
 
   TEST_CASE("run --skip-invalid: the request is counted and named, the others reported") {
-    auto& f = fixture();
+    auto& f = skip_fixture();
     TempDir out;
     auto r = run_cli({"run", f.model, "--trace", f.trace, "--warmup", "0", "--no-progress", "--skip-invalid", "--out",
                       out.file("r")});
@@ -59,7 +59,7 @@ TEST_SUITE("e2e skip invalid at serve time") {
   }
 
   TEST_CASE("compare --skip-invalid in lockstep: every configuration leaves the same request out") {
-    auto& f = fixture();
+    auto& f = skip_fixture();
     TempDir out;
     auto r = run_cli({"compare", f.model, "--trace", f.trace, "--warmup", "0", "--no-progress", "--skip-invalid",
                       "--caches", "none", "--caches", "l1", "--out", out.file("c")});

@@ -26,7 +26,7 @@ struct SweepFixture {
     if (t.code != 0) throw std::runtime_error("gen-trace failed: " + t.err);
   }
 };
-SweepFixture& fixture() {
+SweepFixture& sweep_fixture() {
   static SweepFixture f;
   return f;
 }
@@ -35,7 +35,7 @@ SweepFixture& fixture() {
 
 TEST_SUITE("e2e sweep") {
   TEST_CASE("sweep --concurrency: one curve per configuration in sweep.json, sweep.csv and report.html") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     TempDir out;
     auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--concurrency", "1:2", "--caches", "none", "--caches",
                       "l1", "--out", out.file("s"), "--no-progress"});
@@ -68,7 +68,7 @@ TEST_SUITE("e2e sweep") {
   }
 
   TEST_CASE("sweep --measure-after N: each step measures the requests after the first N, offered over their span") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1", "--measure-after", "50", "--format",
                       "json", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -87,7 +87,7 @@ TEST_SUITE("e2e sweep") {
   }
 
   TEST_CASE("sweep --speeds stops a configuration at its first saturated step and runs no step after it") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     // At 10,000x the trace offers millions of requests a second: no MLP replay serves 95% of that.
     auto r = run_cli(
         {"sweep", f.model, "--trace", f.trace, "--speeds", "10000,20000,40000", "--format", "json", "--no-progress"});
@@ -102,7 +102,7 @@ TEST_SUITE("e2e sweep") {
   }
 
   TEST_CASE("sweep --refine bisects between the last step served in full and the first saturated, in load order") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.5,20000", "--refine", "2", "--format",
                       "json", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -124,7 +124,7 @@ TEST_SUITE("e2e sweep") {
   }
 
   TEST_CASE("sweep --slo-ms: a step past the objective ends the curve, and the table says no step met it") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     auto r = run_cli(
         {"sweep", f.model, "--trace", f.trace, "--concurrency", "1:3", "--slo-ms", "0.000001", "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -134,7 +134,7 @@ TEST_SUITE("e2e sweep") {
   }
 
   TEST_CASE("sweep --rates: Poisson steps need no ts_ms, offer their rate, and run --rate releases requests at it") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     TempDir out;
     auto r = run_cli({"sweep", f.model, "--trace", f.untimed, "--rates", "100,200", "--caches", "none", "--out",
                       out.file("s"), "--no-progress"});
@@ -177,7 +177,7 @@ TEST_SUITE("e2e sweep") {
   }
 
   TEST_CASE("sweep --model A --model B, or --profile P --profile Q: each one's curve beside the other's") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     TempDir dir;
     const std::string second = dir.file("second.pt");
     auto g = run_cli({"gen-model", "--arch", "mlp", "--seed", "2", "-o", second});
@@ -219,7 +219,7 @@ TEST_SUITE("e2e sweep") {
   }
 
   TEST_CASE("sweep: bad input is one line naming what was expected, exit 2, nothing in --out") {
-    auto& f = fixture();
+    auto& f = sweep_fixture();
     TempDir out;
     struct Case {
       std::vector<std::string> extra;

@@ -26,7 +26,7 @@ struct TextFixture {
         dir.write("text-classification.toml", slurp(fs::path(INFERPROF_PROFILES_DIR) / "text-classification.toml"));
   }
 };
-TextFixture& fixture() {
+TextFixture& text_fixture() {
   static TextFixture f;
   return f;
 }
@@ -46,8 +46,9 @@ double tier_hits(simdjson::dom::element summary, std::string_view tier) {
 }
 
 CliResult run_text(const std::string& trace, const std::string& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"run", fixture().model, "--trace", trace, "--profile", fixture().profile, "--warmup",
-                                   "0",   "--no-progress", "--out",   out};
+  std::vector<std::string> args = {
+      "run", text_fixture().model, "--trace", trace, "--profile", text_fixture().profile, "--warmup",
+      "0",   "--no-progress",      "--out",   out};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_cli(args);
 }
@@ -56,7 +57,7 @@ CliResult run_text(const std::string& trace, const std::string& out, std::vector
 
 TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
   TEST_CASE("text and text_file requests through the text profile: tokenize is a span, ids + mask feed forward") {
-    auto& f = fixture();
+    auto& f = text_fixture();
     if (f.profile.empty()) {
       MESSAGE("spm_train is not installed: skipped");
       return;
@@ -88,7 +89,7 @@ TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
   }
 
   TEST_CASE("inspect under the text profile tries a sentence through the tokenizer, as run feeds it") {
-    auto& f = fixture();
+    auto& f = text_fixture();
     if (f.profile.empty()) {
       MESSAGE("spm_train is not installed: skipped");
       return;
@@ -104,7 +105,7 @@ TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
   }
 
   TEST_CASE("--caches l1 serves the tuple output again, --caches l3 serves ids and mask from one blob") {
-    auto& f = fixture();
+    auto& f = text_fixture();
     if (f.profile.empty()) return;
     TempDir dir;
     std::string lines;
@@ -124,7 +125,7 @@ TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
   }
 
   TEST_CASE("several inputs: a list, and a map by the forward's argument names, with integer ranges") {
-    auto& f = fixture();
+    auto& f = text_fixture();
     TempDir dir;
     const std::string trace = dir.write(
         "t.jsonl",
@@ -141,7 +142,7 @@ TEST_SUITE("e2e text" * doctest::skip(kSanitized)) {
   }
 
   TEST_CASE("bad inputs: one line naming the trace or profile line, the exit code, no reports") {
-    auto& f = fixture();
+    auto& f = text_fixture();
     TempDir dir;
     const std::string none = dir.write("none.toml", "name = \"none\"\n");
     const std::string junk_profile =

@@ -80,16 +80,16 @@ std::string npy_float32(const std::vector<int>& shape) {
   return out;
 }
 
-struct Model {
+struct DocsModel {
   TempDir dir;
   std::string path = dir.file("mlp.pt");
-  Model() {
+  DocsModel() {
     auto m = run_cli({"gen-model", "--arch", "mlp", "-o", path});
     if (m.code != 0) throw std::runtime_error("gen-model failed: " + m.err);
   }
 };
-Model& model() {
-  static Model m;
+DocsModel& docs_model() {
+  static DocsModel m;
   return m;
 }
 
@@ -110,7 +110,7 @@ TEST_SUITE("e2e docs") {
       for (const std::string& example : code_spans(line.substr(split + 1))) {
         if (example[0] != '{' && example[0] != '[' && example[0] != '"') continue;  // prose, not a line
         std::ofstream(trace, std::ios::trunc) << example << '\n';
-        auto r = run_cli({"run", model().path, "--trace", trace, "--no-progress"});
+        auto r = run_cli({"run", docs_model().path, "--trace", trace, "--no-progress"});
         CAPTURE(example);
         CHECK(r.code == 2);
         CHECK(r.err == "inferprof: error: " + trace + ":1: " + message + "\n");
@@ -127,7 +127,8 @@ TEST_SUITE("e2e docs") {
     const std::string trace = dir.write("traffic/requests.jsonl", first_json_block(example));
     dir.write("traffic/inputs/user-17.npy", npy_float32({1, 16}));
     // From another working directory: the .npy path is relative to the trace's folder.
-    auto r = run_cli({"run", model().path, "--trace", trace, "--open-loop", "--out", dir.file("r"), "--no-progress"});
+    auto r =
+        run_cli({"run", docs_model().path, "--trace", trace, "--open-loop", "--out", dir.file("r"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     const std::string csv = slurp(dir.file("r/requests.csv"));
     CHECK(count_lines(csv) == 5);

@@ -1,6 +1,6 @@
 #pragma once
-// True in a sanitizer build's tests that cannot run there, or run shorter
-// there (test/CMakeLists.txt defines INFERPROF_SANITIZED for those files):
+// True in a sanitizer build (test/CMakeLists.txt defines INFERPROF_SANITIZED
+// for the test targets there), for the tests that cannot run there or run shorter:
 // the tokenizer (ASan aborts on RTLD_DEEPBIND), a run under `ulimit -v`
 // (ASan's shadow memory), the cache policies' random traces.
 #ifdef INFERPROF_SANITIZED

@@ -18,7 +18,7 @@ const char* level_name(CacheLevel l) {
 }
 
 // Tiers as sets of keys; every call is logged, so the test reads the walk's order.
-struct Recorder {
+struct WalkRecorder {
   std::set<CacheLevel> on;
   std::map<CacheLevel, bool> holds;  // the request's key is in that tier
   bool want = false;
@@ -87,7 +87,7 @@ TEST_CASE("cache walk: outcome names round-trip and follow the served[] order") 
 }
 
 TEST_CASE("cache walk: a miss through every tier prepares, inserts L3 first, then computes and fills L1 then L2") {
-  Recorder r;
+  WalkRecorder r;
   r.on = {CacheLevel::l1, CacheLevel::l2, CacheLevel::l3};
   CHECK(walk_hierarchy(r) == CacheOutcome::miss);
   CHECK(joined(r.log) ==
@@ -97,7 +97,7 @@ TEST_CASE("cache walk: a miss through every tier prepares, inserts L3 first, the
 }
 
 TEST_CASE("cache walk: an L1 hit stops at L1") {
-  Recorder r;
+  WalkRecorder r;
   r.on = {CacheLevel::l1, CacheLevel::l2, CacheLevel::l3};
   r.holds[CacheLevel::l1] = true;
   CHECK(walk_hierarchy(r) == CacheOutcome::l1_hit);
@@ -105,7 +105,7 @@ TEST_CASE("cache walk: an L1 hit stops at L1") {
 }
 
 TEST_CASE("cache walk: an L2 hit fills L1 and computes nothing") {
-  Recorder r;
+  WalkRecorder r;
   r.on = {CacheLevel::l1, CacheLevel::l2};
   r.holds[CacheLevel::l2] = true;
   CHECK(walk_hierarchy(r) == CacheOutcome::l2_hit);
@@ -113,7 +113,7 @@ TEST_CASE("cache walk: an L2 hit fills L1 and computes nothing") {
 }
 
 TEST_CASE("cache walk: an L3 hit skips prepare and the L3 insert, still computes and fills the result tiers") {
-  Recorder r;
+  WalkRecorder r;
   r.on = {CacheLevel::l2, CacheLevel::l3};
   r.holds[CacheLevel::l3] = true;
   CHECK(walk_hierarchy(r) == CacheOutcome::l3_hit);
@@ -122,19 +122,19 @@ TEST_CASE("cache walk: an L3 hit skips prepare and the L3 insert, still computes
 }
 
 TEST_CASE("cache walk: L3 alone stores no result unless the caller wants it, uncacheable outputs store nothing") {
-  Recorder r;
+  WalkRecorder r;
   r.on = {CacheLevel::l3};
   CHECK(walk_hierarchy(r) == CacheOutcome::miss);
   CHECK(joined(r.log) == "cache l3 get l3 /l3 /cache prepare cache l3 put l3 /l3 /cache compute");
   CHECK(r.served == 0);
 
-  Recorder w;
+  WalkRecorder w;
   w.on = {CacheLevel::l3};
   w.want = true;
   walk_hierarchy(w);
   CHECK(w.served == 1);
 
-  Recorder u;
+  WalkRecorder u;
   u.on = {CacheLevel::l1};
   u.uncacheable = true;
   CHECK(walk_hierarchy(u) == CacheOutcome::miss);

@@ -11,10 +11,14 @@
 
 #include "inferprof/compare.hpp"
 #include "inferprof/report.hpp"
+#include "text_util.hpp"
 
 using namespace inferprof;
 
 namespace {
+
+using inferprof::testing::count_of;
+using inferprof::testing::lines_of;
 
 CacheTierReport tier(std::string name, std::string where, std::uint64_t lookups, std::uint64_t hits,
                      std::uint64_t bytes) {
@@ -97,25 +101,10 @@ CompareResult sample() {
   return r;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
-
 std::string line_starting(const std::string& text, const std::string& prefix) {
   for (const std::string& l : lines_of(text))
     if (l.rfind(prefix, 0) == 0) return l;
   return {};
-}
-
-std::size_t count_of(const std::string& haystack, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1))
-    ++n;
-  return n;
 }
 
 // Parsed by a real XML parser (Python's minidom) when python3 is there.

@@ -7,17 +7,14 @@
 
 #include "inferprof/report.hpp"
 #include "report/html_page.hpp"
+#include "text_util.hpp"
 
 using namespace inferprof;
 using namespace inferprof::report::html;
 
 namespace {
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
-    ++n;
-  return n;
-}
+
+using inferprof::testing::count_of;
 }  // namespace
 
 TEST_SUITE("report.html") {

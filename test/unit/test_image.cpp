@@ -17,12 +17,15 @@
 #include "inferprof/error.hpp"
 #include "inferprof/profile.hpp"
 #include "temp_dir.hpp"
+#include "text_util.hpp"
 #include "torch_doctest.hpp"  // libtorch, then doctest (the order is kept inside)
 
 using namespace inferprof;
 using inferprof::testing::TempDir;
 
 namespace {
+
+using inferprof::testing::slurp;
 
 struct Pixels {
   std::string rgb;
@@ -173,11 +176,6 @@ std::vector<std::string> span_names(const RequestRecord& r) {
   for (const auto& s : r.spans)
     names.emplace_back(NameTable::global().name(s.name));
   return names;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -401,10 +399,10 @@ size = [2, 2]
       const std::string path = dir.file(c.name);
       CAPTURE(c.name);
       // Decoding: the same libjpeg-turbo / libpng underneath, so the same pixels.
-      CHECK(decode(bytes).rgb == read_file(dir.file(c.name + ".rgb")));
+      CHECK(decode(bytes).rgb == slurp(dir.file(c.name + ".rgb")));
       RequestRecord r;
       at::Tensor ours = pre.run(bytes_tensor(bytes), image_request(path, 1), r, -1);
-      const std::string ref_bytes = read_file(dir.file(c.name + ".f32"));
+      const std::string ref_bytes = slurp(dir.file(c.name + ".f32"));
       REQUIRE(ref_bytes.size() == 3u * 224 * 224 * 4);
       at::Tensor ref = at::from_blob(const_cast<char*>(ref_bytes.data()), {1, 3, 224, 224}, at::kFloat);
       const at::Tensor diff = (ours - ref).abs();
@@ -510,8 +508,8 @@ for i, (q, sub) in enumerate([(90, 0), (50, 2)]):
     REQUIRE(std::system(("/usr/bin/python3 " + script + " " + dir.str()).c_str()) == 0);
     for (const char* i : {"0", "1"}) {
       CAPTURE(i);
-      const Pixels p = decode(read_file(dir.file(std::string(i) + ".jpg")));
-      CHECK(p.rgb == read_file(dir.file(std::string(i) + ".rgb")));
+      const Pixels p = decode(slurp(dir.file(std::string(i) + ".jpg")));
+      CHECK(p.rgb == slurp(dir.file(std::string(i) + ".rgb")));
     }
   }
 
@@ -534,10 +532,10 @@ for i, (mode, lossless) in enumerate([("RGB", False), ("RGB", True), ("RGBA", Fa
     REQUIRE(std::system(("/usr/bin/python3 " + script + " " + dir.str()).c_str()) == 0);
     for (const char* i : {"0", "1", "2", "3"}) {
       CAPTURE(i);
-      const std::string webp = read_file(dir.file(std::string(i) + ".webp"));
+      const std::string webp = slurp(dir.file(std::string(i) + ".webp"));
       const Pixels p = decode(webp);
       CHECK(p.header.format == image::Format::webp);
-      CHECK(p.rgb == read_file(dir.file(std::string(i) + ".rgb")));
+      CHECK(p.rgb == slurp(dir.file(std::string(i) + ".rgb")));
       // A truncated file is an error, not a partial picture.
       CHECK(decode_error(webp.substr(0, webp.size() / 2)).find("WebP") != std::string::npos);
     }

@@ -16,6 +16,7 @@
 #include "inferprof/error.hpp"
 #include "replay/replica_handshake.hpp"
 #include "temp_dir.hpp"
+#include "text_util.hpp"
 
 using namespace inferprof;
 using inferprof::testing::TempDir;
@@ -23,12 +24,7 @@ namespace hs = inferprof::replica_handshake;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using inferprof::testing::slurp;
 
 int exit_status(pid_t pid) {
   int status = 0;
@@ -89,8 +85,8 @@ TEST_SUITE("replica handshake") {
     CHECK(::getpgid(r.child.pid()) == r.child.pid());  // a terminal's Ctrl-C reaches the parent alone
     CHECK(r.child.go());
     CHECK(exit_status(r.child.pid()) == 0);
-    CHECK(read_file(r.assignment.out_dir) == "g");
-    CHECK(read_file(r.log) == "started\ndone\n");
+    CHECK(slurp(r.assignment.out_dir) == "g");
+    CHECK(slurp(r.log) == "started\ndone\n");
   }
 
   TEST_CASE("parent side: a replica that exits before ready is not ready, without waiting for the deadline") {
@@ -106,7 +102,7 @@ TEST_SUITE("replica handshake") {
     CHECK_FALSE(r.child.wait_ready(std::chrono::steady_clock::now(), [] { return false; }));
     r.child.cancel();
     CHECK(exit_status(r.child.pid()) == 0);
-    CHECK(read_file(r.assignment.out_dir).empty());  // end of file, no go
+    CHECK(slurp(r.assignment.out_dir).empty());  // end of file, no go
   }
 
   TEST_CASE("parent side: giving up (an interrupt) ends the wait") {

@@ -25,19 +25,18 @@
 #include "report/format.hpp"
 #include "report/streams.hpp"
 #include "temp_dir.hpp"
+#include "text_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace inferprof;
 
 namespace {
 
-using inferprof::testing::TempDir;
+using inferprof::testing::count_of;
+using inferprof::testing::lines_of;
+using inferprof::testing::slurp;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using inferprof::testing::TempDir;
 
 std::uint32_t op(std::string_view name) {
   return NameTable::global().intern(name);
@@ -145,21 +144,6 @@ bool well_formed(const std::string& xml, std::string* why) {
   }
   if (!open.empty()) *why = "unclosed <" + open.back() + ">";
   return open.empty();
-}
-
-std::size_t count_of(const std::string& haystack, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1))
-    ++n;
-  return n;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 }  // namespace
@@ -412,7 +396,7 @@ TEST_SUITE("report") {
     CHECK(s.spans == 14);
     CHECK(s.csv_rows == 5);
     c.commit(s);
-    const std::string trace = read_file(dir.file("trace.json"));
+    const std::string trace = slurp(dir.file("trace.json"));
     CHECK(count_of(trace, "\"ph\":\"X\"") == 14);
     CHECK(trace.find(R"({"name":"request","cat":"request","ph":"X","ts":0.000,"dur":100.000,"pid":1,"tid":1,)"
                      R"("args":{"id":1,"key":"k0","seq":0,"queue_us":0.000,"total_us":100.000,"cache":"none"}})") !=
@@ -441,7 +425,7 @@ TEST_SUITE("report") {
     c.add(nested_record(1));
     c.add(nested_record(2));
     c.commit(c.summarize(RunInfo{}));
-    const auto lines = lines_of(read_file(dir.file("requests.csv")));
+    const auto lines = lines_of(slurp(dir.file("requests.csv")));
     REQUIRE(lines.size() == 4);
     CHECK(lines[0] ==
           "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
@@ -833,7 +817,7 @@ TEST_SUITE("report") {
     TempDir dir;
     write_file_atomic(dir.str(), "summary.json", "{}\n");
     write_file_atomic(dir.str(), "summary.json", "{\"a\":1}\n");
-    CHECK(read_file(dir.file("summary.json")) == "{\"a\":1}\n");
+    CHECK(slurp(dir.file("summary.json")) == "{\"a\":1}\n");
     CHECK(dir.list() == std::vector<std::string>{"summary.json"});
     CHECK_THROWS_WITH_AS(write_file_atomic(dir.file("missing"), "x.csv", "1"),
                          fmt::format("cannot write '{}/missing/x.csv': No such file or directory", dir.str()).c_str(),
