@@ -34,9 +34,14 @@ namespace {
 
 using inferprof::testing::count_of;
 using inferprof::testing::lines_of;
-using inferprof::testing::slurp;
 
 using inferprof::testing::TempDir;
+
+// A report file's bytes; the file must exist.
+std::string report_file(const std::string& path) {
+  REQUIRE(std::filesystem::exists(path));
+  return inferprof::testing::slurp(path);
+}
 
 std::uint32_t op(std::string_view name) {
   return NameTable::global().intern(name);
@@ -396,7 +401,7 @@ TEST_SUITE("report") {
     CHECK(s.spans == 14);
     CHECK(s.csv_rows == 5);
     c.commit(s);
-    const std::string trace = slurp(dir.file("trace.json"));
+    const std::string trace = report_file(dir.file("trace.json"));
     CHECK(count_of(trace, "\"ph\":\"X\"") == 14);
     CHECK(trace.find(R"({"name":"request","cat":"request","ph":"X","ts":0.000,"dur":100.000,"pid":1,"tid":1,)"
                      R"("args":{"id":1,"key":"k0","seq":0,"queue_us":0.000,"total_us":100.000,"cache":"none"}})") !=
@@ -425,7 +430,7 @@ TEST_SUITE("report") {
     c.add(nested_record(1));
     c.add(nested_record(2));
     c.commit(c.summarize(RunInfo{}));
-    const auto lines = lines_of(slurp(dir.file("requests.csv")));
+    const auto lines = lines_of(report_file(dir.file("requests.csv")));
     REQUIRE(lines.size() == 4);
     CHECK(lines[0] ==
           "seq,id,line,key,worker,arrival_us,start_us,total_us,queue_us,cache_us,load_us,input_us,preprocess_us,"
@@ -817,7 +822,7 @@ TEST_SUITE("report") {
     TempDir dir;
     write_file_atomic(dir.str(), "summary.json", "{}\n");
     write_file_atomic(dir.str(), "summary.json", "{\"a\":1}\n");
-    CHECK(slurp(dir.file("summary.json")) == "{\"a\":1}\n");
+    CHECK(report_file(dir.file("summary.json")) == "{\"a\":1}\n");
     CHECK(dir.list() == std::vector<std::string>{"summary.json"});
     CHECK_THROWS_WITH_AS(write_file_atomic(dir.file("missing"), "x.csv", "1"),
                          fmt::format("cannot write '{}/missing/x.csv': No such file or directory", dir.str()).c_str(),
