@@ -7,7 +7,7 @@
 # preprocessed tensor, so an L3 hit skips decode + resize (the model still
 # runs); L1/L2 hold results (nothing runs). L2 and L3 go on a Redis server
 # this script starts on a free loopback port, unless INFERPROF_REDIS_URL names one.
-#   scripts/demo.sh          # first time: ~5 minutes of build; then ~2 minutes
+#   scripts/demo.sh          # first time: ~3 minutes on 2 idle cores, mostly the build; then ~30 s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The executable and what it loads (the pipeline plugin, the tokenizer library): no tests.
