@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whole-process start-up and simulate cost of the inferprof binary.
 
-  python3 bench/startup.py [--binary build/inferprof] [--runs 15] [--requests 2000000]
+  python3 bench/startup.py [--binary build/inferprof [--binary OTHER/inferprof]] [--runs 15] [--requests 2000000]
 
 Measures, over several runs each (min and median; the machine may be shared):
   - `inferprof --version`: wall time and peak RSS (targets: <= 20 ms, <= 20 MB);
@@ -10,7 +10,8 @@ Measures, over several runs each (min and median; the machine may be shared):
   - `inferprof gen-model` for contrast: a command that loads libtorch.
 Each run is one process (under GNU time, for its peak RSS), timed from spawn
 to exit, so the figures include loading the executable and its libraries; CPU
-is user + system time of the run.
+is user + system time of the run. With several --binary, their runs alternate
+(A, B, A, B, ...) so that both see the same machine, and each gets its line.
 """
 import argparse
 import os
@@ -19,6 +20,18 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+def measure_interleaved(argvs, runs):
+    """measure() of each command line, their runs alternating; one result per command line."""
+    results = [([], [], []) for _ in argvs]
+    for _ in range(runs):
+        for argv, (walls, cpus, rss) in zip(argvs, results):
+            w, c, r = measure(argv, 1)
+            walls += w
+            cpus += c
+            rss += r
+    return results
 
 
 def measure(argv, runs):
@@ -57,28 +70,35 @@ def report(name, walls, cpus, rss, wall_target=None, rss_target=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--binary", default=os.path.join(os.path.dirname(__file__), "..", "build", "inferprof"))
+    ap.add_argument("--binary", action="append",
+                    help="the inferprof to measure (repeatable; default build/inferprof)")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--requests", type=int, default=2_000_000)
     ap.add_argument("--keys", type=int, default=100_000)
     args = ap.parse_args()
-    binary = os.path.abspath(args.binary)
+    binaries = [os.path.abspath(b) for b in
+                (args.binary or [os.path.join(os.path.dirname(__file__), "..", "build", "inferprof")])]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a loaded machine inflates wall, not CPU)")
     with tempfile.TemporaryDirectory(prefix="inferprof-startup-") as tmp:
         jsonl, iptrace = os.path.join(tmp, "t.jsonl"), os.path.join(tmp, "t.iptrace")
-        subprocess.run([binary, "gen-trace", "--requests", str(args.requests), "--keys", str(args.keys), "--zipf",
+        subprocess.run([binaries[0], "gen-trace", "--requests", str(args.requests), "--keys", str(args.keys), "--zipf",
                         "1.0", "-o", jsonl], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([binary, "convert", jsonl, "-o", iptrace], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([binaries[0], "convert", jsonl, "-o", iptrace], check=True, stdout=subprocess.DEVNULL)
         os.remove(jsonl)
-        print(f"{binary}; {args.runs} runs each; trace: {args.requests:,} requests, {args.keys:,} keys (zipf 1.0), "
-              f"{os.path.getsize(iptrace) / 1e6:.1f} MB .iptrace")
-        report("inferprof --version", *measure([binary, "--version"], args.runs), 0.020, 20)
-        report("inferprof --help", *measure([binary, "--help"], args.runs))
-        report("inferprof simulate --tier l1=lru:10000",
-               *measure([binary, "simulate", "--trace", iptrace, "--tier", "l1=lru:10000"], args.runs), 0.35)
+        print(f"{', '.join(binaries)}; {args.runs} runs each; trace: {args.requests:,} requests, {args.keys:,} keys "
+              f"(zipf 1.0), {os.path.getsize(iptrace) / 1e6:.1f} MB .iptrace")
         model = os.path.join(tmp, "m.pt")
-        report("inferprof gen-model (loads libtorch)",
-               *measure([binary, "gen-model", "--arch", "mlp", "-o", model], max(3, args.runs // 3)))
+        cases = [("inferprof --version", ["--version"], args.runs, 0.020, 20),
+                 ("inferprof --help", ["--help"], args.runs, None, None),
+                 ("inferprof simulate --tier l1=lru:10000", ["simulate", "--trace", iptrace, "--tier", "l1=lru:10000"],
+                  args.runs, 0.35, None),
+                 ("inferprof gen-model (loads libtorch)", ["gen-model", "--arch", "mlp", "-o", model],
+                  max(3, args.runs // 3), None, None)]
+        for name, argv, runs, wall_target, rss_target in cases:
+            results = measure_interleaved([[b] + argv for b in binaries], runs)
+            for k, result in enumerate(results):
+                label = name if len(binaries) == 1 else f"{name} [{k + 1}]"
+                report(label, *result, wall_target, rss_target)
 
 
 if __name__ == "__main__":
