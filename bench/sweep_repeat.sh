@@ -2,7 +2,8 @@
 # Does `sweep` give the same capacities twice, and does it cost little more
 # than the replays it runs? Issue 26's targets: a 2,000-request trace x 3
 # cache configurations x 8 steps finishes within 2x the time of its replays,
-# and each configuration's capacity repeats within 10% over RUNS runs. Each
+# and each configuration's capacity (measured, and the queueing model's)
+# repeats within 10% over RUNS runs. Each
 # phase runs RUNS sweeps alone, then (PHASES) with BUSY busy loops pinned on
 # the same cores (bench/busy_load.sh). Figures go to stdout only.
 #
@@ -55,7 +56,11 @@ for phase in $PHASES; do
 import json, sys
 r = json.load(open(sys.argv[1]))
 steps = sum(len(c["steps"]) for c in r["configurations"])
-caps = "  ".join(f'{c["name"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""} ({len(c["steps"])} steps, '
+def model(c):
+    m = c.get("queueing_model")
+    if not m: return ""
+    return f', model {m.get("capacity_rps", 0):.1f}{"+" if m["capacity_at_least"] else ""}'
+caps = "  ".join(f'{c["name"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""}{model(c)} ({len(c["steps"])} steps, '
                  f'most served {max(s["achieved_rps"] for s in c["steps"]):.1f}/s)'
                  for c in r["configurations"])
 print(f'{sys.argv[3]} run {sys.argv[4]}: process {float(sys.argv[2]):.1f} s, replays {r["replay_s"]:.1f} s '
@@ -66,10 +71,15 @@ PY
 import json, sys
 d, phase, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 docs = [json.load(open(f"{d}/{phase}-{k}.json")) for k in range(1, runs + 1)]
+def spread(caps):
+    return max(caps) / min(caps) if min(caps) > 0 else float("inf")
 for i, c in enumerate(docs[0]["configurations"]):
     caps = [doc["configurations"][i].get("capacity_rps", 0) for doc in docs]
-    spread = max(caps) / min(caps) if min(caps) > 0 else float("inf")
-    print(f'{phase}: {c["name"]}: capacity {min(caps):.1f}..{max(caps):.1f} req/s, max/min {spread:.3f}')
+    line = f'{phase}: {c["name"]}: capacity {min(caps):.1f}..{max(caps):.1f} req/s, max/min {spread(caps):.3f}'
+    models = [doc["configurations"][i].get("queueing_model", {}).get("capacity_rps", 0) for doc in docs]
+    if any(models):
+        line += f'; queueing model {min(models):.1f}..{max(models):.1f} req/s, max/min {spread(models):.3f}'
+    print(line)
 PY
   stop_load
 done

@@ -29,6 +29,9 @@ struct CollectorOptions {
   // Requests whose seq is below this are served (they fill the caches, they
   // queue) but not measured: sweep --measure-after.
   std::uint64_t measure_from = 0;
+  // Keep each request's arrival and service time (RunSummary::queue_samples):
+  // 16 bytes a request, so only where a queueing model needs them (sweep).
+  bool queue_samples = false;
 };
 
 // The files Collector::commit writes into its out_dir.

@@ -79,6 +79,8 @@ struct ReplayOptions {
   // the caches fill and the queue settles first. The wall time counts from
   // the first measured request's arrival.
   std::uint64_t measure_after = 0;
+  // Keep every request's arrival and service time in the summary (sweep's queueing model).
+  bool queue_samples = false;
 };
 
 // What the replay writes and tells.

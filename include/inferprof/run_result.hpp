@@ -177,6 +177,13 @@ struct BatchingStats {
   double mean_size() const { return batches ? static_cast<double>(computed) / static_cast<double>(batches) : 0; }
 };
 
+// A request's place in an open loop's queue.
+struct QueueSample {
+  double arrival_us = 0;  // when it was due, from the replay's first arrival
+  double service_us = 0;  // service start to end: its latency without the wait
+  bool measured = true;   // false: served before --measure-after's window
+};
+
 struct RunSummary {
   RunInfo info;
   std::uint64_t requests = 0;      // measured requests
@@ -203,6 +210,9 @@ struct RunSummary {
   // A uniform sample (reservoir, at most 50,000) of request totals in µs, for
   // confidence intervals of comparisons; not written to summary.json.
   std::vector<double> latency_sample_us;
+  // With CollectorOptions::queue_samples (sweep's queueing model): every
+  // request served, in arrival order; empty otherwise.
+  std::vector<QueueSample> queue_samples;
 };
 
 }  // namespace inferprof

@@ -127,4 +127,15 @@ QuantileInterval quantile_interval(const std::vector<double>& sorted, double q, 
 // (1 - c) / 2 and (1 + c) / 2 quantiles. {0, 0} when empty.
 std::pair<double, double> percentile_interval(std::vector<double>& replicates, double confidence);
 
+// A FIFO queue in front of `servers` identical servers, as the replay's open
+// loop serves requests: request i arrives at arrivals_us[i] (non-decreasing)
+// and holds the first free server for service_us[i]. Each request's latency
+// (its wait plus its service). The Lindley recursion for one server; with
+// several, each request takes the server that frees first (Kiefer-Wolfowitz).
+std::vector<double> fifo_latencies_us(const std::vector<double>& arrivals_us, const std::vector<double>& service_us,
+                                      int servers);
+
+// The nearest-rank q-quantile of `values` (reordered); 0 when empty.
+double nearest_rank_quantile(std::vector<double>& values, double q);
+
 }  // namespace inferprof

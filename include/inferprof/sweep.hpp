@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "inferprof/run_config.hpp"
+#include "inferprof/run_result.hpp"
 #include "inferprof/sweep_result.hpp"
 
 namespace inferprof {
@@ -26,9 +27,13 @@ struct SweepConfig {
   std::vector<double> loads;  // ascending
   double slo_ms = 0;          // p99 objective; 0: none (stop at saturation only)
   int refine = 0;             // speed sweeps: bisection rounds between the last good step and the first bad one
-  // Speed sweeps: each batch size (--max-batch) with each cache configuration;
-  // a batched one gets max(base workers, 2 N) workers, so that a batch forms while the one before runs.
+  // Speed and rate sweeps: each batch size (--max-batch) with each cache configuration;
+  // a batched one gets max(workers, 2 N) workers, so that a batch forms while the one before runs.
   std::vector<int> max_batches{1};
+  // Speed and rate sweeps: each number of replay workers (--workers 1,2,4: the
+  // model instances serving the queue) with each configuration and batch size.
+  // Empty: base.replay.concurrency.
+  std::vector<int> workers;
   std::string out_dir;  // sweep.json, sweep.csv, report.html
 };
 
@@ -44,5 +49,25 @@ void summarize_curve(double slo_ms, SweepCurve& curve);
 // The load halfway between the curve's last step within the objective (and
 // unsaturated) and the first that is not; 0 when it has no such pair.
 double bisection_load(const SweepCurve& curve);
+
+// What a curve's queueing model reads of its steps (SweepCurve::modelled):
+// the requests' arrivals at unit load, the same in every step (the trace's
+// order and arrivals, or the seeded Poisson clock, divided by the load), and
+// each step's service time of every request.
+struct SweepServiceTimes {
+  std::vector<double> unit_arrivals_us;        // a request's arrival × its step's load
+  std::vector<bool> measured;                  // false: before --measure-after's window
+  double offered_per_load = 0;                 // a step's offered req/s over its load
+  std::vector<std::vector<float>> service_us;  // [step][request], in arrival order
+  double top_load = 0;                         // the heaviest step's load
+  // A step's RunSummary::queue_samples at `load`, offering offered_rps.
+  void add(const std::vector<QueueSample>& samples, double load, double offered_rps);
+};
+// The curve's queueing model (unbatched, with an objective; else nothing):
+// each request's median service time fed through a FIFO queue with the curve's
+// workers at the unit arrivals over the load; sets every step's model_p99_us
+// and the load where that p99 meets the objective (bisection up to 1.25× the
+// heaviest step), as req/s.
+void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve);
 
 }  // namespace inferprof

@@ -41,6 +41,7 @@ struct SweepStep {
   bool saturated = false;  // speed: achieved < 95% of offered; concurrency: < 5% more than the step before
   bool over_slo = false;   // p99 past --slo-ms
   bool refined = false;    // a bisection step (--refine), between two of the steps asked for
+  double model_p99_us = 0;  // the curve's queueing model at this step's load (SweepCurve::modelled); 0: none
 };
 
 // One cache configuration's steps, until it saturated or missed the objective.
@@ -61,6 +62,16 @@ struct SweepCurve {
   bool capacity_found = false;    // false: not even the first step met the objective
   bool capacity_at_edge = false;  // the last step still met it: the capacity is at least this
   int knee = -1;                  // the last step whose p99 is within twice the lightest step's; -1: none
+  // The queueing model (speed and rate sweeps, unbatched, with --slo-ms): each
+  // request's service time, its median over the steps, fed at the trace's
+  // arrivals scaled to any load through a FIFO queue with the curve's workers.
+  // The capacity is the load where its p99 meets the objective (bisection):
+  // what the measured service times allow for this trace, without one
+  // replay's bursts of bad luck in its p99.
+  bool modelled = false;
+  double model_capacity_rps = 0;
+  bool model_capacity_found = false;    // false: not even a light load met the objective
+  bool model_capacity_at_edge = false;  // still met at 1.25× the heaviest step: at least this
 };
 
 struct SweepResult {

@@ -18,10 +18,13 @@ namespace inferprof::cli {
 
 namespace {
 
+constexpr int kMaxSweepWorkers = 1024;  // a list's bound, far past what a host's cores serve
+
 struct SweepArgs {
   std::string speeds, rates, concurrency, out;
   std::vector<std::string> caches, models;
   std::string max_batches;  // --max-batch 1,8
+  std::string workers;      // --workers 1,2
   std::uint64_t measure_after = 0;
   double slo_ms = 0;
   int refine = 0;
@@ -57,6 +60,20 @@ std::vector<double> parse_steps(const std::string& text, std::string_view flag) 
   return out;
 }
 
+// "A,B,C": whole numbers from `low` to `high` (an option's list); empty text: none.
+std::vector<int> whole_numbers(const std::string& text, std::string_view flag, int low, int high) {
+  std::vector<int> out;
+  if (text.empty()) return out;
+  for (const std::string& part : report::split(text, ',')) {
+    const double n = number_in(part, flag, text);
+    if (n != std::floor(n) || n < low || n > high)
+      throw bad_input(fmt::format("{} {}: expected whole numbers from {} to {}, e.g. {},{}", flag, text, low, high, low,
+                                  std::min(high, 8)));
+    out.push_back(static_cast<int>(n));
+  }
+  return out;
+}
+
 SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
   const int kinds = !a.speeds.empty() + !a.rates.empty() + !a.concurrency.empty();
   if (kinds != 1)
@@ -66,8 +83,10 @@ SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
   if (args.open_loop || args.speed != 0 || args.rate != 0)
     throw bad_input(
         "sweep sets the drive per step: leave out --open-loop, --speed and --rate (use --speeds or --rates)");
-  if (!a.concurrency.empty() && args.concurrency != 1)
+  if (!a.concurrency.empty() && !a.workers.empty())
     throw bad_input("sweep --concurrency sets the workers of each step: leave out --workers");
+  const std::vector<int> workers = whole_numbers(a.workers, "--workers", 1, kMaxSweepWorkers);
+  if (workers.size() == 1) args.concurrency = workers[0];
   const std::vector<std::string> models = models_to_replay(args, a.models, "sweep");
   SweepConfig config;
   config.base = make_run_config(args);
@@ -89,16 +108,8 @@ SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
   config.slo_ms = a.slo_ms;
   config.refine = a.refine;
   config.base.replay.measure_after = a.measure_after;
-  if (!a.max_batches.empty()) {
-    config.max_batches.clear();
-    for (const std::string& part : report::split(a.max_batches, ',')) {
-      const double n = number_in(part, "--max-batch", a.max_batches);
-      if (n != std::floor(n) || n < 1 || n > kMaxBatch)
-        throw bad_input(
-            fmt::format("--max-batch {}: expected batch sizes from 1 to {}, e.g. 1,8", a.max_batches, kMaxBatch));
-      config.max_batches.push_back(static_cast<int>(n));
-    }
-  }
+  if (!a.max_batches.empty()) config.max_batches = whole_numbers(a.max_batches, "--max-batch", 1, kMaxBatch);
+  if (workers.size() > 1) config.workers = workers;
   if (a.refine > 0 && !sweep_open_loop(config.load))
     throw bad_input(
         "--refine bisects between offered loads: it needs --speeds or --rates (--concurrency steps are whole "
@@ -127,9 +138,9 @@ Runner add_sweep_command(CLI::App& app) {
                   "Open loop: Poisson arrivals at each step's rate in req/s, the trace's requests in order, e.g. "
                   "50:400:50 (the same seeded arrivals for every configuration)");
   cmd->add_option("--concurrency", a->concurrency, "Closed loop: workers at each step, e.g. 1:8 or 1,2,4,8");
-  cmd->add_option("--workers", args->concurrency, "With --speeds or --rates: replay workers serving the open loop")
-      ->check(whole_at_least(1))
-      ->capture_default_str();
+  cmd->add_option("--workers", a->workers,
+                  "With --speeds or --rates: the replay workers (model instances) serving the open loop; a list, "
+                  "e.g. 1,2,4, sweeps each with every configuration (default 1)");
   cmd->add_option("--caches", a->caches,
                   "A cache configuration to sweep (repeatable): none, l1, l1,l2, ... (default: none)")
       ->allow_extra_args(false);

@@ -188,6 +188,7 @@ CollectorOptions collector_options(const RunConfig& config, const RunInfo& info,
   options.copies_applicable = info.copies_applicable;
   options.preprocess_ops = config.profile.preprocess_op_names();
   options.measure_from = config.replay.measure_after;
+  options.queue_samples = config.replay.queue_samples;
   return options;
 }
 

@@ -206,6 +206,12 @@ struct Collector::Impl {
   Nanos gpu_idle = 0;
   std::vector<std::uint64_t> batch_requests;  // [k]: requests computed in a batch of k (RequestRecord::batch)
   Nanos first_arrival = 0;                    // of the measured requests
+  // CollectorOptions::queue_samples: (arrival, service start, end, measured) of every request served.
+  struct Served {
+    Nanos arrival, start, end;
+    bool measured;
+  };
+  std::vector<Served> served;
 
   // Streaming to out_dir: requests.csv and trace.json (request_sinks.hpp); empty once committed or discarded.
   std::vector<std::unique_ptr<report::RequestSink>> sinks;
@@ -235,6 +241,10 @@ Nanos Collector::first_measured_arrival() const {
 
 void Collector::add(const RequestRecord& r) {
   Impl& m = *impl_;
+  if (m.options.queue_samples) {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.served.push_back({r.arrival, r.start, r.end, r.seq >= m.options.measure_from});
+  }
   if (r.seq < m.options.measure_from) return;  // served to settle the replay, not measured
   Scratch& sc = scratch();
   const std::size_t n = r.spans.size();
@@ -376,6 +386,16 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   if (info.max_batch > 1) s.batching = batching_of(m.batch_requests, info.max_batch);
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
   s.latency_sample_us = m.sample;
+  if (!m.served.empty()) {
+    std::vector<Impl::Served> served = m.served;
+    std::stable_sort(served.begin(), served.end(), [](const auto& a, const auto& b) { return a.arrival < b.arrival; });
+    const Nanos first = served.front().arrival;
+    s.queue_samples.reserve(served.size());
+    for (const auto& q : served)
+      s.queue_samples.push_back(
+          QueueSample{static_cast<double>(q.arrival - first) / 1000,
+                      q.start > 0 && q.end > q.start ? static_cast<double>(q.end - q.start) / 1000 : 0, q.measured});
+  }
   for (const auto& [outcome, h] : m.outcome_hist) {
     const LatencyStats l = latency_of(h);
     s.outcomes.push_back(OutcomeStats{outcome, l.count, l.mean_us, l.p50_us, l.p99_us});

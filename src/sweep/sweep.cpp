@@ -61,6 +61,10 @@ void check_config(const SweepConfig& c) {
         throw bad_input(fmt::format("sweep --concurrency: {:g} is not a whole number of workers", x));
   if (c.slo_ms < 0) throw bad_input("sweep --slo-ms must be > 0");
   if (c.max_batches.empty()) throw bad_input("sweep needs at least one batch size (--max-batch)");
+  if (c.workers.size() > 1 && !sweep_open_loop(c.load))
+    throw bad_input("sweep --workers with several values needs --speeds or --rates (--concurrency steps are workers)");
+  for (int w : c.workers)
+    if (w < 1) throw bad_input(fmt::format("sweep --workers {}: expected 1 or more", w));
   for (int n : c.max_batches) {
     if (n < 1 || n > kMaxBatch) throw bad_input(fmt::format("sweep --max-batch {}: expected 1 to {}", n, kMaxBatch));
     if (n > 1 && !sweep_open_loop(c.load))
@@ -72,8 +76,8 @@ void check_config(const SweepConfig& c) {
 }
 
 // A batched configuration's workers: enough for one batch to form while the one before runs.
-int workers_for(const SweepConfig& c, int max_batch) {
-  return max_batch > 1 ? std::max(c.base.replay.concurrency, 2 * max_batch) : c.base.replay.concurrency;
+int workers_for(int workers, int max_batch) {
+  return max_batch > 1 ? std::max(workers, 2 * max_batch) : workers;
 }
 
 // The requests a step replays and the last one's arrival time: a speed step
@@ -162,6 +166,7 @@ RunConfig step_config(const SweepConfig& c, std::size_t configuration, std::size
   run.output.out_dir.clear();
   run.caches.tiers = curve.tiers;
   run.caches.key_namespace = fmt::format("sweep-{}-{}-{}", ::getpid(), configuration, replay);
+  run.replay.queue_samples = sweep_open_loop(c.load) && curve.max_batch == 1 && c.slo_ms > 0;
   if (sweep_open_loop(c.load)) {
     run.replay.drive = Drive::open_loop;
     if (c.load == SweepLoad::speed)
@@ -181,7 +186,7 @@ RunConfig step_config(const SweepConfig& c, std::size_t configuration, std::size
 // One step of configuration i at `load`, judged against `before`; nullopt when an
 // interrupt cut it short (or came before its first request): a partial step is not a step.
 std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::size_t i, std::size_t replay,
-                                     double load, const SweepStep* before) {
+                                     double load, const SweepStep* before, SweepServiceTimes& model) {
   RunOutcome outcome;
   try {
     outcome = run_replay(step_config(c, i, replay, load, r.curves[i]));
@@ -199,6 +204,7 @@ std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::
     offered = load;
   SweepStep step = step_of(s, load, offered);
   judge_step(c.load, c.slo_ms, before, step);
+  model.add(s.queue_samples, load, offered);
   for (const std::string& w : s.info.warnings)
     r.warnings.push_back(fmt::format("{} at {}: {}", r.curves[i].name, load_text(c.load, load), w));
   return step;
@@ -206,14 +212,14 @@ std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::
 
 // --refine: each round, one more step per configuration halfway between its last
 // step within the objective and its first past it (or saturated), as a binary search.
-void refine(const SweepConfig& c, SweepResult& r) {
+void refine(const SweepConfig& c, SweepResult& r, std::vector<SweepServiceTimes>& models) {
   for (int round = 0; round < c.refine && !lifecycle::interrupted(); ++round)
     for (std::size_t i = 0; i < r.curves.size() && !lifecycle::interrupted(); ++i) {
       SweepCurve& curve = r.curves[i];
       const double load = bisection_load(curve);
       if (load <= 0) continue;
       std::optional<SweepStep> step =
-          replay_step(c, r, i, c.loads.size() + static_cast<std::size_t>(round), load, nullptr);
+          replay_step(c, r, i, c.loads.size() + static_cast<std::size_t>(round), load, nullptr, models[i]);
       if (!step) return;
       step->refined = true;
       const auto at =
@@ -275,6 +281,65 @@ void summarize_curve(double slo_ms, SweepCurve& curve) {
   }
 }
 
+void SweepServiceTimes::add(const std::vector<QueueSample>& samples, double load, double offered_rps) {
+  if (samples.empty() || !(load > 0)) return;
+  if (service_us.empty()) {
+    for (const QueueSample& q : samples) {
+      unit_arrivals_us.push_back(q.arrival_us * load);
+      measured.push_back(q.measured);
+    }
+    offered_per_load = offered_rps / load;
+  }
+  // A step that served another set of requests (an interrupt, a skipped input) is left out.
+  if (samples.size() != unit_arrivals_us.size()) return;
+  std::vector<float>& s = service_us.emplace_back(samples.size());
+  for (std::size_t k = 0; k < samples.size(); ++k)
+    s[k] = static_cast<float>(samples[k].service_us);
+  top_load = std::max(top_load, load);
+}
+
+void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) {
+  curve.modelled = curve.model_capacity_found = curve.model_capacity_at_edge = false;
+  curve.model_capacity_rps = 0;
+  for (SweepStep& s : curve.steps)
+    s.model_p99_us = 0;
+  if (in.service_us.empty() || slo_ms <= 0 || curve.max_batch > 1 || curve.steps.empty()) return;
+  const std::size_t n = in.unit_arrivals_us.size();
+  std::vector<double> service(n), each(in.service_us.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t s = 0; s < each.size(); ++s)
+      each[s] = in.service_us[s][k];
+    std::sort(each.begin(), each.end());
+    const std::size_t m = each.size() / 2;
+    service[k] = each.size() % 2 ? each[m] : (each[m - 1] + each[m]) / 2;
+  }
+  std::vector<double> arrivals(n), measured;
+  const auto p99_at = [&](double load) {
+    for (std::size_t k = 0; k < n; ++k)
+      arrivals[k] = in.unit_arrivals_us[k] / load;
+    const std::vector<double> latency = fifo_latencies_us(arrivals, service, curve.workers);
+    measured.clear();
+    for (std::size_t k = 0; k < n; ++k)
+      if (in.measured[k]) measured.push_back(latency[k]);
+    return nearest_rank_quantile(measured, 0.99);
+  };
+  for (SweepStep& s : curve.steps)
+    s.model_p99_us = p99_at(s.load);
+  curve.modelled = true;
+  const double slo_us = slo_ms * 1000;
+  double low = curve.steps.front().load / 16, high = 1.25 * in.top_load;
+  curve.model_capacity_found = p99_at(low) <= slo_us;
+  if (!curve.model_capacity_found) return;
+  curve.model_capacity_at_edge = p99_at(high) <= slo_us;
+  if (!curve.model_capacity_at_edge)
+    // The p99 of a FIFO queue rises with the load (shorter gaps, the same services): bisection.
+    for (int round = 0; round < 40; ++round) {
+      const double mid = (low + high) / 2;
+      (p99_at(mid) <= slo_us ? low : high) = mid;
+    }
+  curve.model_capacity_rps = in.offered_per_load * (curve.model_capacity_at_edge ? high : low);
+}
+
 double bisection_load(const SweepCurve& curve) {
   std::size_t good = 0;
   while (good < curve.steps.size() && !curve.steps[good].saturated && !curve.steps[good].over_slo)
@@ -286,10 +351,11 @@ double bisection_load(const SweepCurve& curve) {
 namespace {
 
 // The curves: each model or profile (when several are given) × each cache
-// configuration × each batch size. Tiers are resolved here, before any
+// configuration × each number of workers × each batch size. Tiers are resolved here, before any
 // replay: a bad spec fails at once.
 std::vector<SweepCurve> make_curves(const SweepConfig& c) {
   const bool batched = std::any_of(c.max_batches.begin(), c.max_batches.end(), [](int n) { return n > 1; });
+  const std::vector<int> workers = c.workers.empty() ? std::vector<int>{c.base.replay.concurrency} : c.workers;
   const std::size_t variants = std::max({c.models.size(), c.profiles.size(), std::size_t{1}});
   std::vector<SweepCurve> out;
   for (std::size_t v = 0; v < variants; ++v) {
@@ -301,18 +367,21 @@ std::vector<SweepCurve> make_curves(const SweepConfig& c) {
       const std::vector<TierSpec> tiers = resolve_tiers(profile, caches, c.overrides, c.redis_url, "");
       std::string label = caches;
       if (!variant.empty()) label = c.configurations.size() > 1 ? variant + " · " + caches : variant;
-      for (int n : c.max_batches) {
-        SweepCurve curve;
-        curve.name = batched && n > 1 ? fmt::format("{} · batch {}", label, n) : label;
-        curve.caches = caches;
-        curve.model_path = c.models.empty() ? "" : c.models[v];
-        curve.profile = c.profiles.empty() ? "" : profile_label(c.profiles, v);
-        curve.profile_index = c.profiles.empty() ? -1 : static_cast<int>(v);
-        curve.tiers = tiers;
-        curve.max_batch = n;
-        curve.workers = workers_for(c, n);
-        out.push_back(std::move(curve));
-      }
+      for (int w : workers)
+        for (int n : c.max_batches) {
+          SweepCurve curve;
+          curve.name = label;
+          if (workers.size() > 1) curve.name += fmt::format(" · {} worker{}", w, w == 1 ? "" : "s");
+          if (batched && n > 1) curve.name += fmt::format(" · batch {}", n);
+          curve.caches = caches;
+          curve.model_path = c.models.empty() ? "" : c.models[v];
+          curve.profile = c.profiles.empty() ? "" : profile_label(c.profiles, v);
+          curve.profile_index = c.profiles.empty() ? -1 : static_cast<int>(v);
+          curve.tiers = tiers;
+          curve.max_batch = n;
+          curve.workers = workers_for(w, n);
+          out.push_back(std::move(curve));
+        }
     }
   }
   return out;
@@ -336,6 +405,7 @@ SweepResult sweep_all(const SweepConfig& c) {
   ReplayObserver* observer = c.base.output.observer.get();
   const std::size_t total = c.loads.size() * r.curves.size();
   std::size_t done = 0;
+  std::vector<SweepServiceTimes> models(r.curves.size());
   for (std::size_t k = 0; k < c.loads.size() && !lifecycle::interrupted(); ++k) {
     for (std::size_t i = 0; i < r.curves.size() && !lifecycle::interrupted(); ++i) {
       SweepCurve& curve = r.curves[i];
@@ -348,7 +418,7 @@ SweepResult sweep_all(const SweepConfig& c) {
                                       done > 0 ? fmt::format(" · sweep ETA ≤ {:.0f} s", eta) : ""));
       }
       const std::optional<SweepStep> step =
-          replay_step(c, r, i, k, c.loads[k], curve.steps.empty() ? nullptr : &curve.steps.back());
+          replay_step(c, r, i, k, c.loads[k], curve.steps.empty() ? nullptr : &curve.steps.back(), models[i]);
       ++done;
       if (!step) break;
       curve.steps.push_back(*step);
@@ -357,7 +427,7 @@ SweepResult sweep_all(const SweepConfig& c) {
   }
   if (c.refine > 0 && sweep_open_loop(c.load)) {
     if (observer) observer->context(fmt::format("bisecting the capacities ({} rounds)", c.refine));
-    refine(c, r);
+    refine(c, r, models);
   }
   if (observer) observer->context("");
   if (lifecycle::interrupted()) {
@@ -370,8 +440,10 @@ SweepResult sweep_all(const SweepConfig& c) {
     r.warnings.push_back(
         fmt::format("interrupted by {}: the figures cover the steps that completed", r.interrupted_by));
   }
-  for (SweepCurve& curve : r.curves)
-    summarize_curve(c.slo_ms, curve);
+  for (std::size_t i = 0; i < r.curves.size(); ++i) {
+    summarize_curve(c.slo_ms, r.curves[i]);
+    model_curve(c.slo_ms, models[i], r.curves[i]);
+  }
   r.wall_s = seconds_since(started);
   write_files(c, r);
   return r;

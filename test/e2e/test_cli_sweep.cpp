@@ -9,6 +9,7 @@
 
 #include "cli_harness.hpp"
 #include "test_util.hpp"
+#include "text_util.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
@@ -133,6 +134,69 @@ TEST_SUITE("e2e sweep") {
     CHECK(r.out.find("past SLO") != std::string::npos);
   }
 
+  TEST_CASE(
+      "sweep --speeds --slo-ms: the queueing model's p99 beside each step's, rising with the load, and its "
+      "capacity") {
+    auto& f = sweep_fixture();
+    TempDir out;
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.25,0.5,1", "--slo-ms", "1000", "--out",
+                      out.file("s"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("p99 model") != std::string::npos);
+    CHECK(r.out.find("; queueing model: ") != std::string::npos);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(out.file("s/sweep.json"));
+    simdjson::dom::element c = doc["configurations"].at(0);
+    CHECK(bool(c["queueing_model"]["capacity_found"]));
+    // The MLP serves in well under a millisecond: 1 s is met at 1.25x the heaviest step, so "at least".
+    CHECK(bool(c["queueing_model"]["capacity_at_least"]));
+    CHECK(double(c["queueing_model"]["capacity_rps"]) > double(c["steps"].at(2)["offered_rps"]));
+    double before = 0;
+    for (simdjson::dom::element s : simdjson::dom::array(c["steps"])) {
+      // The same service times at a heavier load can only wait longer.
+      const double p99 = double(s["model_p99_us"]);
+      CHECK(p99 > 0);
+      CHECK(p99 >= before);
+      before = p99;
+    }
+    const std::string csv = slurp(out.path() / "s" / "sweep.csv");
+    CHECK(csv.substr(0, csv.find('\n')).find(",model_p99_us") != std::string::npos);
+    // Closed-loop steps have no open-loop queue to model.
+    auto closed = run_cli({"sweep", f.model, "--trace", f.trace, "--concurrency", "1", "--slo-ms", "1000", "--format",
+                           "json", "--no-progress"});
+    REQUIRE_MESSAGE(closed.code == 0, closed.err);
+    CHECK(closed.out.find("queueing_model") == std::string::npos);
+    CHECK(closed.out.find("model_p99_us") == std::string::npos);
+  }
+
+  TEST_CASE("sweep --workers 1,2: a curve per number of workers, each named, with its workers and queueing model") {
+    auto& f = sweep_fixture();
+    TempDir out;
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.25,0.5", "--workers", "1,2", "--caches",
+                      "none", "--caches", "l1", "--slo-ms", "1000", "--out", out.file("s"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(out.file("s/sweep.json"));
+    const std::vector<std::pair<std::string, std::int64_t>> expected{
+        {"none · 1 worker", 1}, {"none · 2 workers", 2}, {"l1 · 1 worker", 1}, {"l1 · 2 workers", 2}};
+    simdjson::dom::array configurations = doc["configurations"];
+    REQUIRE(configurations.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      simdjson::dom::element c = configurations.at(i);
+      CHECK(std::string(std::string_view(c["name"])) == expected[i].first);
+      CHECK(std::int64_t(c["workers"]) == expected[i].second);
+      CHECK(bool(c["queueing_model"]["capacity_found"]));
+      CHECK(simdjson::dom::array(c["steps"]).size() == 2);
+      CHECK(r.out.find(expected[i].first) != std::string::npos);
+    }
+    // sweep.csv: a row per configuration and step, its workers and batch size last.
+    const std::vector<std::string> rows = lines_of(slurp(out.path() / "s" / "sweep.csv"));
+    REQUIRE(rows.size() == 1 + 4 * 2);
+    CHECK(rows[0].substr(rows[0].size() - std::string(",workers,max_batch").size()) == ",workers,max_batch");
+    CHECK(rows[1].substr(rows[1].size() - 4) == ",1,1");
+    CHECK(rows[3].substr(rows[3].size() - 4) == ",2,1");
+  }
+
   TEST_CASE("sweep --rates: Poisson steps need no ts_ms, offer their rate, and run --rate releases requests at it") {
     auto& f = sweep_fixture();
     TempDir out;
@@ -237,6 +301,9 @@ TEST_SUITE("e2e sweep") {
         {{"--trace", f.trace, "--speeds", "1,,2"}, "'' is not a number"},
         {{"--trace", f.trace, "--speeds", "1:2:3:4"}, "--speeds 1:2:3:4: expected FROM:TO:STEP"},
         {{"--trace", f.trace, "--speeds", "1", "--caches", "l9"}, "l9"},
+        {{"--trace", f.trace, "--concurrency", "1:2", "--workers", "2"}, "leave out --workers"},
+        {{"--trace", f.trace, "--speeds", "1", "--workers", "1,0"}, "--workers 1,0: expected whole numbers from 1"},
+        {{"--trace", f.trace, "--speeds", "1", "--workers", "2.5"}, "--workers 2.5: expected whole numbers"},
     };
     for (const Case& c : cases) {
       std::vector<std::string> args{"sweep", f.model, "--out", out.file("s"), "--no-progress"};

@@ -133,4 +133,61 @@ TEST_SUITE("sweep") {
     summarize_curve(0, c);
     CHECK(c.capacity_rps == 150);
   }
+
+  TEST_CASE("FIFO queue: one server waits in line, two take the first free, by hand") {
+    // One server: arrivals 0, 1, 2 µs, 2 µs each: the second waits 1, the third 2.
+    CHECK(fifo_latencies_us({0, 1, 2}, {2, 2, 2}, 1) == std::vector<double>{2, 3, 4});
+    // Two servers: a long request holds one, the short ones share the other.
+    CHECK(fifo_latencies_us({0, 0, 0}, {5, 1, 1}, 2) == std::vector<double>{5, 1, 2});
+    // Gaps longer than the service: nobody waits.
+    CHECK(fifo_latencies_us({0, 10, 20}, {3, 3, 3}, 1) == std::vector<double>{3, 3, 3});
+    std::vector<double> v(100);
+    std::iota(v.begin(), v.end(), 1.0);
+    CHECK(nearest_rank_quantile(v, 0.99) == 99);
+    CHECK(nearest_rank_quantile(v, 0.5) == 50);
+  }
+
+  TEST_CASE("queueing model: the capacity where a known queue's p99 meets the objective") {
+    // 100 requests 10 ms apart at unit load (100 req/s), 5 ms of service each, one worker.
+    // Up to load 2 nobody waits (p99 5 ms); past it request k waits k (5 - 10/x) ms, so
+    // p99 (k = 98) is 6 ms at x = 10 / (5 - 1/98): 200.41 req/s.
+    SweepServiceTimes in;
+    std::vector<QueueSample> samples(100);
+    for (std::size_t k = 0; k < samples.size(); ++k)
+      samples[k] = QueueSample{10'000.0 * static_cast<double>(k), 5'000, true};
+    in.add(samples, 1.0, 100);
+    for (QueueSample& q : samples)  // the same requests at load 4: arrivals 4x closer, 7 ms each once
+      q.arrival_us /= 4, q.service_us = 7'000;
+    in.add(samples, 4.0, 400);
+    for (QueueSample& q : samples)  // and 5 ms again at load 2: the median of 5, 7, 5 is 5
+      q.arrival_us *= 2, q.service_us = 5'000;
+    in.add(samples, 2.0, 200);
+    REQUIRE(in.service_us.size() == 3);
+    CHECK(in.offered_per_load == doctest::Approx(100));
+    SweepCurve curve;
+    curve.steps = {step(100, 5, 100), step(200, 5, 200), step(260, 90, 400)};
+    curve.steps[0].load = 1, curve.steps[1].load = 2, curve.steps[2].load = 4;
+    model_curve(6, in, curve);
+    REQUIRE(curve.modelled);
+    CHECK(curve.model_capacity_found);
+    CHECK_FALSE(curve.model_capacity_at_edge);
+    CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (5 - 1.0 / 98)).epsilon(1e-6));
+    CHECK(curve.steps[0].model_p99_us == doctest::Approx(5'000));
+    CHECK(curve.steps[1].model_p99_us == doctest::Approx(5'000));
+    CHECK(curve.steps[2].model_p99_us == doctest::Approx(5'000 + 98 * 2'500));  // 10/4 = 2.5 ms gaps
+    // A looser objective than load 5 (1.25x the heaviest step) can reach: at least that.
+    SweepCurve loose = curve;
+    model_curve(1'000, in, loose);
+    CHECK(loose.model_capacity_at_edge);
+    CHECK(loose.model_capacity_rps == doctest::Approx(500));
+    // Tighter than the service time itself: not met at any load.
+    SweepCurve tight = curve;
+    model_curve(4, in, tight);
+    CHECK_FALSE(tight.model_capacity_found);
+    // Batched curves and sweeps without an objective have no model.
+    SweepCurve batched = curve;
+    batched.max_batch = 8;
+    model_curve(6, in, batched);
+    CHECK_FALSE(batched.modelled);
+  }
 }

@@ -19,7 +19,7 @@ std::string render_sweep_csv(const SweepResult& r) {
       sweep_load_name(r.load));
   for (std::string_view stage : kStageNames)
     fmt::format_to(it, ",{}_mean_us", stage);
-  fmt::format_to(it, "\n");
+  fmt::format_to(it, ",model_p99_us,workers,max_batch\n");
   for (const SweepCurve& c : r.curves)
     for (const SweepStep& s : c.steps) {
       report::append_csv_field(out, c.name);
@@ -32,7 +32,10 @@ std::string render_sweep_csv(const SweepResult& r) {
       fmt::format_to(it, ",{},{},{}", s.saturated ? 1 : 0, s.over_slo ? 1 : 0, s.refined ? 1 : 0);
       for (double us : s.stage_mean_us)
         fmt::format_to(it, ",{:.3f}", us);
-      fmt::format_to(it, "\n");
+      fmt::format_to(it, ",");
+      if (s.model_p99_us > 0) fmt::format_to(it, "{:.3f}", s.model_p99_us);
+      // A concurrency step's workers are its load.
+      fmt::format_to(it, ",{:g},{}\n", sweep_open_loop(r.load) ? c.workers : s.load, c.max_batch);
     }
   return fmt::to_string(out);
 }

@@ -35,6 +35,7 @@ void write_step(report::JsonWriter& w, const SweepStep& s) {
   w.field("saturated", s.saturated);
   w.field("over_slo", s.over_slo);
   w.field("refined", s.refined);
+  if (s.model_p99_us > 0) w.field_number("model_p99_us", s.model_p99_us, 3);
   w.end_object();
 }
 
@@ -77,6 +78,13 @@ std::string render_sweep_json(const SweepResult& r) {
     w.field("capacity_found", c.capacity_found);
     if (c.capacity_found) w.field_number("capacity_rps", c.capacity_rps, 3);
     w.field("capacity_at_least", c.capacity_at_edge);
+    if (c.modelled) {
+      w.key("queueing_model").begin_object();
+      w.field("capacity_found", c.model_capacity_found);
+      if (c.model_capacity_found) w.field_number("capacity_rps", c.model_capacity_rps, 3);
+      w.field("capacity_at_least", c.model_capacity_at_edge);
+      w.end_object();
+    }
     if (c.knee >= 0) w.field_number("knee_load", c.steps[static_cast<std::size_t>(c.knee)].load);
     w.field("stopped", c.stopped);
     w.key("steps").begin_array();

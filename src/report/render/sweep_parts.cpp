@@ -47,13 +47,19 @@ std::string headline(const SweepResult& r) {
       r.interrupted_by.empty() ? "" : " · interrupted by " + r.interrupted_by);
 }
 
+bool any_modelled(const SweepResult& r) {
+  return std::any_of(r.curves.begin(), r.curves.end(), [](const SweepCurve& c) { return c.modelled; });
+}
+
 std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
+  const bool modelled = any_modelled(r);
   std::vector<std::vector<std::string>> cells{{"caches",
                                                r.load == SweepLoad::speed  ? "speed"
                                                : r.load == SweepLoad::rate ? "rate"
                                                                            : "workers",
                                                "offered/s", "served/s", "p50 (95% CI)", "p90", "p99 (95% CI)", "queue",
                                                "cpu/req", "step"}};
+  if (modelled) cells[0].insert(cells[0].begin() + 7, "p99 model");
   for (const SweepCurve& c : r.curves)
     for (std::size_t k = 0; k < c.steps.size(); ++k) {
       const SweepStep& s = c.steps[k];
@@ -64,6 +70,7 @@ std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
                        s.offered_rps > 0 ? grouped_fixed(s.offered_rps, 1) : "-", grouped_fixed(s.achieved_rps, 1),
                        with_interval(s.p50), human_duration_us(s.p90.value_us), with_interval(s.p99),
                        share_text(s.queue_share), s.cpu ? human_duration_us(s.cpu_mean_us) : "n/a", verdict});
+      if (modelled) cells.back().insert(cells.back().begin() + 7, c.modelled ? human_duration_us(s.model_p99_us) : "-");
     }
   return cells;
 }
@@ -86,6 +93,11 @@ std::vector<std::string> capacity_lines(const SweepResult& r) {
       line +=
           fmt::format("; knee at {} ({} req/s, p99 {})", load_label(r, c.steps[c.knee].load),
                       grouped_fixed(c.steps[c.knee].achieved_rps, 1), human_duration_us(c.steps[c.knee].p99.value_us));
+    if (c.modelled)
+      line += !c.model_capacity_found ? "; queueing model: not met even at light load"
+                                      : fmt::format("; queueing model: {}{} req/s",
+                                                    c.model_capacity_at_edge ? "at least " : "",
+                                                    grouped_fixed(c.model_capacity_rps, 1));
     line += c.stopped.empty() ? "; every step ran" : "; stopped: " + c.stopped;
     out.push_back(line);
   }
@@ -115,7 +127,15 @@ std::string method_note(const SweepResult& r) {
          "are distribution-free (order statistics of the step's requests): the spread of traffic like this trace, "
          "not of one replay's timing. The capacity is interpolated on p99 between the last step within the objective "
          "and the first past it (--refine adds bisection steps between them first); the knee is the step after "
-         "which p99 stays above twice the lightest step's.";
+         "which p99 stays above twice the lightest step's." +
+         (any_modelled(r)
+              ? std::string(
+                    " The queueing model feeds each request's service time (its median over the steps) through a "
+                    "FIFO queue at the trace's arrivals scaled to any load: its p99 sits beside each step's, and its "
+                    "capacity is where that p99 meets the objective. It holds the bursts and the service times fixed, "
+                    "so it repeats where one replay's p99 does not; where it parts from the measured p99 at a step, "
+                    "something besides queueing (contention, the caches' timing) moved the latency.")
+              : std::string());
 }
 
 }  // namespace inferprof::report::sweep_parts

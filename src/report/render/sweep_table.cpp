@@ -8,8 +8,9 @@ namespace inferprof {
 
 std::string render_sweep_table(const SweepResult& r) {
   namespace parts = report::sweep_parts;
+  const auto cells = parts::step_cells(r);
   std::string out = parts::headline(r) + "\n\n";
-  out += report::render_grid(parts::step_cells(r), {0, 9});
+  out += report::render_grid(cells, {0, cells.front().size() - 1});
   out += "\ncapacity:\n";
   for (const std::string& line : parts::capacity_lines(r))
     out += "  " + line + '\n';
