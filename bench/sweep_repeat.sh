@@ -63,8 +63,11 @@ def model(c):
 caps = "  ".join(f'{c["name"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""}{model(c)} ({len(c["steps"])} steps, '
                  f'most served {max(s["achieved_rps"] for s in c["steps"]):.1f}/s)'
                  for c in r["configurations"])
+# The machine's pace in this sweep: the first configuration's compute per request at its first step.
+pace = r["configurations"][0]["steps"][0]["stage_mean_us"]["compute"] / 1000
 print(f'{sys.argv[3]} run {sys.argv[4]}: process {float(sys.argv[2]):.1f} s, replays {r["replay_s"]:.1f} s '
-      f'(x{float(sys.argv[2]) / r["replay_s"]:.2f}), {steps} steps; capacity req/s: {caps}')
+      f'(x{float(sys.argv[2]) / r["replay_s"]:.2f}), {steps} steps; {r["configurations"][0]["name"]} computes '
+      f'{pace:.2f} ms/request at the first step; capacity req/s: {caps}')
 PY
   done
   python3 - "$D" "$phase" "$RUNS" <<'PY'

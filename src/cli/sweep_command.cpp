@@ -61,13 +61,14 @@ std::vector<double> parse_steps(const std::string& text, std::string_view flag) 
 }
 
 // "A,B,C": whole numbers from `low` to `high` (an option's list); empty text: none.
-std::vector<int> whole_numbers(const std::string& text, std::string_view flag, int low, int high) {
+std::vector<int> whole_numbers(const std::string& text, std::string_view flag, std::string_view what, int low,
+                               int high) {
   std::vector<int> out;
   if (text.empty()) return out;
   for (const std::string& part : report::split(text, ',')) {
     const double n = number_in(part, flag, text);
     if (n != std::floor(n) || n < low || n > high)
-      throw bad_input(fmt::format("{} {}: expected whole numbers from {} to {}, e.g. {},{}", flag, text, low, high, low,
+      throw bad_input(fmt::format("{} {}: expected {} from {} to {}, e.g. {},{}", flag, text, what, low, high, low,
                                   std::min(high, 8)));
     out.push_back(static_cast<int>(n));
   }
@@ -85,7 +86,7 @@ SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
         "sweep sets the drive per step: leave out --open-loop, --speed and --rate (use --speeds or --rates)");
   if (!a.concurrency.empty() && !a.workers.empty())
     throw bad_input("sweep --concurrency sets the workers of each step: leave out --workers");
-  const std::vector<int> workers = whole_numbers(a.workers, "--workers", 1, kMaxSweepWorkers);
+  const std::vector<int> workers = whole_numbers(a.workers, "--workers", "numbers of workers", 1, kMaxSweepWorkers);
   if (workers.size() == 1) args.concurrency = workers[0];
   const std::vector<std::string> models = models_to_replay(args, a.models, "sweep");
   SweepConfig config;
@@ -108,7 +109,8 @@ SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
   config.slo_ms = a.slo_ms;
   config.refine = a.refine;
   config.base.replay.measure_after = a.measure_after;
-  if (!a.max_batches.empty()) config.max_batches = whole_numbers(a.max_batches, "--max-batch", 1, kMaxBatch);
+  if (!a.max_batches.empty())
+    config.max_batches = whole_numbers(a.max_batches, "--max-batch", "batch sizes", 1, kMaxBatch);
   if (workers.size() > 1) config.workers = workers;
   if (a.refine > 0 && !sweep_open_loop(config.load))
     throw bad_input(

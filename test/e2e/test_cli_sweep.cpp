@@ -302,8 +302,9 @@ TEST_SUITE("e2e sweep") {
         {{"--trace", f.trace, "--speeds", "1:2:3:4"}, "--speeds 1:2:3:4: expected FROM:TO:STEP"},
         {{"--trace", f.trace, "--speeds", "1", "--caches", "l9"}, "l9"},
         {{"--trace", f.trace, "--concurrency", "1:2", "--workers", "2"}, "leave out --workers"},
-        {{"--trace", f.trace, "--speeds", "1", "--workers", "1,0"}, "--workers 1,0: expected whole numbers from 1"},
-        {{"--trace", f.trace, "--speeds", "1", "--workers", "2.5"}, "--workers 2.5: expected whole numbers"},
+        {{"--trace", f.trace, "--speeds", "1", "--workers", "1,0"},
+         "--workers 1,0: expected numbers of workers from 1"},
+        {{"--trace", f.trace, "--speeds", "1", "--workers", "2.5"}, "--workers 2.5: expected numbers of workers"},
     };
     for (const Case& c : cases) {
       std::vector<std::string> args{"sweep", f.model, "--out", out.file("s"), "--no-progress"};
