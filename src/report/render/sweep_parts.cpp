@@ -132,9 +132,10 @@ std::string method_note(const SweepResult& r) {
               ? std::string(
                     " The queueing model feeds each request's service time (its median over the steps) through a "
                     "FIFO queue at the trace's arrivals scaled to any load: its p99 sits beside each step's, and its "
-                    "capacity is where that p99 meets the objective. It holds the bursts and the service times fixed, "
-                    "so it repeats where one replay's p99 does not; where it parts from the measured p99 at a step, "
-                    "something besides queueing (contention, the caches' timing) moved the latency.")
+                    "capacity is where that p99 meets the objective. It holds the bursts fixed and takes each "
+                    "request's typical service, so one unlucky step does not decide it; it still moves with the "
+                    "machine's pace. Where it parts from the measured p99 at a step, something besides queueing "
+                    "(contention, the caches' timing) moved the latency.")
               : std::string());
 }
 
