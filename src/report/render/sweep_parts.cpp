@@ -94,10 +94,10 @@ std::vector<std::string> capacity_lines(const SweepResult& r) {
           fmt::format("; knee at {} ({} req/s, p99 {})", load_label(r, c.steps[c.knee].load),
                       grouped_fixed(c.steps[c.knee].achieved_rps, 1), human_duration_us(c.steps[c.knee].p99.value_us));
     if (c.modelled)
-      line += !c.model_capacity_found ? "; queueing model: not met even at light load"
-                                      : fmt::format("; queueing model: {}{} req/s",
-                                                    c.model_capacity_at_edge ? "at least " : "",
-                                                    grouped_fixed(c.model_capacity_rps, 1));
+      line += !c.model_capacity_found
+                  ? "; queueing model: not met even at light load"
+                  : fmt::format("; queueing model: {}{} req/s", c.model_capacity_at_edge ? "at least " : "",
+                                grouped_fixed(c.model_capacity_rps, 1));
     line += c.stopped.empty() ? "; every step ran" : "; stopped: " + c.stopped;
     out.push_back(line);
   }
