@@ -104,6 +104,51 @@ BatchingStats batching_of(const std::vector<std::uint64_t>& batch_requests, int 
   return b;
 }
 
+// CollectorOptions::queue_samples: a served request's place in the queue.
+struct ServedRequest {
+  Nanos arrival, start, end;
+  bool measured;
+};
+
+// The served requests in arrival order, times from the first arrival, in µs.
+std::vector<QueueSample> queue_samples_of(std::vector<ServedRequest> served) {
+  std::vector<QueueSample> out;
+  if (served.empty()) return out;
+  std::stable_sort(served.begin(), served.end(), [](const auto& a, const auto& b) { return a.arrival < b.arrival; });
+  const Nanos first = served.front().arrival;
+  out.reserve(served.size());
+  for (const ServedRequest& q : served)
+    out.push_back(QueueSample{static_cast<double>(q.arrival - first) / 1000,
+                              q.start > 0 && q.end > q.start ? static_cast<double>(q.end - q.start) / 1000 : 0,
+                              q.measured});
+  return out;
+}
+
+// The kTopOps operators with the most self time, ties by name.
+std::vector<OpStats> top_ops_of(const std::vector<OpAcc>& ops, double compute_us) {
+  std::vector<std::uint32_t> ids;
+  for (std::uint32_t id = 0; id < ops.size(); ++id)
+    if (ops[id].calls > 0) ids.push_back(id);
+  auto& names = NameTable::global();
+  std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (ops[a].self_ns != ops[b].self_ns) return ops[a].self_ns > ops[b].self_ns;
+    return names.name(a) < names.name(b);
+  });
+  if (ids.size() > kTopOps) ids.resize(kTopOps);
+  std::vector<OpStats> out;
+  for (std::uint32_t id : ids) {
+    const OpAcc& op = ops[id];
+    OpStats o;
+    o.name = std::string(names.name(id));
+    o.calls = op.calls;
+    o.self_us = static_cast<double>(op.self_ns) / 1e3;
+    o.total_us = static_cast<double>(op.total_ns) / 1e3;
+    o.share_of_compute = compute_us > 0 ? o.self_us / compute_us : 0;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 }  // namespace
 
 struct Collector::Impl {
@@ -206,12 +251,7 @@ struct Collector::Impl {
   Nanos gpu_idle = 0;
   std::vector<std::uint64_t> batch_requests;  // [k]: requests computed in a batch of k (RequestRecord::batch)
   Nanos first_arrival = 0;                    // of the measured requests
-  // CollectorOptions::queue_samples: (arrival, service start, end, measured) of every request served.
-  struct Served {
-    Nanos arrival, start, end;
-    bool measured;
-  };
-  std::vector<Served> served;
+  std::vector<ServedRequest> served;          // CollectorOptions::queue_samples: every request served
 
   // Streaming to out_dir: requests.csv and trace.json (request_sinks.hpp); empty once committed or discarded.
   std::vector<std::unique_ptr<report::RequestSink>> sinks;
@@ -386,16 +426,7 @@ RunSummary Collector::summarize(const RunInfo& info) const {
   if (info.max_batch > 1) s.batching = batching_of(m.batch_requests, info.max_batch);
   s.throughput_rps = info.wall_s > 0 ? static_cast<double>(m.requests) / info.wall_s : 0;
   s.latency_sample_us = m.sample;
-  if (!m.served.empty()) {
-    std::vector<Impl::Served> served = m.served;
-    std::stable_sort(served.begin(), served.end(), [](const auto& a, const auto& b) { return a.arrival < b.arrival; });
-    const Nanos first = served.front().arrival;
-    s.queue_samples.reserve(served.size());
-    for (const auto& q : served)
-      s.queue_samples.push_back(
-          QueueSample{static_cast<double>(q.arrival - first) / 1000,
-                      q.start > 0 && q.end > q.start ? static_cast<double>(q.end - q.start) / 1000 : 0, q.measured});
-  }
+  s.queue_samples = queue_samples_of(m.served);
   for (const auto& [outcome, h] : m.outcome_hist) {
     const LatencyStats l = latency_of(h);
     s.outcomes.push_back(OutcomeStats{outcome, l.count, l.mean_us, l.p50_us, l.p99_us});
@@ -409,26 +440,7 @@ RunSummary Collector::summarize(const RunInfo& info) const {
     s.updates.push_back(std::move(u));
   }
 
-  const double compute_us = s.stages[static_cast<std::size_t>(Stage::compute)].total_us;
-  std::vector<std::uint32_t> ids;
-  for (std::uint32_t id = 0; id < m.ops.size(); ++id)
-    if (m.ops[id].calls > 0) ids.push_back(id);
-  auto& names = NameTable::global();
-  std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
-    if (m.ops[a].self_ns != m.ops[b].self_ns) return m.ops[a].self_ns > m.ops[b].self_ns;
-    return names.name(a) < names.name(b);
-  });
-  if (ids.size() > kTopOps) ids.resize(kTopOps);
-  for (std::uint32_t id : ids) {
-    const OpAcc& op = m.ops[id];
-    OpStats o;
-    o.name = std::string(names.name(id));
-    o.calls = op.calls;
-    o.self_us = static_cast<double>(op.self_ns) / 1e3;
-    o.total_us = static_cast<double>(op.total_ns) / 1e3;
-    o.share_of_compute = compute_us > 0 ? o.self_us / compute_us : 0;
-    s.top_ops.push_back(std::move(o));
-  }
+  s.top_ops = top_ops_of(m.ops, s.stages[static_cast<std::size_t>(Stage::compute)].total_us);
   s.spans = m.spans;
   s.gpu_kernels = m.gpu_kernels;
   s.h2d_bytes = m.h2d_bytes;
