@@ -5,6 +5,7 @@
 #include <queue>
 #include <vector>
 
+#include "base/histogram.hpp"
 #include "inferprof/stats.hpp"
 
 namespace inferprof {
@@ -29,8 +30,7 @@ std::vector<double> fifo_latencies_us(const std::vector<double>& arrivals_us, co
 
 double nearest_rank_quantile(std::vector<double>& values, double q) {
   if (values.empty()) return 0;
-  const double rank = std::ceil(q * static_cast<double>(values.size()));
-  const std::size_t k = rank < 1 ? 0 : static_cast<std::size_t>(rank) - 1;
+  const std::size_t k = report::nearest_rank(q, values.size()) - 1;  // the project's one rank rule
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
   return values[k];
 }
