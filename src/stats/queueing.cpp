@@ -1,6 +1,5 @@
 // The queueing model sweep's modelled capacity runs (inferprof/stats.hpp).
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <queue>
 #include <vector>
