@@ -13,7 +13,8 @@
 #   bench/compare_stability.sh [build/inferprof]
 #   env: ARCH=cnn  RUNS=5  REQUESTS=200  NULL_RUNS=20  NULL_REQUESTS=60  NULL_CONFIG=none  KEYS=60  ZIPF=1.0
 #        CORES=0-(nproc-1)  BUSY=1  PHASES="alone loaded"  EXTRA="--precision 3" (more options for (a))
-#   (a) also counts the pairs of runs where one run's speedup lies inside the other's interval.
+#   (a) also counts the pairs of runs where one run's speedup lies inside the other's interval, and inside
+#       the other's rerun interval ("a rerun reads within"). KEEP=DIR keeps the compares' JSON there.
 #   a short version: RUNS=3 REQUESTS=80 NULL_RUNS=5 NULL_REQUESTS=40 bench/compare_stability.sh
 set -euo pipefail
 B=${1:-build/inferprof}
@@ -33,7 +34,7 @@ case "$ARCH" in
 esac
 
 D=$(mktemp -d)
-trap 'stop_load; rm -rf "$D"' EXIT
+trap 'stop_load; if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$D"/*.json "$KEEP"/ 2>/dev/null; fi; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
 
 "$B" gen-model --arch "$ARCH" -o "$D/m.pt" >/dev/null
@@ -82,7 +83,7 @@ python3 - "$D" "$RUNS" "$NULL_RUNS" "$NULL_CONFIG" $PHASES <<'EOF'
 import json, sys
 d, runs, null_runs, null_config, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 def configs(path):
-    return {c["name"]: c["speedup"] for c in json.load(open(path))["configurations"]}
+    return {c["name"]: dict(c["speedup"], rerun=c.get("rerun")) for c in json.load(open(path))["configurations"]}
 def cpu_speedups(path):
     # The same ratio of means in thread CPU time: what the compute cost without the time other processes took.
     confs = json.load(open(path))["configurations"]
@@ -110,11 +111,16 @@ for phase in phases:
         unpaced = f"{max(u) / min(u):15.3f}" if len(u) == runs else f"{'n/a':>15}"
         # Each run's point estimate inside every other run's interval: pairs that hold, of all ordered pairs.
         held = sum(1 for x in a for y in a if x is not y and y[name]["low"] <= x[name]["value"] <= y[name]["high"])
+        # The same against each run's rerun interval (where a rerun at the same precision reads).
+        rerun = [r[name].get("rerun") or {} for r in a]
+        held_rerun = sum(1 for i, x in enumerate(a) for j in range(runs)
+                         if i != j and "low" in rerun[j] and rerun[j]["low"] <= x[name]["value"] <= rerun[j]["high"])
         pairs = runs * (runs - 1)
         widths = [100 * max(r[name]["high"] / r[name]["value"] - 1, 1 - r[name]["low"] / r[name]["value"]) for r in a]
         print(f"{phase:8} {load:>16}  {name:7} {min(v):7.3f} {max(v):7.3f} {ratio:8.3f}  "
               f"{'ok' if ratio <= 1.06 else 'FAIL':14}  {cpu_ratio}  {unpaced}"
-              f"  inside others' intervals {held}/{pairs}, half-widths {min(widths):.1f}-{max(widths):.1f}%")
+              f"  inside others' intervals {held}/{pairs}, rerun intervals {held_rerun}/{pairs},"
+              f" half-widths {min(widths):.1f}-{max(widths):.1f}%")
 if null_runs == 0:
     sys.exit(1 if bad else 0)
 print()

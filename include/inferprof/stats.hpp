@@ -86,6 +86,14 @@ Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<do
                            const std::vector<double>& pace = {}, TraceIntervalInfo* info = nullptr,
                            const std::vector<std::uint32_t>& pass = {});
 
+// Where a rerun of the same comparison, to the same precision, reads its
+// point (95%): the this-trace interval's half-widths on the log scale times
+// sqrt(2), as the difference of two independent estimates of equal precision
+// spreads sqrt(2) times as wide as one. The verdict keeps the narrower
+// interval ("is there a difference on this trace"); this one answers "what
+// will the next run say". value is the point; noise: it includes 1.0.
+Speedup rerun_interval(const Speedup& this_trace);
+
 // The 97.5% quantile of Student's t with `df` degrees of freedom (infinite for 0).
 double student_t_975(std::size_t df);
 

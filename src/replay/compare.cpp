@@ -674,7 +674,7 @@ void compute_rows(CompareRun& run) {
     row.outcome_costs = lockstep ? outcome_costs(paired.latency_us, paired.outcome) : outcome_costs(row.last.outcomes);
     result.verify_mismatches += row.last.verify.mismatches;
     if (c == 0) {
-      row.mean_speedup = row.wall_speedup = row.traffic_speedup = row.cpu_speedup = Speedup{};
+      row.mean_speedup = row.wall_speedup = row.traffic_speedup = row.cpu_speedup = row.rerun_speedup = Speedup{};
       continue;
     }
     // Mean latency. Lockstep: paired over (repeat, request), the same indices
@@ -682,6 +682,7 @@ void compute_rows(CompareRun& run) {
     // bootstrap over the pooled requests of all repeats.
     if (lockstep) {
       row.mean_speedup = run.latency_speedup(c, run.pace, &row.interval_facts);
+      row.rerun_speedup = rerun_interval(row.mean_speedup);
       row.traffic_speedup = paired_bootstrap_speedup(run.base_latency(), paired.latency_us, 2000, run.pace);
       row.cpu_speedup = run.speedup(c, run.configs[0].paired.cpu_us, paired.cpu_us, {});
     } else {

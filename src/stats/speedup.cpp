@@ -22,6 +22,15 @@ double mean_of(const std::vector<double>& v) {
 
 }  // namespace
 
+Speedup rerun_interval(const Speedup& s) {
+  Speedup r = s;
+  if (!(s.value > 0) || !(s.low > 0) || !(s.high > 0)) return r;
+  r.low = s.value * std::pow(s.low / s.value, std::sqrt(2.0));
+  r.high = s.value * std::pow(s.high / s.value, std::sqrt(2.0));
+  r.noise = r.low <= 1.0 && 1.0 <= r.high;
+  return r;
+}
+
 Speedup bootstrap_speedup(const std::vector<double>& base, const std::vector<double>& other, int resamples) {
   Speedup s;
   const double mb = mean_of(base), mo = mean_of(other);

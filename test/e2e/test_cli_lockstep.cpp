@@ -125,7 +125,12 @@ TEST_SUITE("e2e lockstep") {
         CHECK(json_number(row[key]["value"]) <= json_number(row[key]["high"]));
       }
       CHECK(json_number(row["interval_classes"]["classes"]) >= 10);
+      // Where a rerun reads: around the point and at least as wide as the verdict's interval.
+      CHECK(json_number(row["rerun"]["low"]) > 0);
+      CHECK(json_number(row["rerun"]["low"]) <= s.low);
+      CHECK(json_number(row["rerun"]["high"]) >= s.high);
     }
+    CHECK(r.out.find("a rerun to this precision reads (95%): l1 ") != std::string::npos);
     CHECK(std::string_view(rows.at(1)["verdict"].get_string()) != "slower");
     CHECK(json_number(rows.at(1)["cpu_speedup"]["value"]) > 1.5);  // hits skip the forward pass
     simdjson::dom::element costs = rows.at(1)["outcome_costs"];
@@ -145,6 +150,7 @@ TEST_SUITE("e2e lockstep") {
     const std::string csv = slurp(out.path() / "c" / "compare.csv");
     CHECK(csv.find(",mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us,verdict,traffic_speedup,") != std::string::npos);
     CHECK(csv.find(",lockstep,") != std::string::npos);
+    CHECK(csv.find(",model,profile,rerun_low,rerun_high\n") != std::string::npos);
   }
 
   TEST_CASE("compare in lockstep with a cached baseline: no pace, the plain paired interval") {

@@ -147,21 +147,21 @@ TEST_SUITE("compare report") {
           "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
           "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
           "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us,verdict,traffic_speedup,traffic_speedup_low,"
-          "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high,model,profile");
+          "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high,model,profile,rerun_low,rerun_high");
     CHECK(lines[1] ==
           "none,2,45100.000,40590.000,90200.000,22.173,45.100000,1.0000,1.0000,1.0000,1.0000,1.0000,1.0000,false,,,,,,,"
-          "0,sequential,,,,,baseline,1.0000,1.0000,1.0000,,,,/models/resnet18.pt,");
+          "0,sequential,,,,,baseline,1.0000,1.0000,1.0000,,,,/models/resnet18.pt,,,");
     CHECK(lines[2] ==
           "l1,2,8530.000,1.200,47000.000,117.200,9.000000,5.2900,5.0100,5.6000,5.1000,4.9000,5.3000,false,0.812000,,,"
-          "3355443,,,0,sequential,,,,,faster,1.0000,1.0000,1.0000,,,,/models/resnet18.pt,");
+          "3355443,,,0,sequential,,,,,faster,1.0000,1.0000,1.0000,,,,/models/resnet18.pt,,,");  // sequential: no rerun
     // A name with a comma is quoted; the degraded L2's errors are counted.
     CHECK(lines[3].rfind("\"l1,l2\",2,", 0) == 0);
     CHECK(lines[3].find(",false,0.812000,0.000000,,3355443,0,,12") != std::string::npos);
     CHECK(lines[4].find(",true,,,,,,,0") != std::string::npos);
     CHECK(lines[4].find(",no measurable difference,") != std::string::npos);  // its interval includes 1.0
-    // Every line has the header's 35 columns (the quoted comma excepted).
+    // Every line has the header's 37 columns (the quoted comma excepted).
     for (std::size_t i = 0; i < lines.size(); ++i)
-      CHECK(count_of(lines[i], ",") == (i == 3 ? 35u : 34u));
+      CHECK(count_of(lines[i], ",") == (i == 3 ? 37u : 36u));
   }
 
   TEST_CASE("compare --gate rows: the change in percent with its interval, the limit, the verdict, the exit code") {
@@ -566,6 +566,33 @@ TEST_SUITE("the this-trace interval") {
     CHECK(s.low == doctest::Approx(0.9274).epsilon(0.001));
     CHECK(s.high == doctest::Approx(1.0783).epsilon(0.001));
     CHECK(s.noise);
+  }
+
+  TEST_CASE("a rerun's interval: the this-trace half-widths on the log scale times sqrt(2), with a known answer") {
+    // 2.00 [1.80, 2.50]: log half-widths ln(1.8/2) = -0.10536 and ln(2.5/2)
+    // = 0.22314; times 1.41421: -0.14900 and 0.31557, so [1.7226, 2.7421].
+    Speedup s;
+    s.value = 2.0;
+    s.low = 1.8;
+    s.high = 2.5;
+    const Speedup r = rerun_interval(s);
+    CHECK(r.value == doctest::Approx(2.0));
+    CHECK(r.low == doctest::Approx(1.7226).epsilon(0.0005));
+    CHECK(r.high == doctest::Approx(2.7421).epsilon(0.0005));
+    CHECK_FALSE(r.noise);
+    // Wider than the verdict's interval, so 1.0 can fall inside it alone: 1.10 [1.02, 1.19].
+    s.value = 1.10;
+    s.low = 1.02;
+    s.high = 1.19;
+    const Speedup near = rerun_interval(s);
+    CHECK(near.low < 1.0);  // 1.1 x (1.02/1.1)^1.414 = 0.9915
+    CHECK(near.noise);
+    // A point without an interval stays a point; a ratio that could not be formed is left alone.
+    s.low = s.high = s.value;
+    CHECK(rerun_interval(s).low == doctest::Approx(1.10));
+    CHECK(rerun_interval(s).high == doctest::Approx(1.10));
+    s.low = 0;
+    CHECK(rerun_interval(s).low == 0);
   }
 
   TEST_CASE("singletons dominate: their noise comes from the pooled within-class spread, with a known answer") {

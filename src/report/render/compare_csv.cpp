@@ -26,7 +26,7 @@ std::string render_compare_csv(const CompareResult& r) {
       "config,repeats,mean_us,p50_us,p99_us,rps,wall_s,speedup,speedup_low,speedup_high,wall_speedup,"
       "wall_speedup_low,wall_speedup_high,noise,l1_hit_ratio,l2_hit_ratio,l3_hit_ratio,l1_bytes,l2_bytes,l3_bytes,"
       "errors,mode,l1_hit_us,l2_hit_us,l3_hit_us,miss_us,verdict,traffic_speedup,traffic_speedup_low,"
-      "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high,model,profile\n"));
+      "traffic_speedup_high,cpu_speedup,cpu_speedup_low,cpu_speedup_high,model,profile,rerun_low,rerun_high\n"));
   auto it = std::back_inserter(out);
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const CompareRow& row = r.rows[i];
@@ -84,6 +84,12 @@ std::string render_compare_csv(const CompareResult& r) {
     append_csv_field(out, row.last.info.model_path);
     out.push_back(',');
     append_csv_field(out, row.last.info.profile_name);
+    if (r.mode == CompareMode::lockstep && i > 0) {  // where a rerun to the same precision reads
+      csv_number(out, row.rerun_speedup.low, 4);
+      csv_number(out, row.rerun_speedup.high, 4);
+    } else {
+      out.append(std::string_view(",,"));
+    }
     out.push_back('\n');
   }
   return fmt::to_string(out);

@@ -85,6 +85,20 @@ std::string share_of(std::uint64_t part, std::uint64_t whole) {
   return fmt::format("{:.1f}%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
 }
 
+// Lockstep: where a rerun to the same precision reads each speedup, beside
+// the verdict's narrower interval (a confidence interval covers the truth,
+// not another run's point).
+std::string rerun_line(const CompareResult& r) {
+  if (r.mode != CompareMode::lockstep) return {};
+  std::string cells;
+  for (std::size_t i = 1; i < r.rows.size(); ++i) {
+    const Speedup& s = r.rows[i].rerun_speedup;
+    if (!(std::isfinite(s.low) && std::isfinite(s.high) && s.low < s.high)) continue;
+    cells += fmt::format("{}{} {:.2f}\u2013{:.2f}\u00d7", cells.empty() ? "" : ", ", r.rows[i].name, s.low, s.high);
+  }
+  return cells.empty() ? std::string() : "\na rerun to this precision reads (95%): " + cells;
+}
+
 }  // namespace
 
 const CacheTierReport* find_tier(const CompareRow& row, std::string_view tier) {
@@ -107,6 +121,7 @@ std::string interval_line(const CompareResult& r) {
     out += fmt::format("\nprecision ±{:g}%: {} after {} pass{} (widest ±{:.1f}%: {})", *r.precision_pct,
                        r.precision_reached ? "reached" : "NOT reached (--max-time or 100 passes)", r.repeat,
                        r.repeat == 1 ? "" : "es", 100 * r.widest_half_width, r.widest_config);
+  out += rerun_line(r);
   if (!r.traffic_interval.empty())
     out += fmt::format("\n{}: {}", r.show_traffic ? "traffic column" : "also in compare.json (--intervals both)",
                        r.traffic_interval);
