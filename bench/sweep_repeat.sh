@@ -59,7 +59,8 @@ steps = sum(len(c["steps"]) for c in r["configurations"])
 def model(c):
     m = c.get("queueing_model")
     if not m: return ""
-    return f', model {m.get("capacity_rps", 0):.1f}{"+" if m["capacity_at_least"] else ""}'
+    rng = f' [{m["capacity_low_rps"]:.1f}, {m["capacity_high_rps"]:.1f}] at pace {m["pace_min"]:.2f}-{m["pace_max"]:.2f}' if "pace_min" in m else ""
+    return f', model {m.get("capacity_rps", 0):.1f}{"+" if m["capacity_at_least"] else ""}{rng}'
 caps = "  ".join(f'{c["name"]} {c.get("capacity_rps", 0):.1f}{"+" if c["capacity_at_least"] else ""}{model(c)} ({len(c["steps"])} steps, '
                  f'most served {max(s["achieved_rps"] for s in c["steps"]):.1f}/s)'
                  for c in r["configurations"])
@@ -82,6 +83,12 @@ for i, c in enumerate(docs[0]["configurations"]):
     models = [doc["configurations"][i].get("queueing_model", {}).get("capacity_rps", 0) for doc in docs]
     if any(models):
         line += f'; queueing model {min(models):.1f}..{max(models):.1f} req/s, max/min {spread(models):.3f}'
+        # Each sweep's model capacity inside another sweep's range over its steps' pace.
+        qm = [doc["configurations"][i].get("queueing_model", {}) for doc in docs]
+        if all("capacity_low_rps" in q for q in qm):
+            held = sum(1 for a in range(runs) for b in range(runs) if a != b and
+                       qm[b]["capacity_low_rps"] <= models[a] <= qm[b]["capacity_high_rps"])
+            line += f'; inside the others\' pace ranges {held}/{runs * (runs - 1)}'
     print(line)
 PY
   stop_load

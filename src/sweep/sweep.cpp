@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <numeric>
 #include <optional>
 
 #include "base/atomic_file.hpp"
@@ -298,9 +300,31 @@ void SweepServiceTimes::add(const std::vector<QueueSample>& samples, double load
   top_load = std::max(top_load, load);
 }
 
+namespace {
+
+// The load (in units of the trace's arrivals) where the model's p99 meets
+// `slo_us`, searched up to `high`: 0 when not even a light load meets it,
+// `high` (and at_edge) when it still does there.
+double model_capacity_load(const std::function<double(double)>& p99_at, double slo_us, double low, double high,
+                           bool& at_edge) {
+  at_edge = false;
+  if (p99_at(low) > slo_us) return 0;
+  at_edge = p99_at(high) <= slo_us;
+  if (at_edge) return high;
+  // The p99 of a FIFO queue rises with the load (shorter gaps, the same services): bisection.
+  for (int round = 0; round < 40; ++round) {
+    const double mid = (low + high) / 2;
+    (p99_at(mid) <= slo_us ? low : high) = mid;
+  }
+  return low;
+}
+
+}  // namespace
+
 void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) {
   curve.modelled = curve.model_capacity_found = curve.model_capacity_at_edge = false;
-  curve.model_capacity_rps = 0;
+  curve.model_capacity_rps = curve.model_capacity_low_rps = curve.model_capacity_high_rps = 0;
+  curve.model_pace_min = curve.model_pace_max = 1;
   for (SweepStep& s : curve.steps)
     s.model_p99_us = 0;
   if (in.service_us.empty() || slo_ms <= 0 || curve.max_batch > 1 || curve.steps.empty()) return;
@@ -313,31 +337,44 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
     const std::size_t m = each.size() / 2;
     service[k] = each.size() % 2 ? each[m] : (each[m - 1] + each[m]) / 2;
   }
-  std::vector<double> arrivals(n), measured;
+  // Each step's pace: its total service over the medians' (1.2: the machine
+  // ran 20% slower in that step). The same requests at its slowest and
+  // fastest step's pace bound what the machine's drift alone does to the
+  // capacity.
+  const double typical = std::accumulate(service.begin(), service.end(), 0.0);
+  if (typical > 0)
+    for (std::size_t s = 0; s < in.service_us.size(); ++s) {
+      const double pace = std::accumulate(in.service_us[s].begin(), in.service_us[s].end(), 0.0) / typical;
+      curve.model_pace_min = s ? std::min(curve.model_pace_min, pace) : pace;
+      curve.model_pace_max = s ? std::max(curve.model_pace_max, pace) : pace;
+    }
+  std::vector<double> arrivals(n), measured, latency;
+  // At pace p, services p times as long queue as the same services at
+  // arrivals p times as close, with latencies p times as long.
+  double scale = 1;  // the service times' pace
   const auto p99_at = [&](double load) {
     for (std::size_t k = 0; k < n; ++k)
-      arrivals[k] = in.unit_arrivals_us[k] / load;
-    const std::vector<double> latency = fifo_latencies_us(arrivals, service, curve.workers);
+      arrivals[k] = in.unit_arrivals_us[k] / (load * scale);
+    latency = fifo_latencies_us(arrivals, service, curve.workers);
     measured.clear();
     for (std::size_t k = 0; k < n; ++k)
-      if (in.measured[k]) measured.push_back(latency[k]);
+      if (in.measured[k]) measured.push_back(latency[k] * scale);
     return nearest_rank_quantile(measured, 0.99);
   };
   for (SweepStep& s : curve.steps)
     s.model_p99_us = p99_at(s.load);
   curve.modelled = true;
-  const double slo_us = slo_ms * 1000;
-  double low = curve.steps.front().load / 16, high = 1.25 * in.top_load;
-  curve.model_capacity_found = p99_at(low) <= slo_us;
-  if (!curve.model_capacity_found) return;
-  curve.model_capacity_at_edge = p99_at(high) <= slo_us;
-  if (!curve.model_capacity_at_edge)
-    // The p99 of a FIFO queue rises with the load (shorter gaps, the same services): bisection.
-    for (int round = 0; round < 40; ++round) {
-      const double mid = (low + high) / 2;
-      (p99_at(mid) <= slo_us ? low : high) = mid;
-    }
-  curve.model_capacity_rps = in.offered_per_load * (curve.model_capacity_at_edge ? high : low);
+  const double slo_us = slo_ms * 1000, low = curve.steps.front().load / 16, high = 1.25 * in.top_load;
+  const double load = model_capacity_load(p99_at, slo_us, low, high, curve.model_capacity_at_edge);
+  curve.model_capacity_found = load > 0;
+  curve.model_capacity_rps = in.offered_per_load * load;
+  bool edge = false;
+  for (const double pace : {curve.model_pace_max, curve.model_pace_min}) {
+    scale = pace;
+    const double at = model_capacity_load(p99_at, slo_us, low, high, edge);
+    (pace == curve.model_pace_max ? curve.model_capacity_low_rps : curve.model_capacity_high_rps) =
+        in.offered_per_load * at;
+  }
 }
 
 double bisection_load(const SweepCurve& curve) {

@@ -147,6 +147,31 @@ TEST_SUITE("sweep") {
     CHECK(nearest_rank_quantile(v, 0.5) == 50);
   }
 
+  TEST_CASE("queueing model at the steps' slowest and fastest pace, by hand") {
+    // 100 requests 10 ms apart at unit load, one worker; the steps served
+    // each in 5, 4 and 5.5 ms: medians 5, paces 0.8 to 1.1. With service S
+    // the 99th value (k = 98) is S + 98 (S - 10/x) = 6 ms at x = 10 / (S - (6 - S) / 98):
+    // 200.41 req/s at 5 ms, 251.28 at 4, 181.99 at 5.5.
+    SweepServiceTimes in;
+    std::vector<QueueSample> samples(100);
+    for (double load : {1.0, 2.0, 3.0}) {
+      const double service = load == 1 ? 5'000 : load == 2 ? 4'000 : 5'500;
+      for (std::size_t k = 0; k < samples.size(); ++k)
+        samples[k] = QueueSample{10'000.0 * static_cast<double>(k) / load, service, true};
+      in.add(samples, load, 100 * load);
+    }
+    SweepCurve curve;
+    curve.steps = {step(100, 5, 100), step(200, 5, 200), step(260, 90, 300)};
+    curve.steps[0].load = 1, curve.steps[1].load = 2, curve.steps[2].load = 3;
+    model_curve(6, in, curve);
+    REQUIRE(curve.modelled);
+    CHECK(curve.model_pace_min == doctest::Approx(0.8));
+    CHECK(curve.model_pace_max == doctest::Approx(1.1));
+    CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (5 - 1.0 / 98)).epsilon(1e-6));
+    CHECK(curve.model_capacity_high_rps == doctest::Approx(100 * 10 / (4 - 2.0 / 98)).epsilon(1e-6));
+    CHECK(curve.model_capacity_low_rps == doctest::Approx(100 * 10 / (5.5 - 0.5 / 98)).epsilon(1e-6));
+  }
+
   TEST_CASE("queueing model: the capacity where a known queue's p99 meets the objective") {
     // 100 requests 10 ms apart at unit load (100 req/s), 5 ms of service each, one worker.
     // Up to load 2 nobody waits (p99 5 ms); past it request k waits k (5 - 10/x) ms, so
@@ -184,6 +209,12 @@ TEST_SUITE("sweep") {
     SweepCurve tight = curve;
     model_curve(4, in, tight);
     CHECK_FALSE(tight.model_capacity_found);
+    // The steps' pace: 5, 7 and 5 ms against medians of 5: 1.0 to 1.4. At 1.4
+    // every service is 7 ms, past the 6 ms objective: not met there.
+    CHECK(curve.model_pace_min == doctest::Approx(1.0));
+    CHECK(curve.model_pace_max == doctest::Approx(1.4));
+    CHECK(curve.model_capacity_high_rps == doctest::Approx(curve.model_capacity_rps));
+    CHECK(curve.model_capacity_low_rps == 0);
     // Batched curves and sweeps without an objective have no model.
     SweepCurve batched = curve;
     batched.max_batch = 8;

@@ -83,6 +83,11 @@ std::string render_sweep_json(const SweepResult& r) {
       w.field("capacity_found", c.model_capacity_found);
       if (c.model_capacity_found) w.field_number("capacity_rps", c.model_capacity_rps, 3);
       w.field("capacity_at_least", c.model_capacity_at_edge);
+      // The same at the slowest and fastest pace the steps ran at (0: not met there).
+      w.field_number("pace_min", c.model_pace_min, 4);
+      w.field_number("pace_max", c.model_pace_max, 4);
+      w.field_number("capacity_low_rps", c.model_capacity_low_rps, 3);
+      w.field_number("capacity_high_rps", c.model_capacity_high_rps, 3);
       w.end_object();
     }
     if (c.knee >= 0) w.field_number("knee_load", c.steps[static_cast<std::size_t>(c.knee)].load);

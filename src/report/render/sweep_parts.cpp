@@ -24,6 +24,15 @@ std::string tiers_text(const SweepCurve& c) {
   return out.empty() ? "no cache" : out;
 }
 
+// " (139.0–171.2 at its steps' slowest and fastest pace, 0.93–1.08×)": how
+// far the machine's drift over the sweep moves the model's capacity.
+std::string pace_range_text(const SweepCurve& c) {
+  if (!(c.model_pace_min < c.model_pace_max)) return {};
+  const auto cap = [](double rps) { return rps > 0 ? grouped_fixed(rps, 1) : std::string("not met"); };
+  return fmt::format(" ({}\u2013{} at its steps' slowest and fastest pace, {:.2f}\u2013{:.2f}\u00d7)",
+                     cap(c.model_capacity_low_rps), cap(c.model_capacity_high_rps), c.model_pace_min, c.model_pace_max);
+}
+
 }  // namespace
 
 std::string load_label(const SweepResult& r, double load) {
@@ -96,8 +105,8 @@ std::vector<std::string> capacity_lines(const SweepResult& r) {
     if (c.modelled)
       line += !c.model_capacity_found
                   ? "; queueing model: not met even at light load"
-                  : fmt::format("; queueing model: {}{} req/s", c.model_capacity_at_edge ? "at least " : "",
-                                grouped_fixed(c.model_capacity_rps, 1));
+                  : fmt::format("; queueing model: {}{} req/s{}", c.model_capacity_at_edge ? "at least " : "",
+                                grouped_fixed(c.model_capacity_rps, 1), pace_range_text(c));
     line += c.stopped.empty() ? "; every step ran" : "; stopped: " + c.stopped;
     out.push_back(line);
   }
