@@ -52,7 +52,7 @@ struct CompareRow {
   // request bootstrap (cpu_speedup a point value).
   Speedup traffic_speedup;
   Speedup cpu_speedup;
-  Speedup rerun_speedup;             // lockstep: where a rerun to the same precision reads (rerun_interval)
+  Speedup rerun_speedup;             // lockstep: where a rerun of this compare reads (rerun_interval)
   TraceIntervalInfo interval_facts;  // lockstep: how mean_speedup grouped the requests
   bool outliers_dominate = false;    // the slowest 1% of requests hold over half the time
   // What a request costs by what served it: l1_hit, l2_hit, l3_hit, miss

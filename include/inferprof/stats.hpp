@@ -86,13 +86,16 @@ Speedup this_trace_speedup(const std::vector<double>& base, const std::vector<do
                            const std::vector<double>& pace = {}, TraceIntervalInfo* info = nullptr,
                            const std::vector<std::uint32_t>& pass = {});
 
-// Where a rerun of the same comparison, to the same precision, reads its
-// point (95%): the this-trace interval's half-widths on the log scale times
-// sqrt(2), as the difference of two independent estimates of equal precision
-// spreads sqrt(2) times as wide as one. The verdict keeps the narrower
-// interval ("is there a difference on this trace"); this one answers "what
-// will the next run say". value is the point; noise: it includes 1.0.
-Speedup rerun_interval(const Speedup& this_trace);
+// Where a rerun of the same comparison reads its point (95%): the difference
+// of two independent estimates has the root sum of squares of their errors,
+// so each half-width on the log scale is sqrt(h^2 + r^2), h this interval's
+// and r the rerun's. A rerun with the same passes has r = h (sqrt(2) h). A
+// rerun under --precision P stops once its half-width is within P, however
+// narrow this one came out: r = max(h, -ln(1 - P/100)). The verdict keeps
+// the narrower interval ("is there a difference on this trace"); this one
+// answers "what will the next run say". value is the point; noise: it
+// includes 1.0.
+Speedup rerun_interval(const Speedup& this_trace, double precision_pct = 0);
 
 // The 97.5% quantile of Student's t with `df` degrees of freedom (infinite for 0).
 double student_t_975(std::size_t df);

@@ -72,12 +72,13 @@ struct SweepCurve {
   double model_capacity_rps = 0;
   bool model_capacity_found = false;    // false: not even a light load met the objective
   bool model_capacity_at_edge = false;  // still met at 1.25× the heaviest step: at least this
-  // The machine's pace over the curve's steps (a step's total service over
-  // the medians'; 1.2: 20% slower) and the model's capacity with every
-  // service time at the slowest (low) and fastest (high) of them: how far
-  // the machine's drift alone moves the capacity. 0: not met at that pace.
+  // The service pace over the curve's steps (a step's total service over
+  // the medians'; 1.2: 20% slower: the machine's drift, the load's
+  // contention) and the model's capacity with every service time at the
+  // slowest (low) and fastest (high) of them. 0: not met at that pace.
   double model_pace_min = 1, model_pace_max = 1;
   double model_capacity_low_rps = 0, model_capacity_high_rps = 0;
+  bool model_capacity_low_at_edge = false, model_capacity_high_at_edge = false;  // at least these
 };
 
 struct SweepResult {

@@ -682,7 +682,7 @@ void compute_rows(CompareRun& run) {
     // bootstrap over the pooled requests of all repeats.
     if (lockstep) {
       row.mean_speedup = run.latency_speedup(c, run.pace, &row.interval_facts);
-      row.rerun_speedup = rerun_interval(row.mean_speedup);
+      row.rerun_speedup = rerun_interval(row.mean_speedup, run.config.precision_pct.value_or(0));
       row.traffic_speedup = paired_bootstrap_speedup(run.base_latency(), paired.latency_us, 2000, run.pace);
       row.cpu_speedup = run.speedup(c, run.configs[0].paired.cpu_us, paired.cpu_us, {});
     } else {

@@ -22,11 +22,13 @@ double mean_of(const std::vector<double>& v) {
 
 }  // namespace
 
-Speedup rerun_interval(const Speedup& s) {
+Speedup rerun_interval(const Speedup& s, double precision_pct) {
   Speedup r = s;
   if (!(s.value > 0) || !(s.low > 0) || !(s.high > 0)) return r;
-  r.low = s.value * std::pow(s.low / s.value, std::sqrt(2.0));
-  r.high = s.value * std::pow(s.high / s.value, std::sqrt(2.0));
+  const double target = precision_pct > 0 && precision_pct < 100 ? -std::log1p(-precision_pct / 100) : 0;
+  const auto widen = [target](double h) { return std::hypot(h, std::max(h, target)); };
+  r.low = s.value * std::exp(-widen(std::log(s.value / s.low)));
+  r.high = s.value * std::exp(widen(std::log(s.high / s.value)));
   r.noise = r.low <= 1.0 && 1.0 <= r.high;
   return r;
 }

@@ -325,6 +325,7 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
   curve.modelled = curve.model_capacity_found = curve.model_capacity_at_edge = false;
   curve.model_capacity_rps = curve.model_capacity_low_rps = curve.model_capacity_high_rps = 0;
   curve.model_pace_min = curve.model_pace_max = 1;
+  curve.model_capacity_low_at_edge = curve.model_capacity_high_at_edge = false;
   for (SweepStep& s : curve.steps)
     s.model_p99_us = 0;
   if (in.service_us.empty() || slo_ms <= 0 || curve.max_batch > 1 || curve.steps.empty()) return;
@@ -337,10 +338,10 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
     const std::size_t m = each.size() / 2;
     service[k] = each.size() % 2 ? each[m] : (each[m - 1] + each[m]) / 2;
   }
-  // Each step's pace: its total service over the medians' (1.2: the machine
-  // ran 20% slower in that step). The same requests at its slowest and
-  // fastest step's pace bound what the machine's drift alone does to the
-  // capacity.
+  // Each step's pace: its total service over the medians' (1.2: its requests
+  // took 20% longer, through the machine's drift or the load's contention).
+  // The same requests at the slowest and fastest step's pace bound how much
+  // the capacity depends on which service times hold near it.
   const double typical = std::accumulate(service.begin(), service.end(), 0.0);
   if (typical > 0)
     for (std::size_t s = 0; s < in.service_us.size(); ++s) {
@@ -368,13 +369,12 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
   const double load = model_capacity_load(p99_at, slo_us, low, high, curve.model_capacity_at_edge);
   curve.model_capacity_found = load > 0;
   curve.model_capacity_rps = in.offered_per_load * load;
-  bool edge = false;
-  for (const double pace : {curve.model_pace_max, curve.model_pace_min}) {
-    scale = pace;
-    const double at = model_capacity_load(p99_at, slo_us, low, high, edge);
-    (pace == curve.model_pace_max ? curve.model_capacity_low_rps : curve.model_capacity_high_rps) =
-        in.offered_per_load * at;
-  }
+  scale = curve.model_pace_max;
+  curve.model_capacity_low_rps =
+      in.offered_per_load * model_capacity_load(p99_at, slo_us, low, high, curve.model_capacity_low_at_edge);
+  scale = curve.model_pace_min;
+  curve.model_capacity_high_rps =
+      in.offered_per_load * model_capacity_load(p99_at, slo_us, low, high, curve.model_capacity_high_at_edge);
 }
 
 double bisection_load(const SweepCurve& curve) {

@@ -130,7 +130,7 @@ TEST_SUITE("e2e lockstep") {
       CHECK(json_number(row["rerun"]["low"]) <= s.low);
       CHECK(json_number(row["rerun"]["high"]) >= s.high);
     }
-    CHECK(r.out.find("a rerun to this precision reads (95%): l1 ") != std::string::npos);
+    CHECK(r.out.find("a rerun with as many passes reads (95%): l1 ") != std::string::npos);
     CHECK(std::string_view(rows.at(1)["verdict"].get_string()) != "slower");
     CHECK(json_number(rows.at(1)["cpu_speedup"]["value"]) > 1.5);  // hits skip the forward pass
     simdjson::dom::element costs = rows.at(1)["outcome_costs"];
@@ -227,6 +227,10 @@ TEST_SUITE("e2e lockstep") {
     CHECK(json_number(doc["precision"]["widest_half_width_pct"]) <= 50);
     CHECK(std::string_view(doc["precision"]["widest"].get_string()) == "l1");
     CHECK(json_number(doc["paired_requests"]) == 30 * json_number(doc["precision"]["passes"]));
+    // A rerun stops within ±50% too, however narrow this run came out: its interval reaches at least that far.
+    const double point = json_number(doc["configurations"].at(1)["speedup"]["value"]);
+    CHECK(json_number(doc["configurations"].at(1)["rerun"]["low"]) <= point * 0.5 + 1e-9);
+    CHECK(json_number(doc["configurations"].at(1)["rerun"]["high"]) >= point / 0.5 - 1e-9);
     // A target no machine reaches, stopped by --max-time after the pass under way: not reached, said so.
     auto tight = precise({"--precision", "0.001", "--max-time", "0.5"});
     REQUIRE_MESSAGE(tight.code == 0, tight.err);
@@ -239,6 +243,7 @@ TEST_SUITE("e2e lockstep") {
                           "--precision", "0.001", "--max-time", "0.5", "--no-progress"});
     REQUIRE_MESSAGE(table.code == 0, table.err);
     CHECK(table.out.find("precision ±0.001%: NOT reached") != std::string::npos);
+    CHECK(table.out.find("a rerun to ±0.001% reads (95%): l1 ") != std::string::npos);
     // Out of range, or without lockstep: one line, exit 2.
     auto zero = precise({"--precision", "0"});
     CHECK(zero.code == 2);

@@ -568,7 +568,7 @@ TEST_SUITE("the this-trace interval") {
     CHECK(s.noise);
   }
 
-  TEST_CASE("a rerun's interval: the this-trace half-widths on the log scale times sqrt(2), with a known answer") {
+  TEST_CASE("a rerun's interval: the errors of both runs on the log scale, with known answers") {
     // 2.00 [1.80, 2.50]: log half-widths ln(1.8/2) = -0.10536 and ln(2.5/2)
     // = 0.22314; times 1.41421: -0.14900 and 0.31557, so [1.7226, 2.7421].
     Speedup s;
@@ -587,6 +587,22 @@ TEST_SUITE("the this-trace interval") {
     const Speedup near = rerun_interval(s);
     CHECK(near.low < 1.0);  // 1.1 x (1.02/1.1)^1.414 = 0.9915
     CHECK(near.noise);
+    // Under --precision 3 a rerun stops at up to +-3% however narrow this run
+    // came out: 1.00 [0.99, 1.01] has log half-widths 0.010050 and 0.009950
+    // against -ln(0.97) = 0.030459; hypot: 0.032074 and 0.032043, so [0.96844, 1.03256].
+    s.value = 1.0;
+    s.low = 0.99;
+    s.high = 1.01;
+    const Speedup narrow = rerun_interval(s, 3);
+    CHECK(narrow.low == doctest::Approx(0.96844).epsilon(0.0001));
+    CHECK(narrow.high == doctest::Approx(1.03256).epsilon(0.0001));
+    // Wider than the target already (a run that did not reach it): sqrt(2) as without one.
+    s.value = 2.0;
+    s.low = 1.8;
+    s.high = 2.5;
+    CHECK(rerun_interval(s, 3).low == doctest::Approx(1.7226).epsilon(0.0005));
+    CHECK(rerun_interval(s, 3).high == doctest::Approx(2.7421).epsilon(0.0005));
+    s.value = 1.10;
     // A point without an interval stays a point; a ratio that could not be formed is left alone.
     s.low = s.high = s.value;
     CHECK(rerun_interval(s).low == doctest::Approx(1.10));

@@ -170,6 +170,21 @@ TEST_SUITE("sweep") {
     CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (5 - 1.0 / 98)).epsilon(1e-6));
     CHECK(curve.model_capacity_high_rps == doctest::Approx(100 * 10 / (4 - 2.0 / 98)).epsilon(1e-6));
     CHECK(curve.model_capacity_low_rps == doctest::Approx(100 * 10 / (5.5 - 0.5 / 98)).epsilon(1e-6));
+    CHECK_FALSE(curve.model_capacity_low_at_edge);
+    CHECK_FALSE(curve.model_capacity_high_at_edge);
+    // One step: one pace, and the range is the capacity itself at both ends.
+    SweepServiceTimes one;
+    for (std::size_t k = 0; k < samples.size(); ++k)
+      samples[k] = QueueSample{10'000.0 * static_cast<double>(k), 5'000, true};
+    one.add(samples, 1.0, 100);
+    SweepCurve single;
+    single.steps = {step(100, 5, 100)};
+    single.steps[0].load = 1;
+    model_curve(6, one, single);
+    CHECK(single.model_pace_min == doctest::Approx(1.0));
+    CHECK(single.model_pace_max == doctest::Approx(1.0));
+    CHECK(single.model_capacity_low_rps == doctest::Approx(single.model_capacity_rps));
+    CHECK(single.model_capacity_high_rps == doctest::Approx(single.model_capacity_rps));
   }
 
   TEST_CASE("queueing model: the capacity where a known queue's p99 meets the objective") {

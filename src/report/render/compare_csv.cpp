@@ -84,7 +84,7 @@ std::string render_compare_csv(const CompareResult& r) {
     append_csv_field(out, row.last.info.model_path);
     out.push_back(',');
     append_csv_field(out, row.last.info.profile_name);
-    if (r.mode == CompareMode::lockstep && i > 0) {  // where a rerun to the same precision reads
+    if (r.mode == CompareMode::lockstep && i > 0) {  // where a rerun of this compare reads
       csv_number(out, row.rerun_speedup.low, 4);
       csv_number(out, row.rerun_speedup.high, 4);
     } else {

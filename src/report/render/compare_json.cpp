@@ -34,7 +34,7 @@ void json_speedups(JsonWriter& w, const CompareResult& r, std::size_t i) {
     w.field("between_passes", row.interval_facts.between_passes);
     w.field("pass_processes", std::string(enum_name(r.pass_process)));
     w.end_object();
-    w.key("rerun").begin_object();  // where a rerun to the same precision reads (95%)
+    w.key("rerun").begin_object();  // where a rerun of this compare reads (95%)
     w.field_number("low", row.rerun_speedup.low, 4);
     w.field_number("high", row.rerun_speedup.high, 4);
     w.end_object();

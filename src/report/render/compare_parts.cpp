@@ -85,7 +85,7 @@ std::string share_of(std::uint64_t part, std::uint64_t whole) {
   return fmt::format("{:.1f}%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
 }
 
-// Lockstep: where a rerun to the same precision reads each speedup, beside
+// Lockstep: where a rerun of this compare reads each speedup, beside
 // the verdict's narrower interval (a confidence interval covers the truth,
 // not another run's point).
 std::string rerun_line(const CompareResult& r) {
@@ -96,7 +96,10 @@ std::string rerun_line(const CompareResult& r) {
     if (!(std::isfinite(s.low) && std::isfinite(s.high) && s.low < s.high)) continue;
     cells += fmt::format("{}{} {:.2f}\u2013{:.2f}\u00d7", cells.empty() ? "" : ", ", r.rows[i].name, s.low, s.high);
   }
-  return cells.empty() ? std::string() : "\na rerun to this precision reads (95%): " + cells;
+  if (cells.empty()) return {};
+  return (r.precision_pct ? fmt::format("\na rerun to ±{:g}% reads (95%): ", *r.precision_pct)
+                          : std::string("\na rerun with as many passes reads (95%): ")) +
+         cells;
 }
 
 }  // namespace

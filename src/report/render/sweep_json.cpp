@@ -88,6 +88,8 @@ std::string render_sweep_json(const SweepResult& r) {
       w.field_number("pace_max", c.model_pace_max, 4);
       w.field_number("capacity_low_rps", c.model_capacity_low_rps, 3);
       w.field_number("capacity_high_rps", c.model_capacity_high_rps, 3);
+      w.field("capacity_low_at_least", c.model_capacity_low_at_edge);
+      w.field("capacity_high_at_least", c.model_capacity_high_at_edge);
       w.end_object();
     }
     if (c.knee >= 0) w.field_number("knee_load", c.steps[static_cast<std::size_t>(c.knee)].load);

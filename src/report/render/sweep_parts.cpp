@@ -24,13 +24,17 @@ std::string tiers_text(const SweepCurve& c) {
   return out.empty() ? "no cache" : out;
 }
 
-// " (139.0–171.2 at its steps' slowest and fastest pace, 0.93–1.08×)": how
-// far the machine's drift over the sweep moves the model's capacity.
+// " (149.0–202.6 at its steps' slowest and fastest service, 0.98–1.25×)":
+// how far the service times' drift over the steps (the machine's, the
+// load's) moves the model's capacity.
 std::string pace_range_text(const SweepCurve& c) {
   if (!(c.model_pace_min < c.model_pace_max)) return {};
-  const auto cap = [](double rps) { return rps > 0 ? grouped_fixed(rps, 1) : std::string("not met"); };
-  return fmt::format(" ({}\u2013{} at its steps' slowest and fastest pace, {:.2f}\u2013{:.2f}\u00d7)",
-                     cap(c.model_capacity_low_rps), cap(c.model_capacity_high_rps), c.model_pace_min, c.model_pace_max);
+  const auto cap = [](double rps, bool at_least) {
+    return rps > 0 ? (at_least ? "\u2265" : "") + grouped_fixed(rps, 1) : std::string("not met");
+  };
+  return fmt::format(" ({}\u2013{} at its steps' slowest and fastest service, {:.2f}\u2013{:.2f}\u00d7)",
+                     cap(c.model_capacity_low_rps, c.model_capacity_low_at_edge),
+                     cap(c.model_capacity_high_rps, c.model_capacity_high_at_edge), c.model_pace_min, c.model_pace_max);
 }
 
 }  // namespace
