@@ -113,7 +113,7 @@ for phase in phases:
         unpaced = f"{max(u) / min(u):15.3f}" if len(u) == runs else f"{'n/a':>15}"
         # Each run's point estimate inside every other run's interval: pairs that hold, of all ordered pairs.
         held = sum(1 for x in a for y in a if x is not y and y[name]["low"] <= x[name]["value"] <= y[name]["high"])
-        # The same against each run's rerun interval (where a rerun at the same precision reads).
+        # The same against each run's rerun interval (where a rerun of that compare reads).
         rerun = [r[name].get("rerun") or {} for r in a]
         held_rerun = sum(1 for i, x in enumerate(a) for j in range(runs)
                          if i != j and "low" in rerun[j] and rerun[j]["low"] <= x[name]["value"] <= rerun[j]["high"])

@@ -352,29 +352,29 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
   std::vector<double> arrivals(n), measured, latency;
   // At pace p, services p times as long queue as the same services at
   // arrivals p times as close, with latencies p times as long.
-  double scale = 1;  // the service times' pace
-  const auto p99_at = [&](double load) {
+  const auto p99_at_pace = [&](double load, double pace) {
     for (std::size_t k = 0; k < n; ++k)
-      arrivals[k] = in.unit_arrivals_us[k] / (load * scale);
+      arrivals[k] = in.unit_arrivals_us[k] / (load * pace);
     latency = fifo_latencies_us(arrivals, service, curve.workers);
     measured.clear();
     for (std::size_t k = 0; k < n; ++k)
-      if (in.measured[k]) measured.push_back(latency[k] * scale);
+      if (in.measured[k]) measured.push_back(latency[k] * pace);
     return nearest_rank_quantile(measured, 0.99);
   };
+  const auto at_pace = [&](double pace) {
+    return [&p99_at_pace, pace](double load) { return p99_at_pace(load, pace); };
+  };
   for (SweepStep& s : curve.steps)
-    s.model_p99_us = p99_at(s.load);
+    s.model_p99_us = p99_at_pace(s.load, 1);
   curve.modelled = true;
   const double slo_us = slo_ms * 1000, low = curve.steps.front().load / 16, high = 1.25 * in.top_load;
-  const double load = model_capacity_load(p99_at, slo_us, low, high, curve.model_capacity_at_edge);
+  const double load = model_capacity_load(at_pace(1), slo_us, low, high, curve.model_capacity_at_edge);
   curve.model_capacity_found = load > 0;
   curve.model_capacity_rps = in.offered_per_load * load;
-  scale = curve.model_pace_max;
-  curve.model_capacity_low_rps =
-      in.offered_per_load * model_capacity_load(p99_at, slo_us, low, high, curve.model_capacity_low_at_edge);
-  scale = curve.model_pace_min;
-  curve.model_capacity_high_rps =
-      in.offered_per_load * model_capacity_load(p99_at, slo_us, low, high, curve.model_capacity_high_at_edge);
+  curve.model_capacity_low_rps = in.offered_per_load * model_capacity_load(at_pace(curve.model_pace_max), slo_us, low,
+                                                                           high, curve.model_capacity_low_at_edge);
+  curve.model_capacity_high_rps = in.offered_per_load * model_capacity_load(at_pace(curve.model_pace_min), slo_us, low,
+                                                                            high, curve.model_capacity_high_at_edge);
 }
 
 double bisection_load(const SweepCurve& curve) {
