@@ -10,6 +10,8 @@
 #   bench/diff_stability.sh [build/inferprof]
 #   env: TRIES=20 RUNS=3 REQUESTS=60 SHAPE=1,3,32,32 WARMUP=5 CORES=0 BUSY=1
 #        PHASES="alone loaded" WALL_GATES=total.mean=5%,total.p50=5% ALTERNATE=0
+#        BEFORE=old/inferprof (also diff the same runs with an earlier binary's
+#        default gates, for a paired before/after count)
 #
 # Timing lives here, not in ctest: the figures depend on the machine's load.
 set -euo pipefail
@@ -22,6 +24,7 @@ WARMUP=${WARMUP:-5}
 CORES=${CORES:-0}  # one core: a CI runner's share
 WALL_GATES=${WALL_GATES:-total.mean=5%,total.p50=5%}
 ALTERNATE=${ALTERNATE:-0}  # 1: base and new runs alternated (the README's CI recipe), not base first
+BEFORE=${BEFORE:-}
 
 D=$(mktemp -d)
 source "$(dirname "$0")/busy_load.sh"
@@ -79,11 +82,20 @@ for mode in $PHASES; do
     "$B" diff --base "${base[@]}" --new "${new[@]}" --max-regression "$WALL_GATES" --format json >"$D/wall.json" ||
       wcode=$?
     case $code in 0) v=ok ;; 1) v=REGRESSION ;; 4) v=unstable ;; *) echo "diff failed (exit $code)" >&2; exit 3 ;; esac
+    before_note=""
+    if [[ -n $BEFORE ]]; then
+      bcode=0
+      "$BEFORE" diff --base "${base[@]}" --new "${new[@]}" --format json >"$D/before.json" || bcode=$?
+      case $bcode in 0) bv=ok ;; 1) bv=REGRESSION ;; 4) bv=unstable ;; *) echo "diff (BEFORE) failed (exit $bcode)" >&2; exit 3 ;; esac
+      count[before_$bv]=$((${count[before_$bv]:-0} + 1))
+      before_note=" | before: $(describe "$D/before.json" cpu mean)"
+    fi
     case $wcode in 0) w=ok ;; 1) w=REGRESSION ;; 4) w=unstable ;; *) echo "diff failed (exit $wcode)" >&2; exit 3 ;; esac
     count[$v]=$((${count[$v]:-0} + 1))
     count[wall_$w]=$((${count[wall_$w]:-0} + 1))
-    printf '%-5s %2d  default: %-10s cpu.mean %s | wall gates: %-10s wall mean %s | machine %s\n' "$mode" "$t" "$v" \
-      "$(describe "$D/cpu.json" cpu mean)" "$w" "$(describe "$D/wall.json" wall mean)" "$(probe "$D/cpu.json")"
+    printf '%-5s %2d  default: %-10s cpu.mean %s | wall gates: %-10s wall mean %s | machine %s%s\n' "$mode" "$t" "$v" \
+      "$(describe "$D/cpu.json" cpu mean)" "$w" "$(describe "$D/wall.json" wall mean)" "$(probe "$D/cpu.json")" \
+      "$before_note"
   done
   after=$(cut -d' ' -f1-3 /proc/loadavg)
   stop_load
@@ -92,6 +104,8 @@ for mode in $PHASES; do
     "$mode" "$TRIES" "$RUNS" "$RUNS" "$REQUESTS" \
     "${count[REGRESSION]:-0}" "${count[unstable]:-0}" "${count[ok]:-0}" "$WALL_GATES" "${count[wall_REGRESSION]:-0}" \
     "${count[wall_unstable]:-0}" "${count[wall_ok]:-0}" "$before" "$after")")
+  [[ -n $BEFORE ]] && summary+=("$(printf '%-5s  the same runs, %s default gates: %d REGRESSION, %d unstable, %d ok' "$mode" \
+    "$BEFORE" "${count[before_REGRESSION]:-0}" "${count[before_unstable]:-0}" "${count[before_ok]:-0}")")
   unset count
 done
 echo

@@ -45,6 +45,15 @@ struct MetricIntervals {
 MetricIntervals hierarchical_intervals(const std::vector<std::vector<double>>& base_runs,
                                        const std::vector<std::vector<double>>& new_runs, double confidence,
                                        int resamples = 1000);
+// Welch's t-interval over the runs' own figures (each run's mean, p50, p90,
+// p99), the relative change on the log scale; a side with one run takes the
+// other side's variance between runs. A bootstrap over k runs sees (k-1)/k
+// of their variance and reaches normal-like quantiles where t with few
+// degrees of freedom is wider (five runs a side: t with 4 df is 1.6x the
+// bootstrap's reach), so diff widens the bootstrap interval to this one where
+// this is wider. nullopt with one run per side.
+std::optional<MetricIntervals> run_level_intervals(const std::vector<std::vector<double>>& base_runs,
+                                                   const std::vector<std::vector<double>>& new_runs, double confidence);
 // One run per side.
 MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, const std::vector<double>& now,
                                            double confidence, int resamples = 1000);

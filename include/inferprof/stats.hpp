@@ -99,6 +99,9 @@ Speedup rerun_interval(const Speedup& this_trace, double precision_pct = 0);
 
 // The 97.5% quantile of Student's t with `df` degrees of freedom (infinite for 0).
 double student_t_975(std::size_t df);
+// The p quantile of Student's t with df degrees of freedom (df need not be an
+// integer: Welch's df; below 1 it is taken as 1, the widest).
+double student_t_quantile(double p, double df);
 
 // How slow the machine ran around each request of a lockstep pass, relative to
 // the whole pass (1 = its usual speed, 1.2 = 20% slower), read off the

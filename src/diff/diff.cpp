@@ -280,12 +280,13 @@ std::string intervals_note(const DiffResult& r, bool thinned) {
         r.confidence * 100, r.resamples, requests_of(r.base), requests_of(r.now), thin);
   std::string out = fmt::format(
       "{:.0f}% hierarchical bootstrap intervals ({} resamples, each drawing {} base and {} new run{} with "
-      "replacement, then the requests of each drawn run; {} base vs {} new requests from requests.csv{}): the "
-      "variation between runs is inside the interval",
+      "replacement, then the requests of each drawn run; {} base vs {} new requests from requests.csv{}), each "
+      "widened to Welch's t-interval over the runs' own figures where that is wider (a bootstrap over this few runs "
+      "understates their spread): the variation between runs is inside the interval",
       r.confidence * 100, r.resamples, nb, nn, nn == 1 ? "" : "s", requests_of(r.base), requests_of(r.now), thin);
   if (nb == 1 || nn == 1)
-    out +=
-        fmt::format("; the {} side has one run, so its own run-to-run variation is not seen", nb == 1 ? "base" : "new");
+    out += fmt::format("; the {} side has one run, so its variation between runs is taken to be the other side's",
+                       nb == 1 ? "base" : "new");
   return out;
 }
 
@@ -312,6 +313,19 @@ std::vector<double> figure_per_run(const std::vector<RunData>& runs, Value value
   for (const RunData& d : runs)
     out.push_back(value(d));
   return out;
+}
+
+// The wider of the two at each end.
+MetricIntervals widened_to(MetricIntervals ci, const std::optional<MetricIntervals>& other) {
+  if (!other) return ci;
+  auto widen = [](std::pair<double, double>& a, const std::pair<double, double>& b) {
+    a = {std::min(a.first, b.first), std::max(a.second, b.second)};
+  };
+  for (std::size_t m = 0; m < 4; ++m) {
+    widen(ci.mean_p50_p90_p99[m], other->mean_p50_p90_p99[m]);
+    widen(ci.relative[m], other->relative[m]);
+  }
+  return ci;
 }
 
 // What rows are made of: a stage, a preprocessing op (a part of the preprocess
@@ -352,7 +366,9 @@ void add_series_rows(DiffResult& r, const Series& series, bool have_csv, bool ha
           out.push_back(series.requests(d, is_cpu));
         return out;
       };
-      ci = hierarchical_intervals(requests(r.base), requests(r.now), config.confidence, config.resamples);
+      const auto base_requests = requests(r.base), new_requests = requests(r.now);
+      ci = widened_to(hierarchical_intervals(base_requests, new_requests, config.confidence, config.resamples),
+                      run_level_intervals(base_requests, new_requests, config.confidence));
     }
     for (std::string_view metric :
          is_cpu ? std::vector<std::string_view>(kCpuMetrics.begin(), kCpuMetrics.end())
@@ -439,6 +455,22 @@ void gates_without_cpu_time(DiffResult& r, const std::vector<RunData>& base, con
                                 without->summary_path));
 }
 
+// mean, p50, p90, p99 of v (reordered); the quantiles by successive partial
+// selection, each in the part above the previous one.
+std::array<double, 4> mean_p50_p90_p99(std::vector<double>& v) {
+  std::array<double, 4> s{};
+  s[0] = mean_of(v);
+  auto from = v.begin();
+  const std::array<double, 3> qs = {0.50, 0.90, 0.99};
+  for (std::size_t k = 0; k < qs.size(); ++k) {
+    auto nth = v.begin() + static_cast<std::ptrdiff_t>(report::nearest_rank(qs[k], v.size()) - 1);
+    if (nth >= from) std::nth_element(from, nth, v.end());
+    s[k + 1] = *nth;
+    from = nth;
+  }
+  return s;
+}
+
 }  // namespace
 
 bool explained_by_machine(const Change& c, double slowdown, const GateSpec& gate, Verdict verdict,
@@ -471,21 +503,6 @@ MetricIntervals hierarchical_intervals(const std::vector<std::vector<double>>& b
     for (auto& v : *set)
       v.reserve(static_cast<std::size_t>(resamples));
   std::vector<double> drawn;
-  // mean, p50, p90, p99 of one resample; the quantiles by successive
-  // partial selection, each in the part above the previous one.
-  auto stats = [](std::vector<double>& v) {
-    std::array<double, 4> s{};
-    s[0] = mean_of(v);
-    auto from = v.begin();
-    const std::array<double, 3> qs = {0.50, 0.90, 0.99};
-    for (std::size_t k = 0; k < qs.size(); ++k) {
-      auto nth = v.begin() + static_cast<std::ptrdiff_t>(report::nearest_rank(qs[k], v.size()) - 1);
-      if (nth >= from) std::nth_element(from, nth, v.end());
-      s[k + 1] = *nth;
-      from = nth;
-    }
-    return s;
-  };
   // A side's statistic: the mean over as many runs as it has, drawn with
   // replacement, of each one's statistic on a resample of its requests.
   auto side = [&](const std::vector<std::vector<double>>& runs) {
@@ -493,7 +510,7 @@ MetricIntervals hierarchical_intervals(const std::vector<std::vector<double>>& b
     std::uniform_int_distribution<std::size_t> which(0, runs.size() - 1);
     for (std::size_t k = 0; k < runs.size(); ++k) {
       resampler.draw(runs.size() == 1 ? runs[0] : runs[which(pick)], drawn);
-      const auto s = stats(drawn);
+      const auto s = mean_p50_p90_p99(drawn);
       for (std::size_t m = 0; m < 4; ++m)
         sum[m] += s[m] / static_cast<double>(runs.size());
     }
@@ -516,6 +533,67 @@ MetricIntervals hierarchical_intervals(const std::vector<std::vector<double>>& b
 MetricIntervals bootstrap_metric_intervals(const std::vector<double>& base, const std::vector<double>& now,
                                            double confidence, int resamples) {
   return hierarchical_intervals({base}, {now}, confidence, resamples);
+}
+
+std::optional<MetricIntervals> run_level_intervals(const std::vector<std::vector<double>>& base_runs,
+                                                   const std::vector<std::vector<double>>& new_runs,
+                                                   double confidence) {
+  const std::size_t kb = base_runs.size(), kn = new_runs.size();
+  if (kb == 0 || kn == 0 || (kb < 2 && kn < 2)) return std::nullopt;
+  auto figures = [](const std::vector<std::vector<double>>& runs) {
+    std::vector<std::array<double, 4>> out;
+    for (std::vector<double> r : runs) {
+      if (r.empty()) return std::vector<std::array<double, 4>>{};
+      out.push_back(mean_p50_p90_p99(r));
+    }
+    return out;
+  };
+  const auto fb = figures(base_runs), fn = figures(new_runs);
+  if (fb.empty() || fn.empty()) return std::nullopt;
+  auto moments = [](const std::vector<std::array<double, 4>>& f, std::size_t m, bool log) {
+    double sum = 0, ss = 0;
+    for (const auto& s : f)
+      sum += log ? std::log(s[m]) : s[m];
+    const double mean = sum / static_cast<double>(f.size());
+    for (const auto& s : f) {
+      const double d = (log ? std::log(s[m]) : s[m]) - mean;
+      ss += d * d;
+    }
+    return std::pair{mean, f.size() > 1 ? ss / static_cast<double>(f.size() - 1) : -1.0};
+  };
+  const double p = (1 + confidence) / 2;
+  // Welch's interval of new - base; a side with one run takes the other's
+  // variance between runs (the machine's, not the code's) and its df.
+  auto welch = [&](std::pair<double, double> b, std::pair<double, double> n) {
+    if (b.second < 0) b.second = n.second;
+    if (n.second < 0) n.second = b.second;
+    const double eb = b.second / static_cast<double>(kb), en = n.second / static_cast<double>(kn);
+    const double se = std::sqrt(eb + en);
+    double df = 0;
+    if (kb < 2 || kn < 2)
+      df = static_cast<double>(std::max(kb, kn) - 1);
+    else if (eb + en > 0)
+      df = (eb + en) * (eb + en) / (eb * eb / static_cast<double>(kb - 1) + en * en / static_cast<double>(kn - 1));
+    const double half = se > 0 ? student_t_quantile(p, df) * se : 0;
+    return std::pair{n.first - b.first - half, n.first - b.first + half};
+  };
+  MetricIntervals out;
+  for (std::size_t m = 0; m < 4; ++m) {
+    out.mean_p50_p90_p99[m] = welch(moments(fb, m, false), moments(fn, m, false));
+    const bool positive = std::all_of(fb.begin(), fb.end(), [&](const auto& s) { return s[m] > 0; }) &&
+                          std::all_of(fn.begin(), fn.end(), [&](const auto& s) { return s[m] > 0; });
+    if (positive) {
+      // On the log scale, so the ratio's interval stays above -100%.
+      const auto [lo, hi] = welch(moments(fb, m, true), moments(fn, m, true));
+      out.relative[m] = {std::exp(lo) - 1, std::exp(hi) - 1};
+    } else {
+      const double base = moments(fb, m, false).first;
+      out.relative[m] = base != 0 ? std::pair{out.mean_p50_p90_p99[m].first / std::abs(base),
+                                              out.mean_p50_p90_p99[m].second / std::abs(base)}
+                                  : std::pair{0.0, 0.0};
+    }
+  }
+  return out;
 }
 
 DiffResult diff_runs(std::vector<RunData> base, std::vector<RunData> now, const DiffConfig& config) {

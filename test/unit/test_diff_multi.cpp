@@ -456,3 +456,72 @@ TEST_SUITE("diff verdicts a CI gate can act on") {
       CHECK(single.note.find("give 3 or more runs per side") != std::string::npos);
   }
 }
+
+TEST_SUITE("diff with few runs per side") {
+  TEST_CASE("student_t_quantile: known answers, fractional df, symmetry") {
+    CHECK(student_t_quantile(0.975, 4) == doctest::Approx(2.776445).epsilon(1e-6));
+    CHECK(student_t_quantile(0.975, 1) == doctest::Approx(12.706205).epsilon(1e-6));
+    CHECK(student_t_quantile(0.995, 10) == doctest::Approx(3.169273).epsilon(1e-6));
+    CHECK(student_t_quantile(0.975, 1e6) == doctest::Approx(1.959966).epsilon(1e-5));
+    // Welch's df is fractional: 3.5747 by an independent integration of the density.
+    CHECK(student_t_quantile(0.975, 2.5) == doctest::Approx(3.5747).epsilon(1e-4));
+    CHECK(student_t_quantile(0.025, 4) == doctest::Approx(-2.776445).epsilon(1e-6));
+    CHECK(student_t_quantile(0.5, 3) == 0);
+    // Agrees with the table compare uses, over the whole table.
+    for (std::size_t df = 1; df <= 40; ++df)
+      CHECK(student_t_quantile(0.975, static_cast<double>(df)) ==
+            doctest::Approx(student_t_975(df)).epsilon(df <= 29 ? 2e-4 : 1e-3));
+  }
+
+  TEST_CASE("run_level_intervals: Welch over the runs' figures, with a known answer") {
+    // Every request of a run takes the run's value. Base 100, 100, 100; new
+    // 90, 100, 110: on the log scale the new side's SD is 0.1000 over 3 runs,
+    // the base's 0, so Welch's df is 2 (t 4.3027) and the relative interval
+    // is exp(mean log ± t·SD/√3) / 100 - 1 = [-22.33%, +27.89%].
+    std::vector<std::vector<double>> base(3, std::vector<double>(100, 100.0));
+    std::vector<std::vector<double>> now = {std::vector<double>(100, 90.0), std::vector<double>(100, 100.0),
+                                            std::vector<double>(100, 110.0)};
+    auto ci = run_level_intervals(base, now, 0.95);
+    REQUIRE(ci);
+    for (std::size_t m = 0; m < 4; ++m) {
+      INFO("metric " << m);
+      CHECK(ci->relative[m].first == doctest::Approx(-0.223300).epsilon(1e-4));
+      CHECK(ci->relative[m].second == doctest::Approx(0.278901).epsilon(1e-4));
+      // In µs: 0 ± 4.3027 · 10 / √3.
+      CHECK(ci->mean_p50_p90_p99[m].first == doctest::Approx(-24.8414).epsilon(1e-4));
+    }
+    // Where the bootstrap over three runs never reaches beyond ±10%.
+    auto boot = hierarchical_intervals(base, now, 0.95);
+    CHECK(boot.relative[0].first >= -0.10 - 1e-12);
+    // One base run: it takes the new side's variance between runs, so the
+    // standard error is √(v/3 + v/1) with 2 df: [-39.47%, +64.11%].
+    auto single = run_level_intervals({base[0]}, now, 0.95);
+    REQUIRE(single);
+    CHECK(single->relative[0].first == doctest::Approx(-0.394713).epsilon(1e-4));
+    CHECK(single->relative[0].second == doctest::Approx(0.641076).epsilon(1e-4));
+    // One run a side: nothing between runs to see.
+    CHECK_FALSE(run_level_intervals({base[0]}, {now[0]}, 0.95));
+  }
+
+  // The bench of 2026-12-03 (5 v 5 runs of identical code, base runs first)
+  // read REGRESSION in 2 of 10: the bootstrap over five runs a side
+  // understated the spread between them. Here five new runs at +4% to +14%
+  // (mean +9%, SD 4.5%) against a steady base: the bootstrap alone clears a
+  // 5% gate; with Welch's t over the runs the interval reaches back over it.
+  TEST_CASE("five runs a side spread between runs: unstable, not the bootstrap's REGRESSION") {
+    DiffConfig config;
+    config.gates = "total.mean=5%";
+    auto base = side({0.0, 0.002, -0.002, 0.001, -0.001}, 1000, 110);
+    auto now = side({0.14, 0.04, 0.12, 0.05, 0.10}, 1000, 120);
+    auto boot = hierarchical_intervals(totals(base), totals(now), 0.95);
+    CHECK(boot.relative[0].first > 0.05);  // what the verdict read before
+    DiffResult r = diff_runs(base, now, config);
+    const DiffRow& row = row_of(r, "total", "wall", "mean");
+    REQUIRE(row.relative);
+    CHECK(row.relative->first < 0.05);
+    CHECK(row.relative->first > 0.0);
+    CHECK(row.verdict == Verdict::unstable);
+    CHECK(r.exit_code() == kExitUnstable);
+    CHECK(r.intervals_note.find("Welch") != std::string::npos);
+  }
+}
