@@ -27,6 +27,10 @@ struct SweepConfig {
   std::vector<double> loads;  // ascending
   double slo_ms = 0;          // p99 objective; 0: none (stop at saturation only)
   int refine = 0;             // speed sweeps: bisection rounds between the last good step and the first bad one
+  // Speed and rate sweeps: a step past the objective (unsaturated) is replayed
+  // up to this many times in all (odd), and its median try by p99 stands, so
+  // one replay's burst does not end a configuration; 1: the first try decides.
+  int tries = 3;
   // Speed and rate sweeps: each batch size (--max-batch) with each cache configuration;
   // a batched one gets max(workers, 2 N) workers, so that a batch forms while the one before runs.
   std::vector<int> max_batches{1};
@@ -46,6 +50,9 @@ SweepResult run_sweep(const SweepConfig& config);
 void judge_step(SweepLoad load, double slo_ms, const SweepStep* before, SweepStep& step);
 // Fills the curve's capacity and knee from its steps (ascending load).
 void summarize_curve(double slo_ms, SweepCurve& curve);
+// The try with the median p99 (of an even count the lower middle one), with
+// every try's p99 in tries_p99_us when there are several.
+SweepStep median_of_tries(const std::vector<SweepStep>& tries);
 // The load halfway between the curve's last step within the objective (and
 // unsaturated) and the first that is not; 0 when it has no such pair.
 double bisection_load(const SweepCurve& curve);

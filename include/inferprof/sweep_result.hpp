@@ -38,9 +38,12 @@ struct SweepStep {
   std::array<double, kStageCount> stage_mean_us{};  // µs per request of each stage (queue included)
   bool cpu = false;                                 // CPU time read on some of its requests
   double cpu_mean_us = 0;                           // thread CPU time per request
-  bool saturated = false;   // speed: achieved < 95% of offered; concurrency: < 5% more than the step before
-  bool over_slo = false;    // p99 past --slo-ms
-  bool refined = false;     // a bisection step (--refine), between two of the steps asked for
+  bool saturated = false;  // speed: achieved < 95% of offered; concurrency: < 5% more than the step before
+  bool over_slo = false;   // p99 past --slo-ms
+  bool refined = false;    // a bisection step (--refine), between two of the steps asked for
+  // A step past the objective is replayed (--tries) and the try with the
+  // median p99 stands: each try's p99 in the order run; empty: one try.
+  std::vector<double> tries_p99_us;
   double model_p99_us = 0;  // the curve's queueing model at this step's load (SweepCurve::modelled); 0: none
 };
 

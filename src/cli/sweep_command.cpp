@@ -28,6 +28,7 @@ struct SweepArgs {
   std::uint64_t measure_after = 0;
   double slo_ms = 0;
   int refine = 0;
+  int tries = 3;
 };
 
 double number_in(std::string_view text, std::string_view flag, std::string_view whole) {
@@ -108,6 +109,10 @@ SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
   config.redis_url = redis_url(args);
   config.slo_ms = a.slo_ms;
   config.refine = a.refine;
+  config.tries = a.tries;
+  if (a.tries % 2 == 0)
+    throw bad_input(fmt::format("--tries {}: expected an odd number (the median try stands), e.g. {} or {}", a.tries,
+                                a.tries - 1, a.tries + 1));
   config.base.replay.measure_after = a.measure_after;
   if (!a.max_batches.empty())
     config.max_batches = whole_numbers(a.max_batches, "--max-batch", "batch sizes", 1, kMaxBatch);
@@ -167,6 +172,12 @@ Runner add_sweep_command(CLI::App& app) {
          "With --speeds or --rates: after the steps, N bisection rounds between each configuration's last step within "
          "the objective (unsaturated) and its first past it, one replay each")
       ->check(whole_at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--tries", a->tries,
+                  "With --speeds or --rates: a step past --slo-ms is replayed up to N times in all (an odd number), "
+                  "stopping once most tries are past it, and the try with the median p99 stands (1: the first try "
+                  "decides)")
+      ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Write sweep.json, sweep.csv and report.html here");
   return [args, a] {

@@ -212,6 +212,26 @@ std::optional<SweepStep> replay_step(const SweepConfig& c, SweepResult& r, std::
   return step;
 }
 
+// A step past the objective, replayed until c.tries tries or until most of
+// them are past it (the median then is), and its try with the median p99:
+// a configuration ends on a typical replay at that load, not one burst.
+// Tries are numbered after the steps and bisection rounds (their Redis namespaces).
+SweepStep median_try(const SweepConfig& c, SweepResult& r, std::size_t i, std::size_t k, const SweepStep& first,
+                     const SweepStep* before, SweepServiceTimes& model) {
+  std::vector<SweepStep> tries{first};
+  const auto past = [&] {
+    return std::count_if(tries.begin(), tries.end(), [](const SweepStep& s) { return s.over_slo; });
+  };
+  const std::size_t n = static_cast<std::size_t>(c.tries);
+  const std::size_t first_number = c.loads.size() + static_cast<std::size_t>(c.refine) + k * n;
+  while (tries.size() < n && static_cast<std::size_t>(past()) <= n / 2 && !lifecycle::interrupted()) {
+    std::optional<SweepStep> again = replay_step(c, r, i, first_number + tries.size(), first.load, before, model);
+    if (!again) break;
+    tries.push_back(*again);
+  }
+  return median_of_tries(tries);
+}
+
 // --refine: each round, one more step per configuration halfway between its last
 // step within the objective and its first past it (or saturated), as a binary search.
 void refine(const SweepConfig& c, SweepResult& r, std::vector<SweepServiceTimes>& models) {
@@ -248,6 +268,23 @@ void judge_step(SweepLoad load, double slo_ms, const SweepStep* before, SweepSte
   else
     step.saturated = before != nullptr && step.achieved_rps < kConcurrencyGain * before->achieved_rps;
   step.over_slo = slo_ms > 0 && step.p99.value_us > slo_ms * 1000;
+}
+
+SweepStep median_of_tries(const std::vector<SweepStep>& tries) {
+  if (tries.empty()) return {};
+  std::vector<std::size_t> order(tries.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return tries[a].p99.value_us < tries[b].p99.value_us; });
+  // Of an even count (tries cut short once most were past the objective,
+  // every one of them past it), the lower middle one: a median of all the
+  // tries would lie between the two.
+  SweepStep out = tries[order[(tries.size() - 1) / 2]];
+  out.tries_p99_us.clear();
+  if (tries.size() > 1)
+    for (const SweepStep& t : tries)
+      out.tries_p99_us.push_back(t.p99.value_us);
+  return out;
 }
 
 void summarize_curve(double slo_ms, SweepCurve& curve) {
@@ -454,10 +491,12 @@ SweepResult sweep_all(const SweepConfig& c) {
                                       load_text(c.load, c.loads[k]),
                                       done > 0 ? fmt::format(" · sweep ETA ≤ {:.0f} s", eta) : ""));
       }
-      const std::optional<SweepStep> step =
-          replay_step(c, r, i, k, c.loads[k], curve.steps.empty() ? nullptr : &curve.steps.back(), models[i]);
+      const SweepStep* before = curve.steps.empty() ? nullptr : &curve.steps.back();
+      std::optional<SweepStep> step = replay_step(c, r, i, k, c.loads[k], before, models[i]);
       ++done;
       if (!step) break;
+      if (step->over_slo && !step->saturated && sweep_open_loop(c.load) && c.tries > 1)
+        step = median_try(c, r, i, k, *step, before, models[i]);
       curve.steps.push_back(*step);
       if (step->saturated || step->over_slo) curve.stopped = stop_reason(c.load, c.slo_ms, *step);
     }

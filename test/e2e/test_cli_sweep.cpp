@@ -134,6 +134,39 @@ TEST_SUITE("e2e sweep") {
     CHECK(r.out.find("past SLO") != std::string::npos);
   }
 
+  TEST_CASE("sweep --tries: a step past the objective is replayed until most tries are past it, and says so") {
+    auto& f = sweep_fixture();
+    TempDir out;
+    // Every try is past an objective of 1 ns: the second try makes two of
+    // three, so the third is not run and the curve ends at the first step.
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.5,1", "--slo-ms", "0.000001", "--out",
+                      out.file("s"), "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("past SLO (2 tries)") != std::string::npos);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(out.file("s/sweep.json"));
+    simdjson::dom::element c = doc["configurations"].at(0);
+    REQUIRE(simdjson::dom::array(c["steps"]).size() == 1);
+    simdjson::dom::array tries = c["steps"].at(0)["tries_p99_us"];
+    REQUIRE(tries.size() == 2);
+    // The step shown is the lower of the two tries.
+    const double shown = double(c["steps"].at(0)["p99"]["value_us"]);
+    CHECK(shown == doctest::Approx(std::min(double(tries.at(0)), double(tries.at(1)))).epsilon(1e-3));
+    const std::string csv = slurp(out.path() / "s" / "sweep.csv");
+    CHECK(csv.substr(0, csv.find('\n')).find(",tries") != std::string::npos);
+    CHECK(csv.substr(csv.find('\n') + 1).find(",2\n") != std::string::npos);
+    // --tries 1: the first try decides, as before.
+    auto once = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.5,1", "--slo-ms", "0.000001", "--tries",
+                         "1", "--format", "json", "--no-progress"});
+    REQUIRE_MESSAGE(once.code == 0, once.err);
+    CHECK(once.out.find("tries_p99_us") == std::string::npos);
+    // An even count has no median try.
+    auto even = run_cli(
+        {"sweep", f.model, "--trace", f.trace, "--speeds", "0.5,1", "--slo-ms", "1", "--tries", "2", "--no-progress"});
+    CHECK(even.code == 2);
+    CHECK(even.err.find("--tries 2: expected an odd number") != std::string::npos);
+  }
+
   TEST_CASE(
       "sweep --speeds --slo-ms: the queueing model's p99 beside each step's, rising with the load, and its "
       "capacity") {
@@ -189,12 +222,13 @@ TEST_SUITE("e2e sweep") {
       CHECK(simdjson::dom::array(c["steps"]).size() == 2);
       CHECK(r.out.find(expected[i].first) != std::string::npos);
     }
-    // sweep.csv: a row per configuration and step, its workers and batch size last.
+    // sweep.csv: a row per configuration and step, its workers, batch size and tries last.
     const std::vector<std::string> rows = lines_of(slurp(out.path() / "s" / "sweep.csv"));
     REQUIRE(rows.size() == 1 + 4 * 2);
-    CHECK(rows[0].substr(rows[0].size() - std::string(",workers,max_batch").size()) == ",workers,max_batch");
-    CHECK(rows[1].substr(rows[1].size() - 4) == ",1,1");
-    CHECK(rows[3].substr(rows[3].size() - 4) == ",2,1");
+    CHECK(rows[0].substr(rows[0].size() - std::string(",workers,max_batch,tries").size()) ==
+          ",workers,max_batch,tries");
+    CHECK(rows[1].substr(rows[1].size() - 6) == ",1,1,1");
+    CHECK(rows[3].substr(rows[3].size() - 6) == ",2,1,1");
   }
 
   TEST_CASE("sweep --rates: Poisson steps need no ts_ms, offer their rate, and run --rate releases requests at it") {

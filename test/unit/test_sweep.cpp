@@ -236,4 +236,26 @@ TEST_SUITE("sweep") {
     model_curve(6, in, batched);
     CHECK_FALSE(batched.modelled);
   }
+
+  TEST_CASE("median_of_tries: the try with the median p99 stands, with every try's p99 in run order") {
+    std::vector<SweepStep> tries = {step(100, 60), step(101, 40), step(102, 55)};
+    tries[0].over_slo = true;
+    tries[2].over_slo = true;
+    const SweepStep m = median_of_tries(tries);
+    CHECK(m.p99.value_us == 55000);
+    CHECK(m.achieved_rps == 102);  // the whole try, not a mix of tries
+    CHECK(m.over_slo);
+    CHECK(m.tries_p99_us == std::vector<double>{60000, 40000, 55000});
+    // A burst in one try of three: the two within the objective decide.
+    std::vector<SweepStep> burst = {step(100, 90), step(100, 30), step(100, 35)};
+    burst[0].over_slo = true;
+    CHECK_FALSE(median_of_tries(burst).over_slo);
+    CHECK(median_of_tries(burst).p99.value_us == 35000);
+    // Cut short at two tries, both past it: the lower one.
+    CHECK(median_of_tries({step(100, 70), step(100, 60)}).p99.value_us == 60000);
+    // One try: itself, with no list.
+    const SweepStep one = median_of_tries({step(100, 70)});
+    CHECK(one.p99.value_us == 70000);
+    CHECK(one.tries_p99_us.empty());
+  }
 }

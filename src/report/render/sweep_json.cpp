@@ -35,6 +35,12 @@ void write_step(report::JsonWriter& w, const SweepStep& s) {
   w.field("saturated", s.saturated);
   w.field("over_slo", s.over_slo);
   w.field("refined", s.refined);
+  if (!s.tries_p99_us.empty()) {
+    w.key("tries_p99_us").begin_array();
+    for (double v : s.tries_p99_us)
+      w.number(v, 3);
+    w.end_array();
+  }
   if (s.model_p99_us > 0) w.field_number("model_p99_us", s.model_p99_us, 3);
   w.end_object();
 }

@@ -78,6 +78,7 @@ std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
       const SweepStep& s = c.steps[k];
       std::string verdict = s.over_slo ? "past SLO" : s.saturated ? "saturated" : "ok";
       if (s.refined) verdict += " (bisection)";
+      if (s.tries_p99_us.size() > 1) verdict += fmt::format(" ({} tries)", s.tries_p99_us.size());
       if (static_cast<int>(k) == c.knee) verdict += ", knee";
       cells.push_back({k == 0 ? c.name : "", load_label(r, s.load),
                        s.offered_rps > 0 ? grouped_fixed(s.offered_rps, 1) : "-", grouped_fixed(s.achieved_rps, 1),
