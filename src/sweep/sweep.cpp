@@ -377,15 +377,23 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
   }
   // Each step's pace: its total service over the medians' (1.2: its requests
   // took 20% longer, through the machine's drift or the load's contention).
-  // The same requests at the slowest and fastest step's pace bound how much
-  // the capacity depends on which service times hold near it.
+  // A request's median drops its own spikes, so the medians' total is below
+  // every step's: the model serves them at the median step's pace (its
+  // point), and at the slowest and fastest step's, which bound how much the
+  // capacity depends on which service times hold near it.
   const double typical = std::accumulate(service.begin(), service.end(), 0.0);
-  if (typical > 0)
-    for (std::size_t s = 0; s < in.service_us.size(); ++s) {
-      const double pace = std::accumulate(in.service_us[s].begin(), in.service_us[s].end(), 0.0) / typical;
-      curve.model_pace_min = s ? std::min(curve.model_pace_min, pace) : pace;
-      curve.model_pace_max = s ? std::max(curve.model_pace_max, pace) : pace;
-    }
+  if (typical > 0) {
+    std::vector<double> paces;
+    for (const std::vector<float>& step : in.service_us)
+      paces.push_back(std::accumulate(step.begin(), step.end(), 0.0) / typical);
+    std::sort(paces.begin(), paces.end());
+    const std::size_t m = paces.size() / 2;
+    const double median = paces.size() % 2 ? paces[m] : (paces[m - 1] + paces[m]) / 2;
+    for (double& s : service)
+      s *= median;
+    curve.model_pace_min = paces.front() / median;
+    curve.model_pace_max = paces.back() / median;
+  }
   std::vector<double> arrivals(n), measured, latency;
   // At pace p, services p times as long queue as the same services at
   // arrivals p times as close, with latencies p times as long.

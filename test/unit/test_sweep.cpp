@@ -258,4 +258,34 @@ TEST_SUITE("sweep") {
     CHECK(one.p99.value_us == 70000);
     CHECK(one.tries_p99_us.empty());
   }
+
+  TEST_CASE("queueing model: the medians serve at the median step's pace, by hand") {
+    // 100 requests 10 ms apart at unit load, one worker, 5 ms each, except
+    // that one step served the first half in 8 ms and another the second
+    // half: every request's median is 5 ms (500 ms in all), while the steps
+    // took 650, 650 and 500 ms, paces 1.3, 1.3 and 1.0. At the median
+    // step's pace, 1.3, each request takes 6.5 ms: p99 (k = 98) is
+    // S + 98 (S - 10/x) = 7.5 ms at x = 10 / (6.5 - 1/98), 154.08 req/s;
+    // at the fastest step's, 1.0 / 1.3 of that, 5 ms: x = 10 / (5 - 2.5/98).
+    SweepServiceTimes in;
+    std::vector<QueueSample> samples(100);
+    for (int which = 0; which < 3; ++which) {
+      const double load = 1.0 + which;
+      for (std::size_t k = 0; k < samples.size(); ++k) {
+        const bool slow = (which == 0 && k < 50) || (which == 1 && k >= 50);
+        samples[k] = QueueSample{10'000.0 * static_cast<double>(k) / load, slow ? 8'000.0 : 5'000.0, true};
+      }
+      in.add(samples, load, 100 * load);
+    }
+    SweepCurve curve;
+    curve.steps = {step(100, 5, 100), step(200, 5, 200), step(260, 90, 300)};
+    curve.steps[0].load = 1, curve.steps[1].load = 2, curve.steps[2].load = 3;
+    model_curve(7.5, in, curve);
+    REQUIRE(curve.modelled);
+    CHECK(curve.model_pace_min == doctest::Approx(1.0 / 1.3));
+    CHECK(curve.model_pace_max == doctest::Approx(1.0));
+    CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (6.5 - 1.0 / 98)).epsilon(1e-6));
+    CHECK(curve.model_capacity_low_rps == doctest::Approx(curve.model_capacity_rps).epsilon(1e-6));
+    CHECK(curve.model_capacity_high_rps == doctest::Approx(100 * 10 / (5 - 2.5 / 98)).epsilon(1e-6));
+  }
 }
