@@ -151,5 +151,8 @@ std::vector<double> fifo_latencies_us(const std::vector<double>& arrivals_us, co
 
 // The nearest-rank q-quantile of `values` (reordered); 0 when empty.
 double nearest_rank_quantile(std::vector<double>& values, double q);
+// The median of `values` (reordered): the middle one, or the mean of the two
+// middle ones of an even count; 0 when empty.
+double median_of(std::vector<double>& values);
 
 }  // namespace inferprof

@@ -34,4 +34,12 @@ double nearest_rank_quantile(std::vector<double>& values, double q) {
   return values[k];
 }
 
+double median_of(std::vector<double>& values) {
+  if (values.empty()) return 0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  if (values.size() % 2 == 1) return *mid;
+  return (*mid + *std::max_element(values.begin(), mid)) / 2;
+}
+
 }  // namespace inferprof

@@ -113,22 +113,16 @@ std::vector<double> machine_pace(const std::vector<double>& baseline_us, std::si
   const std::size_t n = baseline_us.size();
   if (n == 0) return {};
   window = std::clamp<std::size_t>(window, 1, n);
-  auto median = [](std::vector<double>& v) {
-    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    if (v.size() % 2 == 1) return *mid;
-    return (*mid + *std::max_element(v.begin(), mid)) / 2;
-  };
   std::vector<double> pace(n), slice;
   for (std::size_t i = 0; i < n; ++i) {
     // Centred on i; at the ends, the first or last `window` requests.
     const std::size_t first = std::min(i - std::min(i, window / 2), n - window);
     slice.assign(baseline_us.begin() + static_cast<std::ptrdiff_t>(first),
                  baseline_us.begin() + static_cast<std::ptrdiff_t>(first + window));
-    pace[i] = median(slice);
+    pace[i] = median_of(slice);
   }
   std::vector<double> all = pace;
-  const double usual = median(all);
+  const double usual = median_of(all);
   if (!(usual > 0)) return std::vector<double>(n, 1.0);
   for (double& p : pace)
     p = p > 0 ? p / usual : 1.0;

@@ -371,9 +371,7 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
   for (std::size_t k = 0; k < n; ++k) {
     for (std::size_t s = 0; s < each.size(); ++s)
       each[s] = in.service_us[s][k];
-    std::sort(each.begin(), each.end());
-    const std::size_t m = each.size() / 2;
-    service[k] = each.size() % 2 ? each[m] : (each[m - 1] + each[m]) / 2;
+    service[k] = median_of(each);
   }
   // Each step's pace: its total service over the medians' (1.2: its requests
   // took 20% longer, through the machine's drift or the load's contention).
@@ -386,13 +384,13 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
     std::vector<double> paces;
     for (const std::vector<float>& step : in.service_us)
       paces.push_back(std::accumulate(step.begin(), step.end(), 0.0) / typical);
-    std::sort(paces.begin(), paces.end());
-    const std::size_t m = paces.size() / 2;
-    const double median = paces.size() % 2 ? paces[m] : (paces[m - 1] + paces[m]) / 2;
+    const auto [low, high] = std::minmax_element(paces.begin(), paces.end());
+    const double lowest = *low, highest = *high;
+    const double median = median_of(paces);  // reorders paces
     for (double& s : service)
       s *= median;
-    curve.model_pace_min = paces.front() / median;
-    curve.model_pace_max = paces.back() / median;
+    curve.model_pace_min = lowest / median;
+    curve.model_pace_max = highest / median;
   }
   std::vector<double> arrivals(n), measured, latency;
   // At pace p, services p times as long queue as the same services at

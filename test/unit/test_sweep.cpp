@@ -20,6 +20,14 @@ SweepStep step(double achieved, double p99_ms, double offered = 0) {
   return s;
 }
 
+// Steps at loads 1, 2 and 3 (100, 200, 300 req/s offered), the last past any objective.
+SweepCurve three_steps() {
+  SweepCurve curve;
+  curve.steps = {step(100, 5, 100), step(200, 5, 200), step(260, 90, 300)};
+  curve.steps[0].load = 1, curve.steps[1].load = 2, curve.steps[2].load = 3;
+  return curve;
+}
+
 }  // namespace
 
 TEST_SUITE("sweep") {
@@ -160,9 +168,7 @@ TEST_SUITE("sweep") {
         samples[k] = QueueSample{10'000.0 * static_cast<double>(k) / load, service, true};
       in.add(samples, load, 100 * load);
     }
-    SweepCurve curve;
-    curve.steps = {step(100, 5, 100), step(200, 5, 200), step(260, 90, 300)};
-    curve.steps[0].load = 1, curve.steps[1].load = 2, curve.steps[2].load = 3;
+    SweepCurve curve = three_steps();
     model_curve(6, in, curve);
     REQUIRE(curve.modelled);
     CHECK(curve.model_pace_min == doctest::Approx(0.8));
@@ -277,9 +283,7 @@ TEST_SUITE("sweep") {
       }
       in.add(samples, load, 100 * load);
     }
-    SweepCurve curve;
-    curve.steps = {step(100, 5, 100), step(200, 5, 200), step(260, 90, 300)};
-    curve.steps[0].load = 1, curve.steps[1].load = 2, curve.steps[2].load = 3;
+    SweepCurve curve = three_steps();
     model_curve(7.5, in, curve);
     REQUIRE(curve.modelled);
     CHECK(curve.model_pace_min == doctest::Approx(1.0 / 1.3));
