@@ -11,7 +11,7 @@
 #   env: ARCH=cnn REQUESTS=2000 KEYS=200 RATE=80 SPEEDS=0.5:4:0.5 SLO_MS=50 RUNS=3
 #        CACHES="none l1 l1,l2" REFINE=0 (sweep --refine) BATCHES= (sweep --max-batch, e.g. 1,8)
 #        MEASURE_AFTER=0 (sweep --measure-after)
-#        CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded"
+#        CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded" KEEP=DIR (keep each sweep's JSON there)
 # Batching's capacity (docs/sweep.md#dynamic-batching):
 #   CACHES=none BATCHES=1,8 REQUESTS=1000 SPEEDS=1:4:0.5 SLO_MS=100 bench/sweep_repeat.sh
 set -euo pipefail
@@ -36,7 +36,7 @@ case "$ARCH" in
   *) echo "ARCH: expected cnn, mlp or resnet18, got $ARCH" >&2; exit 2 ;;
 esac
 D=$(mktemp -d)
-trap 'stop_load; rm -rf "$D"' EXIT
+trap 'stop_load; if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$D"/*.json "$KEEP"/ 2>/dev/null; fi; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
 
 "$B" gen-model --arch "$ARCH" -o "$D/m.pt" >/dev/null

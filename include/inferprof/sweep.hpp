@@ -66,6 +66,7 @@ struct SweepServiceTimes {
   std::vector<bool> measured;                  // false: before --measure-after's window
   double offered_per_load = 0;                 // a step's offered req/s over its load
   std::vector<std::vector<float>> service_us;  // [step][request], in arrival order
+  std::vector<double> loads;                   // [step]: its load (a step's tries share one)
   double top_load = 0;                         // the heaviest step's load
   // A step's RunSummary::queue_samples at `load`, offering offered_rps.
   void add(const std::vector<QueueSample>& samples, double load, double offered_rps);

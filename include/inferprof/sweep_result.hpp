@@ -45,6 +45,9 @@ struct SweepStep {
   // median p99 stands: each try's p99 in the order run; empty: one try.
   std::vector<double> tries_p99_us;
   double model_p99_us = 0;  // the curve's queueing model at this step's load (SweepCurve::modelled); 0: none
+  // Its requests' total service time over the model's (1: the model's pace;
+  // 1.2: served 20% slower); of its tries, the median. 0: not modelled.
+  double service_pace = 0;
 };
 
 // One cache configuration's steps, until it saturated or missed the objective.

@@ -334,6 +334,7 @@ void SweepServiceTimes::add(const std::vector<QueueSample>& samples, double load
   std::vector<float>& s = service_us.emplace_back(samples.size());
   for (std::size_t k = 0; k < samples.size(); ++k)
     s[k] = static_cast<float>(samples[k].service_us);
+  loads.push_back(load);
   top_load = std::max(top_load, load);
 }
 
@@ -364,7 +365,7 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
   curve.model_pace_min = curve.model_pace_max = 1;
   curve.model_capacity_low_at_edge = curve.model_capacity_high_at_edge = false;
   for (SweepStep& s : curve.steps)
-    s.model_p99_us = 0;
+    s.model_p99_us = s.service_pace = 0;
   if (in.service_us.empty() || slo_ms <= 0 || curve.max_batch > 1 || curve.steps.empty()) return;
   const std::size_t n = in.unit_arrivals_us.size();
   std::vector<double> service(n), each(in.service_us.size());
@@ -386,11 +387,18 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
       paces.push_back(std::accumulate(step.begin(), step.end(), 0.0) / typical);
     const auto [low, high] = std::minmax_element(paces.begin(), paces.end());
     const double lowest = *low, highest = *high;
-    const double median = median_of(paces);  // reorders paces
+    std::vector<double> sorted = paces;
+    const double median = median_of(sorted);  // reorders sorted
     for (double& s : service)
       s *= median;
     curve.model_pace_min = lowest / median;
     curve.model_pace_max = highest / median;
+    for (SweepStep& step : curve.steps) {
+      std::vector<double> tries;
+      for (std::size_t j = 0; j < paces.size(); ++j)
+        if (in.loads[j] == step.load) tries.push_back(paces[j] / median);
+      if (!tries.empty()) step.service_pace = median_of(tries);
+    }
   }
   std::vector<double> arrivals(n), measured, latency;
   // At pace p, services p times as long queue as the same services at

@@ -154,7 +154,10 @@ TEST_SUITE("e2e sweep") {
     CHECK(shown == doctest::Approx(std::min(double(tries.at(0)), double(tries.at(1)))).epsilon(1e-3));
     const std::string csv = slurp(out.path() / "s" / "sweep.csv");
     CHECK(csv.substr(0, csv.find('\n')).find(",tries") != std::string::npos);
-    CHECK(csv.substr(csv.find('\n') + 1).find(",2\n") != std::string::npos);
+    // The step's row: 2 tries, then its service pace.
+    const std::string row = lines_of(csv).at(1);
+    const std::string before_pace = row.substr(0, row.rfind(','));
+    CHECK(before_pace.substr(before_pace.rfind(',')) == ",2");
     // --tries 1: the first try decides, as before.
     auto once = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.5,1", "--slo-ms", "0.000001", "--tries",
                          "1", "--format", "json", "--no-progress"});
@@ -176,6 +179,7 @@ TEST_SUITE("e2e sweep") {
                       out.file("s"), "--no-progress"});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find("p99 model") != std::string::npos);
+    CHECK(r.out.find(" pace ") != std::string::npos);
     CHECK(r.out.find("; queueing model: ") != std::string::npos);
     simdjson::dom::parser parser;
     simdjson::dom::element doc = parser.load(out.file("s/sweep.json"));
@@ -185,13 +189,17 @@ TEST_SUITE("e2e sweep") {
     CHECK(bool(c["queueing_model"]["capacity_at_least"]));
     CHECK(double(c["queueing_model"]["capacity_rps"]) > double(c["steps"].at(2)["offered_rps"]));
     double before = 0;
+    int at_model_pace = 0;
     for (simdjson::dom::element s : simdjson::dom::array(c["steps"])) {
       // The same service times at a heavier load can only wait longer.
       const double p99 = double(s["model_p99_us"]);
       CHECK(p99 > 0);
       CHECK(p99 >= before);
       before = p99;
+      // Three steps, no tries: the middle-paced one is the model's pace itself.
+      if (double(s["service_pace"]) == doctest::Approx(1.0)) ++at_model_pace;
     }
+    CHECK(at_model_pace >= 1);
     const std::string csv = slurp(out.path() / "s" / "sweep.csv");
     CHECK(csv.substr(0, csv.find('\n')).find(",model_p99_us") != std::string::npos);
     // Closed-loop steps have no open-loop queue to model.
@@ -222,13 +230,17 @@ TEST_SUITE("e2e sweep") {
       CHECK(simdjson::dom::array(c["steps"]).size() == 2);
       CHECK(r.out.find(expected[i].first) != std::string::npos);
     }
-    // sweep.csv: a row per configuration and step, its workers, batch size and tries last.
+    // sweep.csv: a row per configuration and step, its workers, batch size, tries
+    // and service pace last (a modelled step's pace is a positive number).
     const std::vector<std::string> rows = lines_of(slurp(out.path() / "s" / "sweep.csv"));
     REQUIRE(rows.size() == 1 + 4 * 2);
-    CHECK(rows[0].substr(rows[0].size() - std::string(",workers,max_batch,tries").size()) ==
-          ",workers,max_batch,tries");
-    CHECK(rows[1].substr(rows[1].size() - 6) == ",1,1,1");
-    CHECK(rows[3].substr(rows[3].size() - 6) == ",2,1,1");
+    const std::string tail = ",workers,max_batch,tries,service_pace";
+    CHECK(rows[0].substr(rows[0].size() - tail.size()) == tail);
+    const auto before_pace = [](const std::string& row) { return row.substr(0, row.rfind(',')); };
+    CHECK(before_pace(rows[1]).substr(before_pace(rows[1]).size() - 6) == ",1,1,1");
+    CHECK(before_pace(rows[3]).substr(before_pace(rows[3]).size() - 6) == ",2,1,1");
+    CHECK(std::stod(rows[1].substr(rows[1].rfind(',') + 1)) > 0);
+    CHECK(double(configurations.at(0)["steps"].at(0)["service_pace"]) > 0);
   }
 
   TEST_CASE("sweep --rates: Poisson steps need no ts_ms, offer their rate, and run --rate releases requests at it") {

@@ -178,6 +178,10 @@ TEST_SUITE("sweep") {
     CHECK(curve.model_capacity_low_rps == doctest::Approx(100 * 10 / (5.5 - 0.5 / 98)).epsilon(1e-6));
     CHECK_FALSE(curve.model_capacity_low_at_edge);
     CHECK_FALSE(curve.model_capacity_high_at_edge);
+    // Each step's own pace, relative to the median step's: which ones were slow.
+    CHECK(curve.steps[0].service_pace == doctest::Approx(1.0));
+    CHECK(curve.steps[1].service_pace == doctest::Approx(0.8));
+    CHECK(curve.steps[2].service_pace == doctest::Approx(1.1));
     // One step: one pace, and the range is the capacity itself at both ends.
     SweepServiceTimes one;
     for (std::size_t k = 0; k < samples.size(); ++k)

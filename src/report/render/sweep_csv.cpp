@@ -20,7 +20,7 @@ std::string render_sweep_csv(const SweepResult& r) {
       sweep_load_name(r.load));
   for (std::string_view stage : kStageNames)
     fmt::format_to(it, ",{}_mean_us", stage);
-  fmt::format_to(it, ",model_p99_us,workers,max_batch,tries\n");
+  fmt::format_to(it, ",model_p99_us,workers,max_batch,tries,service_pace\n");
   for (const SweepCurve& c : r.curves)
     for (const SweepStep& s : c.steps) {
       report::append_csv_field(out, c.name);
@@ -36,8 +36,10 @@ std::string render_sweep_csv(const SweepResult& r) {
       fmt::format_to(it, ",");
       if (s.model_p99_us > 0) fmt::format_to(it, "{:.3f}", s.model_p99_us);
       // A concurrency step's workers are its load.
-      fmt::format_to(it, ",{:g},{},{}\n", sweep_open_loop(r.load) ? c.workers : s.load, c.max_batch,
+      fmt::format_to(it, ",{:g},{},{},", sweep_open_loop(r.load) ? c.workers : s.load, c.max_batch,
                      std::max<std::size_t>(1, s.tries_p99_us.size()));
+      if (s.service_pace > 0) fmt::format_to(it, "{:.4f}", s.service_pace);
+      fmt::format_to(it, "\n");
     }
   return fmt::to_string(out);
 }

@@ -42,6 +42,7 @@ void write_step(report::JsonWriter& w, const SweepStep& s) {
     w.end_array();
   }
   if (s.model_p99_us > 0) w.field_number("model_p99_us", s.model_p99_us, 3);
+  if (s.service_pace > 0) w.field_number("service_pace", s.service_pace, 4);
   w.end_object();
 }
 

@@ -72,7 +72,9 @@ std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
                                                                            : "workers",
                                                "offered/s", "served/s", "p50 (95% CI)", "p90", "p99 (95% CI)", "queue",
                                                "cpu/req", "step"}};
-  if (modelled) cells[0].insert(cells[0].begin() + 7, "p99 model");
+  // The model's p99 and the step's service pace (its services over the
+  // model's): a step far off its model with a pace far from 1 ran slow or fast.
+  if (modelled) cells[0].insert(cells[0].begin() + 7, {"p99 model", "pace"});
   for (const SweepCurve& c : r.curves)
     for (std::size_t k = 0; k < c.steps.size(); ++k) {
       const SweepStep& s = c.steps[k];
@@ -84,7 +86,10 @@ std::vector<std::vector<std::string>> step_cells(const SweepResult& r) {
                        s.offered_rps > 0 ? grouped_fixed(s.offered_rps, 1) : "-", grouped_fixed(s.achieved_rps, 1),
                        with_interval(s.p50), human_duration_us(s.p90.value_us), with_interval(s.p99),
                        share_text(s.queue_share), s.cpu ? human_duration_us(s.cpu_mean_us) : "n/a", verdict});
-      if (modelled) cells.back().insert(cells.back().begin() + 7, c.modelled ? human_duration_us(s.model_p99_us) : "-");
+      if (modelled)
+        cells.back().insert(cells.back().begin() + 7,
+                            {c.modelled ? human_duration_us(s.model_p99_us) : "-",
+                             s.service_pace > 0 ? fmt::format("{:.2f}×", s.service_pace) : "-"});
     }
   return cells;
 }
