@@ -69,9 +69,9 @@ struct SweepCurve {
   bool capacity_at_edge = false;  // the last step still met it: the capacity is at least this
   int knee = -1;                  // the last step whose p99 is within twice the lightest step's; -1: none
   // The queueing model (speed and rate sweeps, unbatched, with --slo-ms): each
-  // request's service time, its median over the steps scaled to the median
-  // step's total, fed at the trace's
-  // arrivals scaled to any load through a FIFO queue with the curve's workers.
+  // request's service time, its median over the steps scaled to the steps'
+  // mean total, fed at the trace's arrivals scaled to any load through a
+  // FIFO queue with the curve's workers.
   // The capacity is the load where its p99 meets the objective (bisection):
   // what the measured service times allow for this trace, without one
   // replay's bursts of bad luck in its p99.
@@ -80,7 +80,7 @@ struct SweepCurve {
   bool model_capacity_found = false;    // false: not even a light load met the objective
   bool model_capacity_at_edge = false;  // still met at 1.25× the heaviest step: at least this
   // The service pace over the curve's steps (a step's total service over
-  // the median step's; 1.2: 20% slower: the machine's drift, the load's
+  // the steps' mean; 1.2: 20% slower: the machine's drift, the load's
   // contention) and the model's capacity with every service time at the
   // slowest (low) and fastest (high) of them. 0: not met at that pace.
   double model_pace_min = 1, model_pace_max = 1;

@@ -377,26 +377,26 @@ void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve) 
   // Each step's pace: its total service over the medians' (1.2: its requests
   // took 20% longer, through the machine's drift or the load's contention).
   // A request's median drops its own spikes, so the medians' total is below
-  // every step's: the model serves them at the median step's pace (its
-  // point), and at the slowest and fastest step's, which bound how much the
-  // capacity depends on which service times hold near it.
+  // every step's: the model serves them at the mean pace of the replays (its
+  // point: all of the configuration's service time, shared out as the
+  // medians are; steadier between sweeps than any one step's), and at the
+  // slowest and fastest step's, which bound how much the capacity depends
+  // on which service times hold near it.
   const double typical = std::accumulate(service.begin(), service.end(), 0.0);
   if (typical > 0) {
     std::vector<double> paces;
     for (const std::vector<float>& step : in.service_us)
       paces.push_back(std::accumulate(step.begin(), step.end(), 0.0) / typical);
     const auto [low, high] = std::minmax_element(paces.begin(), paces.end());
-    const double lowest = *low, highest = *high;
-    std::vector<double> sorted = paces;
-    const double median = median_of(sorted);  // reorders sorted
+    const double mean = std::accumulate(paces.begin(), paces.end(), 0.0) / static_cast<double>(paces.size());
     for (double& s : service)
-      s *= median;
-    curve.model_pace_min = lowest / median;
-    curve.model_pace_max = highest / median;
+      s *= mean;
+    curve.model_pace_min = *low / mean;
+    curve.model_pace_max = *high / mean;
     for (SweepStep& step : curve.steps) {
       std::vector<double> tries;
       for (std::size_t j = 0; j < paces.size(); ++j)
-        if (in.loads[j] == step.load) tries.push_back(paces[j] / median);
+        if (in.loads[j] == step.load) tries.push_back(paces[j] / mean);
       if (!tries.empty()) step.service_pace = median_of(tries);
     }
   }

@@ -157,31 +157,31 @@ TEST_SUITE("sweep") {
 
   TEST_CASE("queueing model at the steps' slowest and fastest pace, by hand") {
     // 100 requests 10 ms apart at unit load, one worker; the steps served
-    // each in 5, 4 and 5.5 ms: medians 5, paces 0.8 to 1.1. With service S
-    // the 99th value (k = 98) is S + 98 (S - 10/x) = 6 ms at x = 10 / (S - (6 - S) / 98):
-    // 200.41 req/s at 5 ms, 251.28 at 4, 181.99 at 5.5.
+    // each in 5, 4 and 6 ms: medians 5, paces 0.8 to 1.2, mean 1. With service S
+    // the 99th value (k = 98) is S + 98 (S - 10/x) = 7 ms at x = 10 / (S - (7 - S) / 98):
+    // 200.82 req/s at 5 ms, 251.93 at 4, 166.95 at 6.
     SweepServiceTimes in;
     std::vector<QueueSample> samples(100);
     for (double load : {1.0, 2.0, 3.0}) {
-      const double service = load == 1 ? 5'000 : load == 2 ? 4'000 : 5'500;
+      const double service = load == 1 ? 5'000 : load == 2 ? 4'000 : 6'000;
       for (std::size_t k = 0; k < samples.size(); ++k)
         samples[k] = QueueSample{10'000.0 * static_cast<double>(k) / load, service, true};
       in.add(samples, load, 100 * load);
     }
     SweepCurve curve = three_steps();
-    model_curve(6, in, curve);
+    model_curve(7, in, curve);
     REQUIRE(curve.modelled);
     CHECK(curve.model_pace_min == doctest::Approx(0.8));
-    CHECK(curve.model_pace_max == doctest::Approx(1.1));
-    CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (5 - 1.0 / 98)).epsilon(1e-6));
-    CHECK(curve.model_capacity_high_rps == doctest::Approx(100 * 10 / (4 - 2.0 / 98)).epsilon(1e-6));
-    CHECK(curve.model_capacity_low_rps == doctest::Approx(100 * 10 / (5.5 - 0.5 / 98)).epsilon(1e-6));
+    CHECK(curve.model_pace_max == doctest::Approx(1.2));
+    CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (5 - 2.0 / 98)).epsilon(1e-6));
+    CHECK(curve.model_capacity_high_rps == doctest::Approx(100 * 10 / (4 - 3.0 / 98)).epsilon(1e-6));
+    CHECK(curve.model_capacity_low_rps == doctest::Approx(100 * 10 / (6 - 1.0 / 98)).epsilon(1e-6));
     CHECK_FALSE(curve.model_capacity_low_at_edge);
     CHECK_FALSE(curve.model_capacity_high_at_edge);
     // Each step's own pace, relative to the median step's: which ones were slow.
     CHECK(curve.steps[0].service_pace == doctest::Approx(1.0));
     CHECK(curve.steps[1].service_pace == doctest::Approx(0.8));
-    CHECK(curve.steps[2].service_pace == doctest::Approx(1.1));
+    CHECK(curve.steps[2].service_pace == doctest::Approx(1.2));
     // One step: one pace, and the range is the capacity itself at both ends.
     SweepServiceTimes one;
     for (std::size_t k = 0; k < samples.size(); ++k)
@@ -209,8 +209,8 @@ TEST_SUITE("sweep") {
     for (QueueSample& q : samples)  // the same requests at load 4: arrivals 4x closer, 7 ms each once
       q.arrival_us /= 4, q.service_us = 7'000;
     in.add(samples, 4.0, 400);
-    for (QueueSample& q : samples)  // and 5 ms again at load 2: the median of 5, 7, 5 is 5
-      q.arrival_us *= 2, q.service_us = 5'000;
+    for (QueueSample& q : samples)  // and 3 ms at load 2: the median of 5, 7, 3 is 5, the mean pace 1
+      q.arrival_us *= 2, q.service_us = 3'000;
     in.add(samples, 2.0, 200);
     REQUIRE(in.service_us.size() == 3);
     CHECK(in.offered_per_load == doctest::Approx(100));
@@ -234,11 +234,11 @@ TEST_SUITE("sweep") {
     SweepCurve tight = curve;
     model_curve(4, in, tight);
     CHECK_FALSE(tight.model_capacity_found);
-    // The steps' pace: 5, 7 and 5 ms against medians of 5: 1.0 to 1.4. At 1.4
-    // every service is 7 ms, past the 6 ms objective: not met there.
-    CHECK(curve.model_pace_min == doctest::Approx(1.0));
+    // The steps' pace: 5, 7 and 3 ms against medians of 5: 0.6 to 1.4. At 1.4
+    // every service is 7 ms, past the 6 ms objective: not met there; at 0.6, 3 ms.
+    CHECK(curve.model_pace_min == doctest::Approx(0.6));
     CHECK(curve.model_pace_max == doctest::Approx(1.4));
-    CHECK(curve.model_capacity_high_rps == doctest::Approx(curve.model_capacity_rps));
+    CHECK(curve.model_capacity_high_rps == doctest::Approx(100 * 10 / (3 - 3.0 / 98)).epsilon(1e-6));
     CHECK(curve.model_capacity_low_rps == 0);
     // Batched curves and sweeps without an objective have no model.
     SweepCurve batched = curve;
@@ -269,14 +269,14 @@ TEST_SUITE("sweep") {
     CHECK(one.tries_p99_us.empty());
   }
 
-  TEST_CASE("queueing model: the medians serve at the median step's pace, by hand") {
+  TEST_CASE("queueing model: the medians serve at the steps' mean pace, by hand") {
     // 100 requests 10 ms apart at unit load, one worker, 5 ms each, except
     // that one step served the first half in 8 ms and another the second
     // half: every request's median is 5 ms (500 ms in all), while the steps
-    // took 650, 650 and 500 ms, paces 1.3, 1.3 and 1.0. At the median
-    // step's pace, 1.3, each request takes 6.5 ms: p99 (k = 98) is
-    // S + 98 (S - 10/x) = 7.5 ms at x = 10 / (6.5 - 1/98), 154.08 req/s;
-    // at the fastest step's, 1.0 / 1.3 of that, 5 ms: x = 10 / (5 - 2.5/98).
+    // took 650, 650 and 500 ms, paces 1.3, 1.3 and 1.0, mean 1.2. At that
+    // pace each request takes 6 ms: p99 (k = 98) is S + 98 (S - 10/x) =
+    // 7.5 ms at x = 10 / (6 - 1.5/98), 167.09 req/s; at the slowest step's,
+    // 6.5 ms, x = 10 / (6.5 - 1/98); at the fastest step's, 5 ms, x = 10 / (5 - 2.5/98).
     SweepServiceTimes in;
     std::vector<QueueSample> samples(100);
     for (int which = 0; which < 3; ++which) {
@@ -290,10 +290,10 @@ TEST_SUITE("sweep") {
     SweepCurve curve = three_steps();
     model_curve(7.5, in, curve);
     REQUIRE(curve.modelled);
-    CHECK(curve.model_pace_min == doctest::Approx(1.0 / 1.3));
-    CHECK(curve.model_pace_max == doctest::Approx(1.0));
-    CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (6.5 - 1.0 / 98)).epsilon(1e-6));
-    CHECK(curve.model_capacity_low_rps == doctest::Approx(curve.model_capacity_rps).epsilon(1e-6));
+    CHECK(curve.model_pace_min == doctest::Approx(1.0 / 1.2));
+    CHECK(curve.model_pace_max == doctest::Approx(1.3 / 1.2));
+    CHECK(curve.model_capacity_rps == doctest::Approx(100 * 10 / (6 - 1.5 / 98)).epsilon(1e-6));
+    CHECK(curve.model_capacity_low_rps == doctest::Approx(100 * 10 / (6.5 - 1.0 / 98)).epsilon(1e-6));
     CHECK(curve.model_capacity_high_rps == doctest::Approx(100 * 10 / (5 - 2.5 / 98)).epsilon(1e-6));
   }
 }
