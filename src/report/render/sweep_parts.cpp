@@ -149,13 +149,13 @@ std::string method_note(const SweepResult& r) {
          "which p99 stays above twice the lightest step's." +
          (any_modelled(r)
               ? std::string(
-                    " The queueing model feeds each request's service time (its median over the steps, at the median "
-                    "step's pace) through a "
-                    "FIFO queue at the trace's arrivals scaled to any load: its p99 sits beside each step's, and its "
-                    "capacity is where that p99 meets the objective. It holds the bursts fixed and takes each "
-                    "request's typical service, so one unlucky step does not decide it; it still moves with the "
-                    "machine's pace. Where it parts from the measured p99 at a step, something besides queueing "
-                    "(contention, the caches' timing) moved the latency.")
+                    " The queueing model feeds each request's service time (its median over the steps, at the "
+                    "steps' mean pace) through a FIFO queue at the trace's arrivals scaled to any load: its p99 sits "
+                    "beside each step's, and its capacity is where that p99 meets the objective. It holds the bursts "
+                    "fixed and takes each request's typical service, so one unlucky step does not decide it; it "
+                    "still moves with the machine's pace (a step's pace: its services over the model's). Where it "
+                    "parts from the measured p99 at a step, something besides queueing (contention, the caches' "
+                    "timing) moved the latency.")
               : std::string());
 }
 
