@@ -72,10 +72,10 @@ struct SweepServiceTimes {
   void add(const std::vector<QueueSample>& samples, double load, double offered_rps);
 };
 // The curve's queueing model (unbatched, with an objective; else nothing):
-// each request's median service time, scaled to the steps' mean total, fed through a FIFO queue with the curve's
-// workers at the unit arrivals over the load; sets every step's model_p99_us
-// and the load where that p99 meets the objective (bisection up to 1.25× the
-// heaviest step), as req/s.
+// each request's median service time, scaled to the steps' mean total, fed
+// through a FIFO queue with the curve's workers at the unit arrivals over the
+// load; sets every step's model_p99_us and service_pace, and the load where
+// that p99 meets the objective (bisection up to 1.25× the heaviest step), as req/s.
 void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve);
 
 }  // namespace inferprof
