@@ -12,7 +12,7 @@
 #        CACHES="none l1 l1,l2" REFINE=0 (sweep --refine) BATCHES= (sweep --max-batch, e.g. 1,8)
 #        MEASURE_AFTER=0 (sweep --measure-after)
 #        CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded" KEEP=DIR (keep each sweep's JSON there)
-# Batching's capacity (docs/sweep.md#dynamic-batching):
+# Batching's capacity (docs/batching.md#capacity-what-batching-buys):
 #   CACHES=none BATCHES=1,8 REQUESTS=1000 SPEEDS=1:4:0.5 SLO_MS=100 bench/sweep_repeat.sh
 set -euo pipefail
 B=${1:-build/inferprof}
