@@ -11,7 +11,9 @@
 #   env: ARCH=cnn REQUESTS=2000 KEYS=200 RATE=80 SPEEDS=0.5:4:0.5 SLO_MS=50 RUNS=3
 #        CACHES="none l1 l1,l2" REFINE=0 (sweep --refine) BATCHES= (sweep --max-batch, e.g. 1,8)
 #        MEASURE_AFTER=0 (sweep --measure-after)
-#        CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded" KEEP=DIR (keep each sweep's JSON there)
+#        CORES=0-(nproc-1) BUSY=1 PHASES="alone loaded" KEEP=DIR (keep each sweep's JSON and --out folder there)
+# After each phase, bench/sweep_model_check.py reruns the queueing model from the sweeps'
+# service_times.csv and prints their capacities at one common service pace.
 # Batching's capacity (docs/batching.md#capacity-what-batching-buys):
 #   CACHES=none BATCHES=1,8 REQUESTS=1000 SPEEDS=1:4:0.5 SLO_MS=100 bench/sweep_repeat.sh
 set -euo pipefail
@@ -36,7 +38,7 @@ case "$ARCH" in
   *) echo "ARCH: expected cnn, mlp or resnet18, got $ARCH" >&2; exit 2 ;;
 esac
 D=$(mktemp -d)
-trap 'stop_load; if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$D"/*.json "$KEEP"/ 2>/dev/null; fi; rm -rf "$D"' EXIT
+trap 'stop_load; if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp -r "$D"/*.json "$D"/*-[0-9]* "$KEEP"/ 2>/dev/null; fi; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
 
 "$B" gen-model --arch "$ARCH" -o "$D/m.pt" >/dev/null
@@ -51,7 +53,8 @@ for phase in $PHASES; do
   start_load_for "$phase"
   for run in $(seq "$RUNS"); do
     /usr/bin/time -f "%e" -o "$D/time" taskset -c "$CORES" "$B" sweep "$D/m.pt" --trace "$D/t.jsonl" \
-      --speeds "$SPEEDS" --slo-ms "$SLO_MS" --refine "$REFINE" --measure-after "$MEASURE_AFTER" "${CACHE_ARGS[@]}" "${BATCH_ARGS[@]}" --no-progress --format json >"$D/$phase-$run.json"
+      --speeds "$SPEEDS" --slo-ms "$SLO_MS" --refine "$REFINE" --measure-after "$MEASURE_AFTER" "${CACHE_ARGS[@]}" "${BATCH_ARGS[@]}" --no-progress --format json \
+      --out "$D/$phase-$run" --service-times >"$D/$phase-$run.json"
     python3 - "$D/$phase-$run.json" "$(cat "$D/time")" "$phase" "$run" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -91,5 +94,10 @@ for i, c in enumerate(docs[0]["configurations"]):
             line += f'; inside the others\' pace ranges {held}/{runs * (runs - 1)}'
     print(line)
 PY
+  # The model rerun outside the tool from each sweep's service_times.csv, and
+  # the capacities with every sweep's services at the first one's total.
+  dirs=()
+  for run in $(seq "$RUNS"); do dirs+=("$D/$phase-$run"); done
+  python3 "$(dirname "$0")/sweep_model_check.py" "${dirs[@]}" | sed "s|$D/||"
   stop_load
 done

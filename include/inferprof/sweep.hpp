@@ -39,6 +39,10 @@ struct SweepConfig {
   // Empty: base.replay.concurrency.
   std::vector<int> workers;
   std::string out_dir;  // sweep.json, sweep.csv, report.html
+  // --service-times: also service_times.csv in out_dir, every request's
+  // arrival and service time in every replay (what the queueing model is fed),
+  // so that the model can be rerun and checked outside the tool.
+  bool service_times = false;
 };
 
 // Throws Error: bad input (exit 2) before anything runs, runtime (3) from a
@@ -77,5 +81,8 @@ struct SweepServiceTimes {
 // load; sets every step's model_p99_us and service_pace, and the load where
 // that p99 meets the objective (bisection up to 1.25× the heaviest step), as req/s.
 void model_curve(double slo_ms, const SweepServiceTimes& in, SweepCurve& curve);
+// service_times.csv: per curve (in r.curves' order, models[i] its replays'
+// samples), one row per replay and request.
+std::string render_service_times_csv(const SweepResult& r, const std::vector<SweepServiceTimes>& models);
 
 }  // namespace inferprof

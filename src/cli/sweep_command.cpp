@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "base/text.hpp"
@@ -22,6 +23,7 @@ constexpr int kMaxSweepWorkers = 1024;  // a list's bound, far past what a host'
 
 struct SweepArgs {
   std::string speeds, rates, concurrency, out;
+  bool service_times = false;
   std::vector<std::string> caches, models;
   std::string max_batches;  // --max-batch 1,8
   std::string workers;      // --workers 1,2
@@ -122,6 +124,9 @@ SweepConfig make_sweep_config(ReplayArgs args, const SweepArgs& a) {
         "--refine bisects between offered loads: it needs --speeds or --rates (--concurrency steps are whole "
         "workers)");
   config.out_dir = a.out;
+  config.service_times = a.service_times;
+  if (a.service_times && a.out.empty())
+    throw bad_input("--service-times writes service_times.csv beside the other reports: it needs --out DIR");
   return config;
 }
 
@@ -180,6 +185,9 @@ Runner add_sweep_command(CLI::App& app) {
       ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Write sweep.json, sweep.csv and report.html here");
+  cmd->add_flag("--service-times", a->service_times,
+                "With --out: also service_times.csv, every request's arrival and service time in every replay (what "
+                "the queueing model is fed)");
   return [args, a] {
     lifecycle::GracefulScope graceful;  // a first SIGINT/SIGTERM keeps the steps completed
     const SweepConfig config = make_sweep_config(*args, *a);
@@ -187,7 +195,10 @@ Runner add_sweep_command(CLI::App& app) {
     std::fputs(report::render(args->format, result, "a sweep").c_str(), stdout);
     if (!result.files.empty()) {
       std::FILE* to = args->format == report::Format::table ? stdout : stderr;
-      std::fprintf(to, "\nreports written to %s/: sweep.json sweep.csv report.html\n", config.out_dir.c_str());
+      std::string names;
+      for (const std::string& f : result.files)
+        names += " " + std::filesystem::path(f).filename().string();
+      std::fprintf(to, "\nreports written to %s/:%s\n", config.out_dir.c_str(), names.c_str());
     }
     if (lifecycle::interrupted()) {
       std::fflush(stdout);

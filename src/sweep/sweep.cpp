@@ -250,10 +250,11 @@ void refine(const SweepConfig& c, SweepResult& r, std::vector<SweepServiceTimes>
     }
 }
 
-void write_files(const SweepConfig& c, SweepResult& r) {
+void write_files(const SweepConfig& c, SweepResult& r, const std::vector<SweepServiceTimes>& models) {
   if (c.out_dir.empty()) return;
-  const std::pair<const char*, std::string> files[] = {
+  std::vector<std::pair<const char*, std::string>> files = {
       {"sweep.json", render_sweep_json(r)}, {"sweep.csv", render_sweep_csv(r)}, {"report.html", render_sweep_html(r)}};
+  if (c.service_times) files.emplace_back("service_times.csv", render_service_times_csv(r, models));
   for (const auto& [name, content] : files) {
     write_file_atomic(c.out_dir, name, content);
     r.files.push_back(c.out_dir + "/" + name);
@@ -535,7 +536,7 @@ SweepResult sweep_all(const SweepConfig& c) {
     model_curve(c.slo_ms, models[i], r.curves[i]);
   }
   r.wall_s = seconds_since(started);
-  write_files(c, r);
+  write_files(c, r, models);
   return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cli_harness.hpp"
@@ -207,6 +208,53 @@ TEST_SUITE("e2e sweep") {
     REQUIRE_MESSAGE(closed.code == 0, closed.err);
     CHECK(closed.out.find("queueing_model") == std::string::npos);
     CHECK(closed.out.find("model_p99_us") == std::string::npos);
+  }
+
+  TEST_CASE("sweep --service-times: every replay's service times, whose totals give each step's pace") {
+    auto& f = sweep_fixture();
+    TempDir out;
+    auto r = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "0.25,0.5,1", "--caches", "none", "--caches",
+                      "l1", "--slo-ms", "1000", "--out", out.file("s"), "--service-times", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("report.html service_times.csv") != std::string::npos);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(out.file("s/sweep.json"));
+    const std::vector<std::string> rows = lines_of(slurp(out.path() / "s" / "service_times.csv"));
+    REQUIRE(!rows.empty());
+    CHECK(rows[0] == "caches,replay,load,request,unit_arrival_us,service_us,measured");
+    // Per configuration and replay: its total service; every row's load is one of the steps'.
+    std::map<std::string, std::map<int, double>> totals;
+    std::size_t data_rows = 0;
+    for (std::size_t k = 1; k < rows.size(); ++k) {
+      std::vector<std::string> cells;
+      std::stringstream row(rows[k]);
+      for (std::string cell; std::getline(row, cell, ',');)
+        cells.push_back(cell);
+      REQUIRE(cells.size() == 7);
+      const double load = std::stod(cells[2]), service = std::stod(cells[5]);
+      CHECK((load == 0.25 || load == 0.5 || load == 1));
+      CHECK(service > 0);
+      totals[cells[0]][std::stoi(cells[1])] += service;
+      ++data_rows;
+    }
+    // Three steps a configuration (1 s is met at each: no tries), 200 requests each.
+    CHECK(data_rows == 2 * 3 * 200);
+    for (simdjson::dom::element c : simdjson::dom::array(doc["configurations"])) {
+      const std::map<int, double>& replays = totals[std::string(std::string_view(c["name"]))];
+      REQUIRE(replays.size() == 3);
+      double mean = 0;
+      for (const auto& [replay, total] : replays)
+        mean += total / 3;
+      // A step's pace is its replay's total over the replays' mean.
+      int step = 0;
+      for (simdjson::dom::element s : simdjson::dom::array(c["steps"]))
+        CHECK(double(s["service_pace"]) == doctest::Approx(replays.at(step++) / mean).epsilon(1e-3));
+    }
+    // Without --out there is nowhere to write it: refused before any replay.
+    auto bare = run_cli({"sweep", f.model, "--trace", f.trace, "--speeds", "1", "--service-times", "--no-progress"});
+    CHECK(bare.code == 2);
+    CHECK(bare.err.find("--service-times") != std::string::npos);
+    CHECK(bare.err.find("needs --out") != std::string::npos);
   }
 
   TEST_CASE("sweep --workers 1,2: a curve per number of workers, each named, with its workers and queueing model") {
