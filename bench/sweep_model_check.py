@@ -55,10 +55,10 @@ def capacity_load(unit_arrivals, measured, services, workers, slo_us, low, high)
 
 
 def load_sweep(folder):
-    doc = json.load(open(f"{folder}/sweep.json"))
+    doc = json.load(open(f"{folder}/sweep.json", encoding="utf-8"))
     replays = defaultdict(dict)  # caches -> replay -> (load, [service])
     arrivals, measured = defaultdict(list), defaultdict(list)
-    with open(f"{folder}/service_times.csv", newline="") as f:
+    with open(f"{folder}/service_times.csv", newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
             name, replay = row["caches"], int(row["replay"])
             load, services = replays[name].setdefault(replay, (float(row["load"]), []))

@@ -38,7 +38,7 @@ case "$ARCH" in
   *) echo "ARCH: expected cnn, mlp or resnet18, got $ARCH" >&2; exit 2 ;;
 esac
 D=$(mktemp -d)
-trap 'stop_load; if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp -r "$D"/*.json "$D"/*-[0-9]* "$KEEP"/ 2>/dev/null; fi; rm -rf "$D"' EXIT
+trap 'stop_load; if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp -r "$D"/*-[0-9]* "$KEEP"/ 2>/dev/null; fi; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
 
 "$B" gen-model --arch "$ARCH" -o "$D/m.pt" >/dev/null
