@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "inferprof/pipeline.hpp"
 #include "inferprof/replay.hpp"
 #include "inferprof/report.hpp"
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
     layered_us(pipeline, {requests.front()}, Layer::pipeline, "");
   }
   const std::string stream_dir = dir.file("stream");
-  ensure_output_dir(stream_dir);
+  output::claim_dir(stream_dir);
 
   RunConfig config;
   config.model_path = dir.file("model.pt");

@@ -8,7 +8,9 @@
 // reports it marked "interrupted" and exits 128 + the signal. A second signal,
 // or the first outside a GracefulScope, runs the Cleanup actions (a replay's
 // Redis namespace, its private LMDB folder, temporary report files, replica
-// processes) and exits 128 + the signal at once; a third exits without them.
+// processes), then the output owner's (temporary files, private folders, every
+// file and folder this process created: no partial report), and exits 128 +
+// the signal at once with one line; a third exits without them.
 // std::terminate and crash signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT)
 // run the Cleanup actions too, within a bounded time, then die as before.
 #include <functional>
@@ -64,11 +66,11 @@ class Cleanup {
   unsigned long id_ = 0;
 };
 
-// A folder of this process alone under the temp directory, "<prefix>-<pid>-XXXXXX",
-// removed when the object goes and by the Cleanup actions. It holds an flock on
-// the folder while it lives; creating one first removes folders of the same
-// prefix whose process is gone (its PID is not running and nobody holds the
-// lock): a crash or SIGKILL leaves them. Throws Error(runtime).
+// A folder of this process alone under the temp directory, "<prefix>-<pid>-XXXXXX"
+// (mkdtemp, mode 0700), removed with its whole tree when the object goes and by
+// the Cleanup actions (the output owner's private folders). A process killed
+// with SIGKILL leaves it: nothing removes another process's folder by its name.
+// Throws Error(runtime).
 class PrivateFolder {
  public:
   PrivateFolder() = default;
@@ -81,24 +83,7 @@ class PrivateFolder {
 
  private:
   std::string path_;
-  int lock_fd_ = -1;
-  Cleanup cleanup_;
 };
-
-// Removes stale "<prefix>-<pid>-*" folders of dead processes from `dir`;
-// returns how many. PrivateFolder calls it; exposed for tests.
-int sweep_stale_folders(const std::string& dir, const std::string& prefix);
-
-// Report files written under a temporary name in `dir` by this process
-// (".NAME.tmp.PID.RANDOM", report::TempFile's; also ".NAME.tmp.PID"):
-// removed by a Cleanup action.
-void remove_own_temp_files(const std::string& dir) noexcept;
-// The same of processes no longer running (a SIGKILL leaves them): removed.
-// Only files of that naming, and only when their PID runs nothing.
-void sweep_stale_temp_files(const std::string& dir) noexcept;
-// For a command writing reports into `dir`: sweeps the stale temporary
-// files, and returns the Cleanup that removes this process's own.
-Cleanup temp_files_cleanup(const std::string& dir);
 
 // For tests: what the first signal does (without a signal), what a second one
 // does before it exits, and back to the start.

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/output_owner.hpp"
 #include "base/text.hpp"
 
 namespace inferprof {
@@ -60,12 +61,14 @@ void TempFile::open_at(int dir_fd, const std::string& dir, const std::string& na
     fd = ::openat(dir_fd_, at(temp_name_).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
+  if (fd >= 0) output::track_temp(join(temp_name_));
   if (fd >= 0) file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
     const int err = errno;
     if (fd >= 0) {
       ::close(fd);
       ::unlinkat(dir_fd_, at(temp_name_).c_str(), 0);
+      output::forget_temp(join(temp_name_));
     }
     temp_name_.clear();
     throw write_error(final_path(), err);
@@ -94,7 +97,10 @@ void TempFile::close() noexcept {
 
 void TempFile::remove() noexcept {
   close();
-  if (!temp_name_.empty()) ::unlinkat(dir_fd_, at(temp_name_).c_str(), 0);
+  if (!temp_name_.empty()) {
+    ::unlinkat(dir_fd_, at(temp_name_).c_str(), 0);
+    output::forget_temp(join(temp_name_));
+  }
   temp_name_.clear();
 }
 
@@ -112,36 +118,11 @@ void TempFile::rename_into_place() {
   if (synced != 0) throw write_error(final_path(), err);
   if (::renameat(dir_fd_, at(temp_name_).c_str(), dir_fd_, at(name_).c_str()) != 0)
     throw write_error(final_path(), errno);
+  output::forget_temp(join(temp_name_));
+  output::created(final_path());
   temp_name_.clear();
 }
 
-namespace {
-
-Error cannot_use_dir(const std::string& dir, const std::string& why) {
-  return bad_input(fmt::format("cannot write reports to '{}': {}", dir, why));
-}
-
-// mkdir -p, with errno kept so that a path under a regular file reads
-// "Not a directory" rather than std::filesystem's varying wording.
-int make_directories(const std::string& dir) {
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    const std::string prefix = dir.substr(0, pos);
-    if (prefix.empty() || prefix == "/") continue;
-    if (::mkdir(prefix.c_str(), 0777) == 0) continue;
-    const int err = errno;
-    struct stat st {};
-    if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
-      if (S_ISDIR(st.st_mode)) continue;
-      return ENOTDIR;
-    }
-    return err;
-  }
-  return 0;
-}
-
-}  // namespace
 }  // namespace report
 
 void report::write_file_atomic_at(int dir_fd, const std::string& dir, const std::string& name,
@@ -154,26 +135,6 @@ void report::write_file_atomic_at(int dir_fd, const std::string& dir, const std:
 
 void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content) {
   report::write_file_atomic_at(AT_FDCWD, dir, name, content);
-}
-
-void ensure_output_dir(const std::string& dir) {
-  if (dir.empty()) throw report::cannot_use_dir(dir, "no folder given");
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) throw report::cannot_use_dir(dir, std::strerror(ENOTDIR));
-  } else if (const int err = report::make_directories(dir); err != 0) {
-    throw report::cannot_use_dir(dir, std::strerror(err));
-  }
-  // Creating the folder proves little (it may exist read-only); a probe file
-  // shows that the reports can be written before any work is done.
-  // Created new under an unguessable name, as TempFile's are: a symbolic link
-  // planted at the probe's name would otherwise truncate its target.
-  const std::string probe =
-      report::join_path(dir, fmt::format(".inferprof-probe.{}.{:016x}", ::getpid(), report::random_suffix()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw report::cannot_use_dir(dir, std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 }  // namespace inferprof

@@ -14,10 +14,6 @@ namespace inferprof {
 // Writes `content` to dir/name atomically (temp file + rename). Throws Error.
 void write_file_atomic(const std::string& dir, const std::string& name, const std::string& content);
 
-// Checks up front that `dir` can hold reports (creating it if needed), so a
-// bad --out fails before any work. Throws Error(bad_input) naming the folder.
-void ensure_output_dir(const std::string& dir);
-
 namespace report {
 
 // "cannot write 'PATH': strerror(err)", exit code runtime.
@@ -32,9 +28,10 @@ void write_file_atomic_at(int dir_fd, const std::string& dir, const std::string&
 // errors are remembered rather than thrown, because they happen on the replay
 // workers' path; close() and rename_into_place() report the first one.
 //
-// The temporary name is ".NAME.tmp.PID.RANDOM" (16 hex digits): the PID lets
-// lifecycle::remove_own_temp_files find a process's own, the random part
-// leaves nothing to plant there in advance, and the file is created new
+// The temporary name is ".NAME.tmp.PID.RANDOM" (16 hex digits), registered
+// with the output owner (output_owner.hpp) until renamed or removed, so that a
+// fatal signal removes it; the random part leaves nothing to plant there in
+// advance, and the file is created new
 // (O_EXCL, O_NOFOLLOW): never a file or symbolic link someone else put there.
 class TempFile {
  public:

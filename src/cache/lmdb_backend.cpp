@@ -29,6 +29,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/output_owner.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 
@@ -71,8 +72,8 @@ std::shared_ptr<Env> open_env(const std::string& path, std::uint64_t map_bytes) 
   std::error_code ec;
   if (fs::exists(path, ec) && !fs::is_directory(path, ec))
     throw runtime_failure("cannot open the LMDB cache at " + path + ": not a folder");
-  fs::create_directories(path, ec);
-  if (ec) throw runtime_failure("cannot create the LMDB cache folder " + path + ": " + ec.message());
+  if (const int err = output::make_dirs(path); err != 0)
+    throw runtime_failure("cannot create the LMDB cache folder " + path + ": " + std::strerror(err));
   std::string canonical = fs::weakly_canonical(fs::absolute(path), ec).string();
   if (ec) canonical = path;
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "base/text.hpp"
 #include "cli/arg_check.hpp"
 #include "cli/commands.hpp"
@@ -100,9 +101,7 @@ Runner add_gen_images_command(CLI::App& app) {
     }
     if (!jpeg && !png) throw bad_input("--formats is empty: expected jpeg, png or jpeg,png");
     namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(opts->out_dir, ec);
-    if (ec) throw bad_input(fmt::format("--out '{}': cannot create it ({})", opts->out_dir, ec.message()));
+    output::claim_dir(opts->out_dir);
     // The one atomic writer: a failure leaves no half file, and its
     // temporary name is never a file or link put there by someone else.
     auto write = [&](const std::string& name, const std::string& bytes) {

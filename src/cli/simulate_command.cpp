@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "base/read_file.hpp"
 #include "base/text.hpp"
 #include "cli/commands.hpp"
@@ -152,7 +153,7 @@ Runner add_simulate_command(CLI::App& app) {
   return [a, sample] {
     a->sample_given = sample->count() > 0;
     SimulateConfig config = make_config(*a);
-    if (!a->out.empty()) ensure_output_dir(a->out);
+    if (!a->out.empty()) output::claim_dir(a->out);
     SimulateResult r = run_simulate(config);
     std::fputs(report::render(a->format, r, "a simulation").c_str(), stdout);
     if (!a->out.empty()) {

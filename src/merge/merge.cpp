@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
 #include "inferprof/report.hpp"
@@ -337,6 +338,13 @@ void fold_replicas(const std::vector<Input>& in, int count, const std::vector<st
 
 MergeResult merge(const MergeOptions& options) {
   if (options.dirs.empty() && options.replicas <= 0) throw bad_input("merge needs at least one run folder");
+  // Refused before anything is read: merged reports written over a replica's own (`merge A B --out A`).
+  std::vector<output::NamedPath> inputs;
+  for (const std::string& dir : options.dirs) {
+    std::error_code ec;
+    inputs.push_back({"the run folder", fs::is_directory(dir, ec) ? dir : fs::path(dir).parent_path().string()});
+  }
+  output::check_distinct({{"--out", options.out_dir}}, inputs);
   std::vector<Input> in;
   // A folder without summary.json is a replica that never finished (killed,
   // crashed): its folder is empty; it is counted as missing below.
@@ -358,7 +366,7 @@ MergeResult merge(const MergeOptions& options) {
                                                        : static_cast<int>(in.size());
   if (!in.empty() && in.back().index >= count)
     throw bad_input(fmt::format("{}: replica {} of a group of {}", printable(in.back().dir), in.back().index, count));
-  if (!options.out_dir.empty()) ensure_output_dir(options.out_dir);
+  if (!options.out_dir.empty()) output::claim_dir(options.out_dir);
 
   MergeResult result;
   ReplicaSummary& s = result.replicas;

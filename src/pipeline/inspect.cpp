@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <map>
 
+#include "base/output_owner.hpp"
 #include "image/image.hpp"
 #include "inferprof/error.hpp"
 #include "pipeline/inspect_detail.hpp"
@@ -217,12 +218,13 @@ class TrialImage {
     if (fd < 0) throw runtime_failure("inspect: cannot create a temporary image in /tmp");
     ::close(fd);
     path_ = name;
+    output::created(path_);
     const std::string jpeg = image::encode_jpeg(image::synth_picture(640, 480, 1), 640, 480, 90);
     std::ofstream out(path_, std::ios::binary);
     if (!out.write(jpeg.data(), static_cast<std::streamsize>(jpeg.size())))
       throw runtime_failure(fmt::format("inspect: cannot write '{}'", path_));
   }
-  ~TrialImage() { std::remove(path_.c_str()); }
+  ~TrialImage() { output::remove_created(path_); }
   TrialImage(const TrialImage&) = delete;
   TrialImage& operator=(const TrialImage&) = delete;
   const std::string& path() const { return path_; }

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "cache/hierarchy.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
@@ -34,12 +35,13 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-// A folder name for a configuration: "l1,l2" -> "l1+l2", "models/a.pt" -> "models_a.pt".
+// A folder name for a configuration: "l1,l2" -> "l1+l2", "models/a.pt" -> "models_a.pt"; a name
+// that is empty, "." or ".." (a model or profile named so) gets a leading '_' (output::safe_name):
+// every configuration's folder lies inside --out.
 std::string folder_name(const std::string& config) {
   std::string out = config;
   std::replace(out.begin(), out.end(), ',', '+');
-  std::replace(out.begin(), out.end(), '/', '_');
-  return out;
+  return output::safe_name(out);
 }
 
 // The slowest 1% of requests hold over half of all the time: the mean is
@@ -602,8 +604,7 @@ void run_sequential(CompareRun& run, const RunConfig& later) {
         cut_short = true;  // before a request completed
       }
       if (cut_short) {
-        std::error_code ec;
-        if (!replay.output.out_dir.empty()) fs::remove_all(replay.output.out_dir, ec);
+        if (!replay.output.out_dir.empty()) output::remove_created(replay.output.out_dir);
         break;
       }
       run.keep(c, std::move(outcome));
@@ -624,8 +625,7 @@ void drop_unfinished(CompareRun& run) {
     result.not_run.push_back(result.rows[c].name);
     // A lockstep pass creates every configuration's folder before its
     // first request: one cut short before then leaves them empty.
-    std::error_code ec;
-    if (!run.config.out_dir.empty()) fs::remove_all(run.out_dir(c), ec);
+    if (!run.config.out_dir.empty()) output::remove_created(run.out_dir(c));
   }
   keep_only(result.rows, kept), keep_only(run.configs, kept);
   if (result.rows.empty())
@@ -770,28 +770,32 @@ CompareResult run_compare(const CompareConfig& config) {
   std::vector<Setup> setups = compare_setups(config, varies);
   CompareRun run(config, checked_mode(config), std::move(setups));
   run.result.varies = varies;
-  if (!config.out_dir.empty()) ensure_output_dir(config.out_dir);
+  detail::check_outputs(config.base.output, config.out_dir);
+  if (!config.out_dir.empty()) output::claim_dir(config.out_dir);
   detail::check_dump_dirs(config.base.output);
   // The tensors do not depend on the caches: the first pass (or replay) dumps them, once.
   const RunConfig later = detail::without_dumps(config.base);
-  lifecycle::Cleanup temp_files;  // killed by a signal: no half-written compare.csv
-  if (!config.out_dir.empty()) temp_files = lifecycle::temp_files_cleanup(config.out_dir);
   CompareResult& result = run.result;
   result.repeat = config.repeat;
   result.mode = run.mode;
   result.precision_pct = config.precision_pct;
   make_rows(run);
   check_gate_ops(run);
+  // Each configuration's folder, claimed before any work: a name from a model or profile stays inside
+  // --out, and a link or file already at that name is refused.
+  if (!config.out_dir.empty())
+    for (const CompareRow& row : run.result.rows)
+      output::claim_child_dir(config.out_dir, row.folder);
 
-  // A failed replay leaves no report behind, also none of the configurations already done.
+  // A failed replay leaves no report behind, also none of the configurations already done:
+  // what this process created in their folders goes (output::remove_created), nothing else.
   struct PartialReports {
     const CompareRun& run;
     bool keep = false;
     ~PartialReports() {
       if (keep || run.config.out_dir.empty()) return;
-      std::error_code ec;
       for (std::size_t c = 0; c < run.result.rows.size(); ++c)
-        fs::remove_all(run.out_dir(c), ec);
+        output::remove_created(run.out_dir(c));
     }
   } partial{run};
 

@@ -8,12 +8,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +20,7 @@
 #include <system_error>
 #include <thread>
 
+#include "base/output_owner.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof::lifecycle {
@@ -66,6 +65,8 @@ void run_cleanups() {
     }
   }
   s.cleanups.clear();
+  // Last: what the actions above wrote or stopped writing (temporary and partial report files).
+  output::abandon_all();
 }
 
 // The first signal in a graceful command: request the stop. Returns false
@@ -80,11 +81,14 @@ bool begin_stop(int sig) {
   return true;
 }
 
-// Dies of `sig` as if nothing had handled it (a shell running us sees that),
-// or exits 128 + sig should it be blocked.
+// Exits 128 + sig with one line, as a graceful command's stop does: every
+// command ends an interrupt with 130 (SIGINT) or 143 (SIGTERM). Only
+// async-signal-safe calls: a third signal calls it from the handler.
 [[noreturn]] void die_of(int sig) {
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
+  static constexpr char kInt[] = "inferprof: interrupted by SIGINT: stopped\n";
+  static constexpr char kTerm[] = "inferprof: interrupted by SIGTERM: stopped\n";
+  if (sig == SIGINT && ::write(STDERR_FILENO, kInt, sizeof kInt - 1) < 0) ::_exit(128 + sig);
+  if (sig == SIGTERM && ::write(STDERR_FILENO, kTerm, sizeof kTerm - 1) < 0) ::_exit(128 + sig);
   ::_exit(128 + sig);
 }
 
@@ -136,10 +140,6 @@ void lifecycle_thread() {
     run_cleanups();
     die_of(sig);
   }
-}
-
-bool pid_running(long pid) {
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 }  // namespace
@@ -242,119 +242,32 @@ void Cleanup::release() {
   id_ = 0;
 }
 
-int sweep_stale_folders(const std::string& dir, const std::string& prefix) {
-  int removed = 0;
-  std::error_code ec;
-  const std::string lead = prefix + "-";
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(lead, 0) != 0) continue;
-    char* rest = nullptr;
-    const long pid = std::strtol(name.c_str() + lead.size(), &rest, 10);
-    if (pid <= 0 || *rest != '-' || pid == ::getpid() || pid_running(pid)) continue;
-    // Another PID namespace (a container sharing /tmp) may run that PID: its
-    // owner holds the lock.
-    const int fd = ::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) continue;
-    const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-    std::error_code rm;
-    if (free && fs::remove_all(it->path(), rm) > 0 && !rm) ++removed;
-    ::close(fd);
-  }
-  return removed;
-}
-
 PrivateFolder::PrivateFolder(const std::string& prefix) {
   std::error_code ec;
   const fs::path tmp = fs::temp_directory_path(ec);
   if (ec) throw runtime_failure("no temporary folder: " + ec.message());
-  sweep_stale_folders(tmp.string(), prefix);
   std::string path = (tmp / fmt::format("{}-{}-XXXXXX", prefix, ::getpid())).string();
   if (!::mkdtemp(path.data())) throw runtime_failure("cannot create a folder under " + tmp.string());
   path_ = path;
-  lock_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lock_fd_ >= 0 && ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    ::close(lock_fd_);
-    lock_fd_ = -1;
-  }
-  cleanup_ = Cleanup([path] {
-    std::error_code rm;
-    fs::remove_all(path, rm);
-  });
+  output::track_private(path_);  // removed by remove() or, on a fatal signal, by output::abandon_all
 }
 
-PrivateFolder::PrivateFolder(PrivateFolder&& o) noexcept
-    : path_(std::move(o.path_)), lock_fd_(o.lock_fd_), cleanup_(std::move(o.cleanup_)) {
+PrivateFolder::PrivateFolder(PrivateFolder&& o) noexcept : path_(std::move(o.path_)) {
   o.path_.clear();
-  o.lock_fd_ = -1;
 }
 
 PrivateFolder& PrivateFolder::operator=(PrivateFolder&& o) noexcept {
   if (this != &o) {
     remove();
     path_ = std::move(o.path_);
-    lock_fd_ = o.lock_fd_;
-    cleanup_ = std::move(o.cleanup_);
     o.path_.clear();
-    o.lock_fd_ = -1;
   }
   return *this;
 }
 
 void PrivateFolder::remove() noexcept {
-  if (!path_.empty()) {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-    path_.clear();
-  }
-  if (lock_fd_ >= 0) ::close(lock_fd_);
-  lock_fd_ = -1;
-  cleanup_.release();
-}
-
-namespace {
-
-// The PID in a temporary file's name, ".NAME.tmp.PID.RANDOM" (report::TempFile's,
-// RANDOM letters and digits) or ".NAME.tmp.PID"; 0 for any other name.
-long temp_file_pid(const std::string& name) {
-  const std::size_t mark = name.rfind(".tmp.");
-  if (name.empty() || name[0] != '.' || mark == 0 || mark == std::string::npos) return 0;
-  const std::size_t digits = mark + 5, dot = name.find('.', digits);
-  const std::size_t len = (dot == std::string::npos ? name.size() : dot) - digits;
-  if (len == 0 || len > 9 || name.find_first_not_of("0123456789", digits) < digits + len) return 0;
-  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  if (dot != std::string::npos &&
-      (dot + 1 == name.size() || !std::all_of(name.begin() + static_cast<long>(dot) + 1, name.end(), alnum)))
-    return 0;
-  return std::stol(name.substr(digits, len));
-}
-
-// Removes the temporary report files in `dir` whose writer `stale` says is gone.
-template <class Stale>
-void remove_temp_files(const std::string& dir, Stale stale) noexcept {
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const long pid = temp_file_pid(it->path().filename().string());
-    std::error_code rm;
-    if (pid > 0 && stale(pid) && it->is_regular_file(rm)) fs::remove(it->path(), rm);
-  }
-}
-
-}  // namespace
-
-void remove_own_temp_files(const std::string& dir) noexcept {
-  const long self = ::getpid();
-  remove_temp_files(dir, [self](long pid) { return pid == self; });
-}
-
-void sweep_stale_temp_files(const std::string& dir) noexcept {
-  // A process killed (SIGKILL, a crash the Cleanup actions did not outlive) left them.
-  remove_temp_files(dir, [](long pid) { return pid != ::getpid() && !pid_running(pid); });
-}
-
-Cleanup temp_files_cleanup(const std::string& dir) {
-  sweep_stale_temp_files(dir);
-  return Cleanup([dir] { remove_own_temp_files(dir); });
+  if (!path_.empty()) output::remove_private(path_);
+  path_.clear();
 }
 
 void request_stop(int sig) {

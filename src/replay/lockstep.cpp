@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "inferprof/replay.hpp"
@@ -206,12 +207,8 @@ LockstepPass run_lockstep_pass(const RunConfig& base, const std::vector<Lockstep
     states.push_back(build_cache_state(t.tiers, t.cache_namespace, false));
   std::vector<Variant> variants = load_variants(base, keys, info, observer);
 
-  std::vector<lifecycle::Cleanup> temp_files;  // killed by a signal: no half-written reports
-  for (const LockstepTarget& t : targets) {
-    if (t.out_dir.empty()) continue;
-    ensure_output_dir(t.out_dir);
-    temp_files.push_back(lifecycle::temp_files_cleanup(t.out_dir));
-  }
+  for (const LockstepTarget& t : targets)
+    if (!t.out_dir.empty()) output::claim_dir(t.out_dir);
   Lanes lanes(base, targets, variants, variant_of, states);
 
   // One warm-up per pipeline, shared by its configurations; the caches start empty.

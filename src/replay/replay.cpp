@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
@@ -284,8 +285,6 @@ class RunSession {
 
   const RunConfig& config_;
   const bool inline_driver_;
-  // Killed by a signal, the run's half-written reports go with it.
-  lifecycle::Cleanup temp_files_;
   ReplayObserver* const observer_;
   ReplayCounters counters_;  // before `finished_`: the observer lets go of them there
   const detail::ObserverFinish finished_;
@@ -312,7 +311,8 @@ class RunSession {
 bool RunSession::checked(const RunConfig& config) {
   detail::check_replay_config(config);
   const bool inline_driver = use_inline_driver(config);
-  if (!config.output.out_dir.empty()) ensure_output_dir(config.output.out_dir);
+  detail::check_outputs(config.output, config.output.out_dir);
+  if (!config.output.out_dir.empty()) output::claim_dir(config.output.out_dir);
   detail::check_dump_dirs(config.output);
   return inline_driver;
 }
@@ -320,8 +320,6 @@ bool RunSession::checked(const RunConfig& config) {
 RunSession::RunSession(const RunConfig& config)
     : config_(config),
       inline_driver_(checked(config)),
-      temp_files_(config.output.out_dir.empty() ? lifecycle::Cleanup{}
-                                                : lifecycle::temp_files_cleanup(config.output.out_dir)),
       observer_(config.output.observer.get()),
       finished_{observer_},
       info_(detail::describe_replay(config)),

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 
 extern char** environ;
 
@@ -104,8 +105,19 @@ Child Child::start(const std::string& binary, const std::vector<std::string>& ch
   sigset_t none;  // the parent's thread blocks SIGINT/SIGTERM (lifecycle.cpp); a replica starts without that
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attr, &none);
+  // The environment plus the mark join() checks: this process's PID, which a
+  // replica compares with its parent's (a user's --replica flag alone starts no handshake).
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, kParentEnv, std::strlen(kParentEnv)) != 0 || (*e)[std::strlen(kParentEnv)] != '=')
+      env_text.emplace_back(*e);
+  env_text.push_back(fmt::format("{}={}", kParentEnv, ::getpid()));
+  std::vector<char*> envp;
+  for (auto& e : env_text)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
   Child c;
-  const int rc = posix_spawn(&c.pid_, binary.c_str(), &fa, &attr, argv.data(), environ);
+  const int rc = posix_spawn(&c.pid_, binary.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   ::close(ends[1]);  // the replica's alone now: its exit is end-of-file here
@@ -183,13 +195,23 @@ void ready_and_wait(int fd) {
     throw runtime_failure("replica: lost the parent before the start (run replicas through `run --replicas N`)");
 }
 
+bool started_by_parent() {
+  const char* mark = std::getenv(kParentEnv);
+  return mark != nullptr && *mark != '\0' && fmt::format("{}", ::getppid()) == mark;
+}
+
 ReplicaRole join(const std::string& replica_flag, Split split) {
   ReplicaRole role;
   int consumed = 0;
   if (std::sscanf(replica_flag.c_str(), "%d/%d%n", &role.index, &role.count, &consumed) != 2 ||
       static_cast<std::size_t>(consumed) != replica_flag.size() || role.index < 0 || role.count < 1 ||
       role.index >= role.count)
-    throw bad_input(fmt::format("{} {}: expected I/N with 0 <= I < N", kReplicaFlag, replica_flag));
+    throw bad_input(fmt::format("{} {}: expected I/N with 0 <= I < N", kReplicaFlag, printable(replica_flag)));
+  if (!started_by_parent())
+    throw bad_input(
+        fmt::format("{} {} goes with --group NAME (a replica of a group started apart, docs/scale-out.md); "
+                    "`run --replicas N` starts replicas on this host",
+                    kReplicaFlag, printable(replica_flag)));
   role.split = split;
   // Dies with its parent, also one killed by SIGKILL: SIGTERM then stops it
   // like an interrupt (its own files and folders go). A parent already gone

@@ -31,6 +31,12 @@ inline constexpr const char* kReplicaFlag = "--replica";  // I/N
 inline constexpr const char* kNamespaceFlag = "--cache-namespace";
 // Where the replica finds its end of the socket pair.
 inline constexpr int kReplicaFd = 3;
+// Set by the parent, in each replica's environment, to its own PID: join()
+// takes the handshake only when it names the replica's parent, so a user's
+// `--replica K/N` without --group is refused instead of waiting on fd 3.
+inline constexpr const char* kParentEnv = "INFERPROF_REPLICA_PARENT";
+// Whether this process is a replica that a --replicas parent started.
+bool started_by_parent();
 
 // What the parent decides for one replica.
 struct Assignment {

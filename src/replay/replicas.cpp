@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
@@ -180,7 +181,7 @@ void annotate(ReplicaResult& r, const Replica& c, bool timed_out) {
 MergeResult run_replicas(const ReplicaLaunch& launch) {
   if (launch.replicas < 1) throw bad_input("--replicas must be at least 1");
   check_replica_limit(launch.replicas);
-  ensure_output_dir(launch.out_dir);
+  output::claim_dir(launch.out_dir);
   clear_shared(launch);
 
   // A first interrupt is passed on to the replicas (each stops as `run`

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/histogram.hpp"
+#include "base/output_owner.hpp"
 #include "base/text.hpp"
 #include "inferprof/report.hpp"
 #include "report/request_sinks.hpp"
@@ -515,7 +516,7 @@ void Collector::commit(const RunSummary& summary) {
         order[renamed]->rename_into_place();
     } catch (...) {
       for (std::size_t i = 0; i < renamed; ++i)
-        std::remove(order[i]->final_path().c_str());
+        output::remove_created(order[i]->final_path());
       throw;
     }
   } catch (...) {

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "inferprof/compare.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/lifecycle.hpp"
@@ -490,7 +491,7 @@ SweepResult sweep_all(const SweepConfig& c) {
   r.concurrency = c.base.replay.concurrency;
   scan_trace(c.base, c.load, r);
   r.curves = make_curves(c);
-  if (!c.out_dir.empty()) ensure_output_dir(c.out_dir);  // an unwritable --out fails before the first replay
+  if (!c.out_dir.empty()) output::claim_dir(c.out_dir);  // an unwritable --out fails before the first replay
   ReplayObserver* observer = c.base.output.observer.get();
   const std::size_t total = c.loads.size() * r.curves.size();
   std::size_t done = 0;

@@ -14,12 +14,14 @@
 #include <fstream>
 
 #include "base/atomic_file.hpp"
+#include "base/output_owner.hpp"
 #include "inferprof/lifecycle.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 namespace lifecycle = inferprof::lifecycle;
 namespace report = inferprof::report;
+namespace output = inferprof::output;
 using inferprof::testing::TempDir;
 
 namespace {
@@ -66,7 +68,8 @@ TEST_SUITE("lifecycle") {
     CHECK_FALSE(lifecycle::interrupted());
   }
 
-  TEST_CASE("a private folder is removed with its object, and a dead process's folder by the next one") {
+  TEST_CASE(
+      "a private folder goes with its object, a dead process's is left alone, a swapped-in link is not followed") {
     const std::string prefix = fmt::format("inferprof-unit-{}", ::getpid());
     std::string path;
     {
@@ -75,85 +78,36 @@ TEST_SUITE("lifecycle") {
       CHECK(fs::is_directory(path));
       CHECK(fs::path(path).filename().string().rfind(fmt::format("{}-{}-", prefix, ::getpid()), 0) == 0);
       touch(fs::path(path) / "data.mdb");
+      fs::create_directory(fs::path(path) / "replica-0");
+      touch(fs::path(path) / "replica-0" / "summary.json");
     }
     CHECK_FALSE(fs::exists(path));
 
-    // Left by a process that died (SIGKILL, a crash), and by one still running (pid 1).
-    const fs::path tmp = fs::temp_directory_path();
-    const fs::path stale = tmp / fmt::format("{}-{}-abcdef", prefix, dead_pid());
-    const fs::path alive = tmp / fmt::format("{}-1-abcdef", prefix);
+    // Left by a process that died (SIGKILL): not this process's, so never removed by its name.
+    const fs::path stale = fs::temp_directory_path() / fmt::format("{}-{}-abcdef", prefix, dead_pid());
     fs::create_directories(stale);
-    fs::create_directories(alive);
     touch(stale / "data.mdb");
+    { lifecycle::PrivateFolder folder(prefix); }
+    CHECK(fs::exists(stale / "data.mdb"));
+    fs::remove_all(stale);
+
+    // The folder swapped for a link to a user's folder: nothing there is removed.
+    TempDir user;
+    touch(user.path() / "keep.txt");
     {
       lifecycle::PrivateFolder folder(prefix);
-      CHECK_FALSE(fs::exists(stale));
-      CHECK(fs::exists(alive));
+      fs::remove(folder.path());
+      fs::create_directory_symlink(user.path(), folder.path());
+      path = folder.path();
     }
-    fs::remove_all(alive);
+    CHECK(fs::exists(user.path() / "keep.txt"));
+    fs::remove(path);
   }
 
-  TEST_CASE("the sweep leaves a folder whose owner holds its lock (another PID namespace)") {
-    TempDir dir;
-    const fs::path folder = dir.path() / fmt::format("inferprof-l3-{}-xyz", dead_pid());
-    fs::create_directories(folder);
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-    REQUIRE(fd >= 0);
-    REQUIRE(::flock(fd, LOCK_EX) == 0);
-    CHECK(lifecycle::sweep_stale_folders(dir.str(), "inferprof-l3") == 0);
-    CHECK(fs::exists(folder));
-    ::close(fd);
-    CHECK(lifecycle::sweep_stale_folders(dir.str(), "inferprof-l3") == 1);
-    CHECK_FALSE(fs::exists(folder));
-  }
-
-  TEST_CASE("own temp files go, others' and finished reports stay") {
-    TempDir dir;
-    const int me = ::getpid();
-    const std::vector<std::string> names = {fmt::format(".requests.csv.tmp.{}.3", me),
-                                            fmt::format(".trace.json.tmp.{}.0", me),
-                                            fmt::format(".summary.json.tmp.{}", me),
-                                            fmt::format(".requests.csv.tmp.{}7.1", me),
-                                            "summary.json",
-                                            ".requests.csv.tmp.1.1"};
-    for (const std::string& name : names)
-      touch(dir.path() / name);
-    lifecycle::remove_own_temp_files(dir.str());
-    std::vector<std::string> kept = {fmt::format(".requests.csv.tmp.{}7.1", me), ".requests.csv.tmp.1.1",
-                                     "summary.json"};
-    std::sort(kept.begin(), kept.end());
-    CHECK(dir.list() == kept);
-  }
-
-  TEST_CASE("stale temp files of processes that are gone are swept, a running process's and other names stay") {
-    TempDir dir;
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) ::_exit(0);
-    REQUIRE(::waitpid(child, nullptr, 0) == child);  // its PID runs nothing now
-    const int me = ::getpid(), parent = ::getppid();
-    const std::vector<std::string> gone = {fmt::format(".requests.csv.tmp.{}.00ff00ff00ff00ff", child),
-                                           fmt::format(".trace.json.tmp.{}.0", child),
-                                           fmt::format(".summary.json.tmp.{}", child)};
-    const std::vector<std::string> stay = {fmt::format(".requests.csv.tmp.{}.00ff00ff00ff00ff", me),
-                                           fmt::format(".trace.json.tmp.{}.0", parent),
-                                           fmt::format("requests.csv.tmp.{}.0", child),
-                                           fmt::format(".requests.csv.tmp.{}.a.b", child),
-                                           fmt::format(".requests.csv.tmp.{}x", child),
-                                           "summary.json"};
-    for (const std::string& name : gone)
-      touch(dir.path() / name);
-    for (const std::string& name : stay)
-      touch(dir.path() / name);
-    fs::create_directory(dir.path() / fmt::format(".dump.tmp.{}.abcdef", child));  // not a report file
-    lifecycle::sweep_stale_temp_files(dir.str());
-    std::vector<std::string> kept = stay;
-    kept.push_back(fmt::format(".dump.tmp.{}.abcdef", child));
-    std::sort(kept.begin(), kept.end());
-    CHECK(dir.list() == kept);
-  }
-
-  TEST_CASE("temporary files: unguessable names that still carry the PID, found as this process's own") {
+  TEST_CASE(
+      "temporary files: unguessable names that carry the PID; a fatal signal's cleanup removes them, no one "
+      "else's") {
+    output::reset_for_tests();
     TempDir dir;
     report::TempFile a, b;
     a.open(dir.str(), "summary.json");
@@ -162,8 +116,13 @@ TEST_SUITE("lifecycle") {
     CHECK(a.temp_path().rfind(prefix, 0) == 0);
     CHECK(a.temp_path().size() == prefix.size() + 16);  // 64 random bits in hex
     CHECK(a.temp_path() != b.temp_path());
-    lifecycle::remove_own_temp_files(dir.str());
-    CHECK(dir.list().empty());
+    // Someone else's file of the same shape of name, and a killed process's: never ours to remove.
+    const std::vector<std::string> others = {fmt::format(".requests.csv.tmp.{}.00ff00ff00ff00ff", dead_pid()),
+                                             fmt::format(".summary.json.tmp.{}.0", ::getpid())};
+    for (const std::string& name : others)
+      touch(dir.path() / name);
+    output::abandon_all();
+    CHECK(dir.list() == others);
   }
 
   TEST_CASE("cleanups run once each, those released or moved from not at all") {

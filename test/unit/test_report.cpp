@@ -16,6 +16,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/histogram.hpp"
+#include "base/output_owner.hpp"
 #include "base/text.hpp"
 #include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
@@ -836,18 +837,18 @@ TEST_SUITE("report") {
 
   TEST_CASE("ensure_output_dir creates folders and rejects files") {
     TempDir dir;
-    ensure_output_dir(dir.file("a/b/c"));
+    output::claim_dir(dir.file("a/b/c"));
     CHECK(fs::is_directory(dir.file("a/b/c")));
     CHECK(fs::is_empty(dir.file("a/b/c")));
-    ensure_output_dir(dir.file("a/b/c"));  // existing is fine
+    output::claim_dir(dir.file("a/b/c"));  // existing is fine
     std::ofstream(dir.file("plain")) << "x";
-    CHECK_THROWS_WITH_AS(ensure_output_dir(dir.file("plain")),
+    CHECK_THROWS_WITH_AS(output::claim_dir(dir.file("plain")),
                          fmt::format("cannot write reports to '{}/plain': Not a directory", dir.str()).c_str(), Error);
-    CHECK_THROWS_WITH_AS(ensure_output_dir(dir.file("plain/sub")),
+    CHECK_THROWS_WITH_AS(output::claim_dir(dir.file("plain/sub")),
                          fmt::format("cannot write reports to '{}/plain/sub': Not a directory", dir.str()).c_str(),
                          Error);
     try {
-      ensure_output_dir(dir.file("plain/sub"));
+      output::claim_dir(dir.file("plain/sub"));
     } catch (const Error& e) {
       CHECK(e.code() == ExitCode::bad_input);
     }
@@ -877,7 +878,7 @@ TEST_SUITE("report") {
   TEST_CASE("commit writes all six files atomically and a failed commit leaves none") {
     TempDir dir;
     const std::string out = dir.file("out");
-    ensure_output_dir(out);
+    output::claim_dir(out);
     CollectorOptions o;
     o.out_dir = out;
     Collector c(o);
