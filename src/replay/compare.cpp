@@ -161,6 +161,8 @@ std::vector<Setup> compare_setups(const CompareConfig& config, std::string& vari
         config.configurations.size(), std::max<std::size_t>(config.models.size(), 1),
         std::max<std::size_t>(config.profiles.size(), 1)));
   if (config.configurations.empty()) throw bad_input("compare needs at least one --caches configuration");
+  for (const std::string& m : config.models)
+    if (m.empty()) throw bad_input("--model '': expected the path of a TorchScript file");
   if ((models || profiles) && (!config.base.output.dump_inputs.empty() || !config.base.output.dump_outputs.empty()))
     throw bad_input(
         "--dump-inputs and --dump-outputs write one model's tensors: with several models or profiles, dump each "
