@@ -67,8 +67,7 @@ void TempFile::open_at(int dir_fd, const std::string& dir, const std::string& na
     const int err = errno;
     if (fd >= 0) {
       ::close(fd);
-      ::unlinkat(dir_fd_, at(temp_name_).c_str(), 0);
-      output::forget_temp(join(temp_name_));
+      output::discard_temp(dir_fd_, at(temp_name_), join(temp_name_));
     }
     temp_name_.clear();
     throw write_error(final_path(), err);
@@ -98,8 +97,7 @@ void TempFile::close() noexcept {
 void TempFile::remove() noexcept {
   close();
   if (!temp_name_.empty()) {
-    ::unlinkat(dir_fd_, at(temp_name_).c_str(), 0);
-    output::forget_temp(join(temp_name_));
+    output::discard_temp(dir_fd_, at(temp_name_), join(temp_name_));
   }
   temp_name_.clear();
 }

@@ -222,6 +222,11 @@ void forget_temp(const std::string& path) noexcept {
   r.temps.erase(path);
 }
 
+void discard_temp(int dir_fd, const std::string& at, const std::string& path) noexcept {
+  ::unlinkat(dir_fd, at.c_str(), 0);
+  forget_temp(path);
+}
+
 void track_private(const std::string& path) noexcept {
   created(path);
   try {

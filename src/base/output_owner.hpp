@@ -74,6 +74,9 @@ std::string unlisted_entry(const std::string& dir, const std::vector<std::string
 // abandon_all removes them. forget_temp when renamed into place or removed.
 void track_temp(const std::string& path) noexcept;
 void forget_temp(const std::string& path) noexcept;
+// Removes a temporary file this process created (`at`: its name relative to
+// `dir_fd`, or its path with AT_FDCWD; `path` as tracked) and forgets it.
+void discard_temp(int dir_fd, const std::string& at, const std::string& path) noexcept;
 
 // A folder this process made for itself alone (mkdtemp, mode 0700; its
 // subprocesses write in it): remove_private removes its whole tree, after

@@ -22,6 +22,7 @@
 #include "replay/pass_process.hpp"
 #include "replay/replica_handshake.hpp"
 #include "report/format.hpp"
+#include "report/saved_run.hpp"
 
 namespace inferprof::cli {
 
@@ -151,17 +152,34 @@ std::shared_ptr<ReplicaGroup> join_group(const ReplayArgs& args, const std::stri
 // Says this replica is done and waits for the group; the one that removes the
 // group's keys also empties the shared cache namespace.
 // --merge-into: the replica that finished last merges the group's folders,
-// the siblings of its own --out (a shared volume), into `into`.
+// the siblings of its own --out (a shared volume) whose summary.json says it
+// is a replica of this group and size, into `into`: a stale folder of another
+// run beside them (yesterday's replica-0) is left out and named.
 void merge_group(const std::string& name, const std::string& out, const std::string& into, int count) {
   MergeOptions merge;
   merge.out_dir = into;
   merge.replicas = count;
   std::error_code ec;
   const fs::path parent = fs::absolute(out, ec).parent_path();
-  for (const auto& entry : fs::directory_iterator(parent, ec))
-    if (entry.is_directory(ec) && !fs::equivalent(entry.path(), into, ec) &&
-        fs::exists(entry.path() / "summary.json", ec))
+  std::string others;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    if (!entry.is_directory(ec) || fs::equivalent(entry.path(), into, ec) ||
+        !fs::exists(entry.path() / "summary.json", ec))
+      continue;
+    bool member = false;
+    try {
+      const report::SavedRun run = report::read_saved_run(entry.path().string(), report::SummaryCheck::partial);
+      member = run.replica.group == name && run.replica.count == count;
+    } catch (const Error&) {  // not a run of ours: not a member either
+    }
+    if (member)
       merge.dirs.push_back(entry.path().string());
+    else
+      others += fmt::format("{}'{}'", others.empty() ? "" : ", ", printable(entry.path().filename().string()));
+  }
+  if (!others.empty())
+    std::fprintf(stderr, "inferprof: group %s: left out of the merge, not replicas of this group of %d: %s\n",
+                 printable(name).c_str(), count, others.c_str());
   std::sort(merge.dirs.begin(), merge.dirs.end());
   try {
     const MergeResult r = merge_runs(merge);

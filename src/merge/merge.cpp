@@ -436,13 +436,11 @@ MergeResult merge(const MergeOptions& options) {
 }  // namespace
 
 MergeResult merge_runs(const MergeOptions& options) {
-  // A failed merge leaves no report, nor the --out folder it created for them.
-  std::error_code ec;
-  const bool created = !options.out_dir.empty() && !fs::exists(options.out_dir, ec);
+  // A failed merge leaves no report, nor the --out folder it created for them (only what it created).
   try {
     return merge(options);
   } catch (...) {
-    if (created) fs::remove(options.out_dir, ec);  // only while empty
+    if (!options.out_dir.empty()) output::remove_created(options.out_dir);
     throw;
   }
 }

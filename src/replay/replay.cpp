@@ -510,14 +510,11 @@ void RunSession::commit(RunOutcome& outcome) {
 }  // namespace
 
 RunOutcome run_replay(const RunConfig& config) {
-  // A failed run leaves no report, nor the --out folder it created for them.
-  const std::string& out = config.output.out_dir;
-  std::error_code ec;
-  const bool created = !out.empty() && !fs::exists(out, ec);
+  // A failed run leaves no report, nor the --out folder it created for them (only what it created).
   try {
     return RunSession(config).run();
   } catch (...) {
-    if (created) fs::remove(out, ec);  // only while empty: never what someone else put there meanwhile
+    if (!config.output.out_dir.empty()) output::remove_created(config.output.out_dir);
     throw;
   }
 }

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "cli_harness.hpp"
+#include "redis_server.hpp"
 #include "temp_dir.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace inferprof::testing;
@@ -286,5 +288,37 @@ TEST_SUITE("e2e sentinels") {
         w.check_intact(what);
       }
     }
+  }
+
+  TEST_CASE("run --group --merge-into merges the group's folders only: a stale sibling is named and left as it was") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    World w;
+    make_model_and_trace(w.model, w.trace, {"--requests", "200", "--keys", "20", "--rate", "400"});
+    // Yesterday's run beside the replicas' folders: a run folder, but not of this group.
+    auto r = w.run({"run", "m.pt", "--trace", "t.jsonl", "--out", "shared/yesterday-replica-0", "--no-progress"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    std::ifstream in(w.work / "shared" / "yesterday-replica-0" / "summary.json");
+    w.sentinels[(w.work / "shared" / "yesterday-replica-0" / "summary.json").string()] =
+        std::string((std::istreambuf_iterator<char>(in)), {});
+    std::vector<std::unique_ptr<Background>> group;
+    for (int k = 0; k < 2; ++k)
+      group.push_back(start({"run", w.model, "--trace", w.trace, "--group", "gm", "--replica", fmt::format("{}/2", k),
+                             "--redis", redis.url(), "--open-loop", "--warmup", "1", "--no-progress", "--out",
+                             (w.work / "shared" / fmt::format("replica-{}", k)).string(), "--merge-into",
+                             (w.work / "shared" / "merged").string()},
+                            w.dir, fmt::format("gm-{}", k)));
+    std::string said;
+    for (auto& bg : group) {
+      CHECK_MESSAGE(bg->wait(std::chrono::seconds(120)) == 0, slurp(bg->err));
+      said += slurp(bg->err);
+    }
+    CHECK_MESSAGE(
+        said.find("left out of the merge, not replicas of this group of 2: 'yesterday-replica-0'") != std::string::npos,
+        said);
+    CHECK_MESSAGE(said.find("merged 2 replicas' reports") != std::string::npos, said);
+    simdjson::dom::parser parser;
+    CHECK(json_number(parser.load((w.work / "shared" / "merged" / "summary.json").string())["requests"]) == 200);
+    w.check_intact("--merge-into beside a stale run folder");
   }
 }
