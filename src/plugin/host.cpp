@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "base/read_file.hpp"
+#include "base/trusted_path.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/pipeline.hpp"
 #include "plugin/plugin_api.hpp"
@@ -59,6 +60,8 @@ const Api* load() {
   for (const std::string& path : candidates) {
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;
+    if (const std::string why = untrusted_reason(path); !why.empty())
+      throw runtime_failure(fmt::format("refusing to load the model pipeline '{}': {}", path, why));
     // RTLD_NOW: a symbol missing from this build fails here, naming it, not mid-run.
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "base/read_file.hpp"
+#include "base/trusted_path.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof::text {
@@ -26,11 +27,13 @@ struct Shim {
   std::string error;  // why it could not be loaded
 };
 
-// The shim sits next to the module holding this code (the plugin; a test
-// binary in a subfolder of the build folder has it one folder up), by the
-// path the module was loaded from and by its real one (an installed plugin
-// may be a link). Only absolute paths: a bare name would be searched on
-// LD_LIBRARY_PATH, where an empty entry is the working directory.
+// The shim sits next to the module holding this code (the plugin; the unit
+// test binary, which links the plugin's code, has a link to it beside it), by
+// the path the module was loaded from and by its real one (an installed plugin
+// may be a link). Never a folder above: for a binary one level below a folder
+// others can write, that folder is theirs. Only absolute paths: a bare name
+// would be searched on LD_LIBRARY_PATH, where an empty entry is the working
+// directory.
 std::vector<std::string> shim_candidates() {
   std::vector<std::string> out;
   Dl_info info{};
@@ -44,8 +47,8 @@ std::vector<std::string> shim_candidates() {
     const std::size_t slash = module.rfind('/');
     if (module.empty() || module[0] != '/' || slash == std::string::npos) continue;
     const std::string dir = module.substr(0, slash);
-    for (const std::string& path : {dir + "/" + kShim, dir + "/../" + kShim})
-      if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+    const std::string path = dir + "/" + kShim;
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
   }
   return out;
 }
@@ -65,6 +68,10 @@ const Shim& shim() {
     for (const std::string& path : candidates) {
       struct stat st {};
       if (::stat(path.c_str(), &st) != 0) continue;
+      if (const std::string why = untrusted_reason(path); !why.empty()) {
+        if (s.error.empty()) s.error = "refused: " + why;
+        continue;
+      }
       // DEEPBIND: SentencePiece binds to the protobuf it carries, not libtorch's.
       handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
       if (handle != nullptr) break;

@@ -167,4 +167,31 @@ TEST_SUITE("plugin") {
     auto ok = run_binary(bin + "/inferprof", args, env);
     CHECK_MESSAGE(ok.code == 0, ok.err);
   }
+
+  TEST_CASE("plugin: never loaded from a folder other users can write, nor from one folder up" *
+            doctest::skip(kSanitized)) {
+    TempDir dir;
+    const fs::path root = fs::canonical(dir.path());
+    // A binary one level below a world-writable (not sticky) folder, the pipeline in its lib folder there.
+    const fs::path open = root / "open";
+    const std::string bin = (open / "bin").string();
+    const std::string installed = (open / "bin" / INFERPROF_PLUGIN_RELATIVE_DIR).lexically_normal().string();
+    fs::create_directories(bin);
+    fs::create_directories(installed);
+    fs::copy_file(INFERPROF_BINARY, bin + "/inferprof");
+    fs::copy_file(INFERPROF_PLUGIN, installed + "/libinferprof_pipeline.so");
+    fs::permissions(open, fs::perms::all);  // 0777: anyone could have put that library there
+    const std::string model = dir.file("m.pt");
+    auto r = run_binary(bin + "/inferprof", {"gen-model", "--arch", "mlp", "-o", model}, "");
+    CHECK(r.code == 3);
+    CHECK_MESSAGE(r.err.find("refusing to load the model pipeline") != std::string::npos, r.err);
+    CHECK_MESSAGE(r.err.find("'" + open.string() + "' is writable by other users") != std::string::npos, r.err);
+    CHECK(count_lines(r.err) == 1);
+    CHECK_FALSE(fs::exists(model));
+    // The same layout in a folder only its owner writes: loaded.
+    fs::permissions(open, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    r = run_binary(bin + "/inferprof", {"gen-model", "--arch", "mlp", "-o", model}, "");
+    CHECK_MESSAGE(r.code == 0, r.err);
+  }
 }
