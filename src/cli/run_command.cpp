@@ -72,7 +72,7 @@ int run_as_parent(const ReplayArgs& args, const std::string& out, int replicas, 
   launch.redis_url = redis_url(args);
   launch.timeout_s = timeout_s;
   // Without --out the replicas' reports go to a scratch folder, removed after
-  // (also on a signal; one a SIGKILL left is removed by a later run).
+  // (also on a signal; one a SIGKILL left stays: it is not this process's).
   lifecycle::PrivateFolder scratch;
   launch.out_dir = launch.merged_dir = out;
   if (out.empty()) {
