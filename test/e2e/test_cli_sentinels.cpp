@@ -321,4 +321,22 @@ TEST_SUITE("e2e sentinels") {
     CHECK(json_number(parser.load((w.work / "shared" / "merged" / "summary.json").string())["requests"]) == 200);
     w.check_intact("--merge-into beside a stale run folder");
   }
+
+  TEST_CASE("--replica without --group (or with an empty one) is refused at once: no handshake on fd 3") {
+    World w;
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{"--replica", "0/2"}, std::vector<std::string>{"--replica", "1/2", "--group", ""}}) {
+      std::vector<std::string> args = {"run", "m.pt", "--trace", "t.jsonl", "--no-progress", "--out", "rep"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      // fd 3 a socket, as a parent's would be: before, the replica waited there for a 'go' and ignored SIGTERM.
+      const auto started = std::chrono::steady_clock::now();
+      auto r = run_cli(args, "cd " + shell_quote(w.work.string()) + " && exec 3<>/dev/null && ");
+      CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(20));
+      CHECK_MESSAGE(r.code == 2, r.err);
+      CHECK_MESSAGE(r.err.find("goes with --group NAME") != std::string::npos, r.err);
+      CHECK(count_lines(r.err) == 1);
+      CHECK_FALSE(fs::exists(w.work / "rep"));
+    }
+    w.check_intact("--replica without --group");
+  }
 }
