@@ -280,6 +280,7 @@ class RunSession {
   detail::DriveResult drive();
   RunOutcome collect(const detail::DriveResult& drove);
   void warn_about_events();
+  void on_update_event(const std::string& version);
   void merge_update_reports(RunOutcome& outcome, const std::vector<UpdateReport>& reports);
   void commit(RunOutcome& outcome);
 
@@ -301,6 +302,12 @@ class RunSession {
   detail::LoadedPipeline loaded_;
   detail::PipelineServer server_;
   std::optional<ModelUpdates> updates_;
+  // A replica's update events: those replica 0 published that this one heard, and those its own trace reached.
+  // A replica waits at an event of its trace until it has heard that one (see on_update_event). Before
+  // channel_, whose thread uses them until it is destroyed.
+  std::mutex heard_mutex_;
+  std::condition_variable heard_cv_;
+  int heard_ = 0, reached_ = 0, unheard_ = 0;
   std::unique_ptr<UpdateChannel> channel_;
   std::unique_ptr<detail::JobFeed> feed_;
   detail::SkippedRequests skipped_requests_;
@@ -339,16 +346,42 @@ RunSession::RunSession(const RunConfig& config)
   warn_about_cores();
 }
 
-// Replicas hear of updates from Redis pub/sub (replica 0 publishes the trace's events).
+// Replicas hear of updates from Redis pub/sub: replica 0 publishes the trace's events as its trace reaches
+// them; the others count what they heard, and announce each when their own trace reaches it
+// (on_update_event). Replica 0 ignores its own messages.
 void RunSession::subscribe_to_updates() {
   if (!updates_ || config_.replica.update_channel.empty()) return;
   ModelSource* const source = loaded_.source.get();
   channel_ = std::make_unique<UpdateChannel>(config_.replica.update_channel,
                                              "inferprof:" + config_.caches.key_namespace + ":updates",
                                              [this, source](const ModelRef& ref) {
-                                               if (ref.name == source->name()) updates_->announce(ref.version);
+                                               if (config_.replica.index <= 0 || ref.name != source->name()) return;
+                                               std::lock_guard<std::mutex> lock(heard_mutex_);
+                                               ++heard_;
+                                               heard_cv_.notify_all();
                                              });
   channel_->wait_subscribed();
+}
+
+// A model_update event reached its turn in this replica's trace. Alone: announced. Replica 0: announced here
+// and published to the others. Another replica: announced once it has also heard replica 0's message for
+// this event, so that the update takes effect at the same place in the trace on every replica, however far
+// ahead or behind of replica 0 it is (announcing on the message instead, a closed-loop shard was often done
+// before it came, and the update never went live there, or served requests before the event with the new
+// version). A message that does not come within kUnheardWait is announced from the trace, and counted in a
+// warning.
+void RunSession::on_update_event(const std::string& version) {
+  constexpr auto kUnheardWait = std::chrono::seconds(10);
+  if (!channel_) return updates_->announce(version);
+  if (config_.replica.index <= 0) {
+    updates_->announce(version);
+    return channel_->publish(ModelRef{loaded_.source->name(), version});
+  }
+  std::unique_lock<std::mutex> lock(heard_mutex_);
+  const int n = ++reached_;
+  if (!heard_cv_.wait_for(lock, kUnheardWait, [&] { return heard_ >= n || lifecycle::interrupted(); })) ++unheard_;
+  lock.unlock();
+  updates_->announce(version);
 }
 
 void RunSession::warn_about_cores() {
@@ -412,19 +445,13 @@ detail::Gate RunSession::make_gate() {
 
 detail::DriveResult RunSession::drive() {
   feed_ = make_feed();
-  ModelSource* const source = loaded_.source.get();
   detail::DriveParts parts{server_,
                            tiers_.caches(),
                            updates_ ? &*updates_ : nullptr,
                            &verifier_,
                            &skipped_requests_,
                            &counters_.done,
-                           [this, source](const std::string& version) {
-                             if (!channel_)
-                               updates_->announce(version);
-                             else if (config_.replica.index <= 0)
-                               channel_->publish(ModelRef{source->name(), version});
-                           }};
+                           [this](const std::string& version) { on_update_event(version); }};
   // The collector and the machine-speed probe come before the warm-up, so
   // that the warm-up, not the first request, follows the collector's
   // allocations and the probe's 4 MiB walk through the caches (in lockstep
@@ -455,6 +482,11 @@ RunOutcome RunSession::collect(const detail::DriveResult& drove) {
   const Nanos start = first > 0 ? first : epoch_;
   info_.wall_s = static_cast<double>(drove.end - start - verifier_.spent_ns() / config_.replay.concurrency) / 1e9;
   warn_about_events();
+  if (unheard_ > 0)
+    info_.warnings.push_back(
+        fmt::format("{} model update{} did not arrive from replica 0 within 10 s of this replica's trace reaching {}: "
+                    "announced from the trace",
+                    unheard_, unheard_ == 1 ? "" : "s", unheard_ == 1 ? "it" : "them"));
   std::vector<UpdateReport> update_reports;
   channel_.reset();  // no announcement after this point
   if (updates_) update_reports = updates_->finish();

@@ -290,6 +290,30 @@ TEST_SUITE("e2e replicas") {
     CHECK(redis.integer("DBSIZE") == 0);
   }
 
+  TEST_CASE("closed loop, 2 replicas, sync: the update takes effect at its trace line on both, whatever their pace") {
+    // Each replica replays its shard at its own pace. When replicas announced an update on replica 0's
+    // message, a replica ahead of it served requests before the event with v2, and one done before the
+    // message came never had it live (live on 0 or 1 of 2 in most runs under load).
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    StoreFixture f("v2");
+    for (int run = 0; run < 3; ++run) {
+      TempDir out;
+      auto r = run_cli({"run", "m@v1", "--store", f.url, "--trace", f.trace, "--caches", "l1,l2", "--redis",
+                        redis.url(), "--update", "sync", "--replicas", "2", "--warmup", "1", "--out", out.file("r")});
+      REQUIRE_MESSAGE(r.code == 0, std::string(r.err + r.out));
+      simdjson::dom::parser parser;
+      auto s = parse_file(parser, out.file("r") + "/replicas.json");
+      CHECK(json_number(s["updates"].at(0)["replicas_live"]) == 2);
+      // Requests 0..29 come before the event, 30..59 after it, on either replica.
+      for (int k = 0; k < 2; ++k)
+        for (const auto& [id, version] :
+             versions_by_id(slurp(out.file("r") + fmt::format("/replica-{}/requests.csv", k))))
+          CHECK_MESSAGE(version == (id < f.before ? "v1" : "v2"), "replica " << k << ", request " << id);
+    }
+    CHECK(redis.integer("DBSIZE") == 0);
+  }
+
   TEST_CASE("a replica that dies is reported, the others finish, nothing hangs") {
     REQUIRE_REDIS_SERVER();
     RedisServer redis;
