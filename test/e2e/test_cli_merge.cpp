@@ -142,9 +142,9 @@ TEST_SUITE("e2e merge") {
 
   TEST_CASE("merge refuses what is not one run's replicas, with one line, and writes nothing") {
     auto& f = merge_fixture();
-    TempDir out;
+    TempDir out, empty;
     const std::string o = out.file("m");
-    auto none = run_cli({"merge", out.path(), "--out", o});
+    auto none = run_cli({"merge", empty.path(), "--out", o});
     CHECK(none.code == 2);
     CHECK(count_lines(none.err) == 1);
     CHECK(none.err.find("summary.json") != std::string::npos);

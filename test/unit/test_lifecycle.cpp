@@ -104,9 +104,7 @@ TEST_SUITE("lifecycle") {
     fs::remove(path);
   }
 
-  TEST_CASE(
-      "temporary files: unguessable names that carry the PID; a fatal signal's cleanup removes them, no one "
-      "else's") {
+  TEST_CASE("temporary files: unguessable names that carry the PID, and a fatal signal removes them, no one else's") {
     output::reset_for_tests();
     TempDir dir;
     report::TempFile a, b;

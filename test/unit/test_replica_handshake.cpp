@@ -65,6 +65,14 @@ TEST_SUITE("replica handshake") {
   }
 
   TEST_CASE("--replica I/N: the role it gives, and what it refuses") {
+    // Without the mark a --replicas parent sets (its PID, this process's parent), no handshake is taken.
+    ::unsetenv(hs::kParentEnv);
+    CHECK_THROWS_WITH(hs::join("2/3", Split::hash),
+                      "--replica 2/3 goes with --group NAME (a replica of a group started apart, docs/scale-out.md); "
+                      "`run --replicas N` starts replicas on this host");
+    ::setenv(hs::kParentEnv, "1", 1);  // someone else's PID
+    if (::getppid() != 1) CHECK_THROWS(hs::join("2/3", Split::hash));
+    ::setenv(hs::kParentEnv, std::to_string(::getppid()).c_str(), 1);
     ReplicaRole role = hs::join("2/3", Split::hash);
     CHECK(role.index == 2);
     CHECK(role.count == 3);
@@ -76,6 +84,7 @@ TEST_SUITE("replica handshake") {
       CHECK_THROWS_WITH(hs::join(bad, Split::round_robin),
                         (std::string("--replica ") + bad + ": expected I/N with 0 <= I < N").c_str());
     }
+    ::unsetenv(hs::kParentEnv);
   }
 
   TEST_CASE("parent side: a replica says ready, gets go, in its own process group, its output in the log") {
