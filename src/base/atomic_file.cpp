@@ -114,10 +114,14 @@ void TempFile::rename_into_place() {
   const int err = errno;
   ::close(fd);
   if (synced != 0) throw write_error(final_path(), err);
+  // A file renamed over one that was there (a report of an earlier run, a store's index.json) replaced it: it
+  // is not recorded as created, so a failure later in this process never removes it (the old one is gone).
+  struct stat before {};
+  const bool replaces = ::fstatat(dir_fd_, at(name_).c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
   if (::renameat(dir_fd_, at(temp_name_).c_str(), dir_fd_, at(name_).c_str()) != 0)
     throw write_error(final_path(), errno);
   output::forget_temp(join(temp_name_));
-  output::created(final_path());
+  if (!replaces) output::created(final_path());
   temp_name_.clear();
 }
 

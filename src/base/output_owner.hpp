@@ -7,7 +7,8 @@
 //   one) and name the entries it writes there: a name taken from a model, a
 //   profile or a key is escaped into one plain path component (safe_name), and
 //   a child folder that exists as anything but a real folder is refused;
-// - record each file and folder it creates, with its device and inode, so
+// - record each file and folder it creates (a file renamed over an existing
+//   one replaced it and is not recorded), with its device and inode, so
 //   that on failure or interrupt it removes those and only those, newest
 //   first, a folder only when empty (rmdir), never recursively and never by a
 //   name pattern;

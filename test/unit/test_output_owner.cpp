@@ -77,6 +77,18 @@ TEST_SUITE("output owner") {
     CHECK(read_back(dir.path() / "report.html") == "theirs");
   }
 
+  TEST_CASE("a file written over an existing one replaced it: a later failure does not remove it") {
+    output::reset_for_tests();
+    TempDir dir;
+    plant(dir.path() / "index.json", "earlier");
+    inferprof::write_file_atomic(dir.str(), "index.json", "new entries");
+    inferprof::write_file_atomic(dir.str(), "fresh.json", "{}");
+    CHECK_FALSE(output::created_here(dir.file("index.json")));
+    CHECK(output::remove_created(dir.str()) == 1);  // fresh.json
+    CHECK(read_back(dir.path() / "index.json") == "new entries");
+    CHECK(dir.list() == std::vector<std::string>{"index.json"});
+  }
+
   TEST_CASE("claim_child_dir: a name is one component and a link at it is refused") {
     output::reset_for_tests();
     TempDir dir, elsewhere;
