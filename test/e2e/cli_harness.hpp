@@ -128,8 +128,9 @@ struct Background {
   }
 };
 
+// `cwd`: the folder it runs in (empty: this process's).
 inline std::unique_ptr<Background> start(const std::vector<std::string>& args, const TempDir& io,
-                                         const std::string& name = "bg") {
+                                         const std::string& name = "bg", const std::string& cwd = "") {
   auto bg = std::make_unique<Background>();
   bg->out = io.file(name + ".out");
   bg->err = io.file(name + ".err");
@@ -145,6 +146,7 @@ inline std::unique_ptr<Background> start(const std::vector<std::string>& args, c
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(127);
     default_signals();
     int in = ::open("/dev/null", O_RDONLY);
     int out = ::open(bg->out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

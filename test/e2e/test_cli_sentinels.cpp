@@ -79,32 +79,14 @@ void check_exit(const CliResult& r, const std::string& what) {
 // The command in the background from the working folder, `signal` sent after `delay`.
 CliResult interrupted(const World& w, const std::vector<std::string>& args, std::chrono::milliseconds delay,
                       int signal) {
-  const std::string out = w.dir.file("bg.out"), err = w.dir.file("bg.err");
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    default_signals();
-    if (::chdir(w.work.c_str()) != 0) ::_exit(127);
-    std::vector<std::string> all = {INFERPROF_BINARY};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) ::_exit(127);
-    ::setenv("INFERPROF_PROFILES_DIR", INFERPROF_PROFILES_DIR, 1);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
+  ::setenv("INFERPROF_PROFILES_DIR", INFERPROF_PROFILES_DIR, 1);
+  auto bg = start(args, w.dir, "bg", w.work.string());
   std::this_thread::sleep_for(delay);
-  ::kill(pid, signal);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::kill(bg->pid, signal);
   CliResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  fs::remove(out);
-  fs::remove(err);
+  r.code = bg->wait(std::chrono::seconds(120));
+  r.out = slurp(bg->out);
+  r.err = slurp(bg->err);
   return r;
 }
 
