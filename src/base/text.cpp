@@ -165,6 +165,14 @@ std::string join_path(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
+std::string join_abbreviated(const std::vector<std::string>& items, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < shown; ++i)
+    out += (i == 0 ? "" : ", ") + items[i];
+  if (items.size() > shown) out += fmt::format(", ... and {} more", items.size() - shown);
+  return out;
+}
+
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> parts;
   std::size_t start = 0;

@@ -50,6 +50,10 @@ std::string truncate_display(std::string_view s, std::size_t width);
 // The parts of `text` between `sep`s, empty ones kept ("a,,b" has three; "" has one).
 std::vector<std::string> split(std::string_view text, char sep);
 
+// Items joined by ", ", the first `shown` of them and then "... and N more"
+// when there are more: "1, 2, ..., 10, ... and 4085 more" (a message stays one short line).
+std::string join_abbreviated(const std::vector<std::string>& items, std::size_t shown = 10);
+
 // "dir/name", without doubling a trailing slash.
 std::string join_path(const std::string& dir, const std::string& name);
 std::string base_name(const std::string& path);

@@ -338,6 +338,104 @@ TEST_SUITE("e2e group") {
     CHECK(count_lines(r.err) == 1);
     CHECK(!fs::exists(f.shared + "/g3-0"));
     CHECK(redis.integer("DBSIZE") == 0);
+    // The largest group: the message names the first ten missing and counts the rest, at once.
+    std::vector<std::string> big = f.args(redis.url(), "g3big", 0);
+    big.insert(big.end(), {"--replica", "0/4096", "--group-timeout-s", "1"});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto b = run_cli(big);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+    CHECK(b.code == 3);
+    CHECK_MESSAGE(b.err.find("group g3big: replicas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... and 4085 more of 4096 not ready "
+                             "after 1 s") != std::string::npos,
+                  b.err);
+    CHECK(count_lines(b.err) == 1);
+    CHECK(b.err.size() < 400);
+    CHECK(redis.integer("DBSIZE") == 0);
+  }
+
+  TEST_CASE("the barrier admits exactly replicas 0..N-1 of one N and --shard-by: anything else is ignored or refused") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    GroupFixture f;
+    auto wait_for_key = [&](const std::string& key) {
+      for (int i = 0; i < 600 && redis.command("EXISTS " + key).find('1') == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    };
+    int runs = 0;
+    auto replica = [&](const std::string& group, const std::string& place, std::vector<std::string> extra = {}) {
+      std::vector<std::string> a = f.args(redis.url(), group, ++runs);  // an --out folder of its own
+      a.insert(a.end(), {"--replica", place});
+      a.insert(a.end(), extra.begin(), extra.end());
+      return a;
+    };
+    // Junk in the ready set is no replica: 0/2 alone waits for 1/2, and the timeout names the junk.
+    REQUIRE(redis.integer("SADD inferprof:group:rg1:ready x") == 1);
+    auto alone = run_cli(replica("rg1", "0/2", {"--group-timeout-s", "2"}));
+    CHECK(alone.code == 3);
+    CHECK_MESSAGE(alone.err.find("group rg1: replica 1 of 2 not ready after 2 s") != std::string::npos, alone.err);
+    CHECK_MESSAGE(alone.err.find("ignored in its ready set (no replica of 2 with --shard-by round-robin): 'x'") !=
+                      std::string::npos,
+                  alone.err);
+    CHECK(count_lines(alone.err) == 1);
+    CHECK(redis.integer("SCARD inferprof:group:rg1:ready") == 1);  // the junk, no mark of ours
+    CHECK(redis.integer("EXISTS inferprof:group:rg1:alive:0") == 0);
+    // With the junk still there, 0/2 and 1/2 meet, warn about it, and the last removes every key.
+    std::vector<std::unique_ptr<Background>> pair;
+    for (int k = 0; k < 2; ++k)
+      pair.push_back(start(replica("rg1", fmt::format("{}/2", k)), f.dir, fmt::format("rg1-{}", k)));
+    std::string said;
+    for (auto& bg : pair) {
+      CHECK_MESSAGE(bg->wait(std::chrono::seconds(120)) == 0, slurp(bg->err));
+      said += slurp(bg->err);
+    }
+    CHECK_MESSAGE(said.find("warning: group rg1: ignored in its ready set (no replica of 2 with --shard-by "
+                            "round-robin): 'x'") != std::string::npos,
+                  said);
+    CHECK(said.find("group rg1: every replica done") != std::string::npos);
+    CHECK(redis.integer("DBSIZE") == 0);
+
+    // A replica of another N, another --shard-by, or a second replica K is refused while the first waits.
+    auto first = start(replica("rg2", "0/2", {"--group-timeout-s", "60"}), f.dir, "rg2-first");
+    wait_for_key("inferprof:group:rg2:alive:0");
+    auto other_n = run_cli(replica("rg2", "2/3"));
+    CHECK(other_n.code == 2);
+    CHECK_MESSAGE(other_n.err.find("group rg2: replica 2/3 (--shard-by round-robin) cannot join: replica "
+                                   "'0/2/round-robin' is in the group") != std::string::npos,
+                  other_n.err);
+    CHECK(count_lines(other_n.err) == 1);
+    auto other_rule = run_cli(replica("rg2", "1/2", {"--shard-by", "key"}));
+    CHECK(other_rule.code == 2);
+    CHECK_MESSAGE(other_rule.err.find("group rg2: replica 1/2 (--shard-by key) cannot join: replica "
+                                      "'0/2/round-robin' is in the group") != std::string::npos,
+                  other_rule.err);
+    auto twice = run_cli(replica("rg2", "0/2"));
+    CHECK(twice.code == 2);
+    CHECK_MESSAGE(twice.err.find("group rg2: replica 0/2 is already in the group") != std::string::npos, twice.err);
+    CHECK(first->code < 0);  // still waiting, undisturbed
+    CHECK(redis.integer("SCARD inferprof:group:rg2:ready") == 1);
+    // Its real partner comes: the two start together and leave nothing.
+    auto second = start(replica("rg2", "1/2"), f.dir, "rg2-second");
+    CHECK_MESSAGE(first->wait(std::chrono::seconds(120)) == 0, slurp(first->err));
+    CHECK_MESSAGE(second->wait(std::chrono::seconds(120)) == 0, slurp(second->err));
+    CHECK(redis.integer("DBSIZE") == 0);
+  }
+
+  TEST_CASE("SIGTERM at the start barrier is reported as an interrupt (143), never as the group's end") {
+    REQUIRE_REDIS_SERVER();
+    RedisServer redis;
+    GroupFixture f;
+    std::vector<std::string> a = f.args(redis.url(), "g7", 0);
+    a.insert(a.end(), {"--replica", "0/2", "--group-timeout-s", "60"});
+    auto alone = start(a, f.dir, "g7-alone");
+    for (int i = 0; i < 600 && redis.integer("EXISTS inferprof:group:g7:alive:0") != 1; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::kill(alone->pid, SIGTERM);
+    CHECK(alone->wait(std::chrono::seconds(10)) == 143);
+    const std::string err = slurp(alone->err);
+    CHECK_MESSAGE(err.find("interrupted by SIGTERM") != std::string::npos, err);
+    CHECK_MESSAGE(err.find("every replica done") == std::string::npos, err);
+    CHECK_MESSAGE(err.find("stopped without finishing") == std::string::npos, err);
+    CHECK(redis.integer("DBSIZE") == 0);
   }
 
   TEST_CASE("--group settings that cannot work are refused before anything starts") {
@@ -354,6 +452,12 @@ TEST_SUITE("e2e group") {
     check({}, "--group needs this replica's place: --replica K/N, or $JOB_COMPLETION_INDEX and $INFERPROF_REPLICAS");
     check({}, "(from $JOB_COMPLETION_INDEX/$INFERPROF_REPLICAS)", "JOB_COMPLETION_INDEX=x INFERPROF_REPLICAS=2");
     check({"--replica", "0/2", "--replicas", "2"}, "--group joins replicas started elsewhere");
+    // N is bounded, and an out-of-range number is refused as such (never read as something else).
+    check({"--replica", "0/2000000", "--group-timeout-s", "2"},
+          "--replica 0/2000000: a group has at most 4096 replicas");
+    check({"--replica", "0/99999999999999999999"}, "--replica 0/99999999999999999999: expected K/N with 0 <= K < N");
+    check({"--replica", "+0/2"}, "expected K/N with 0 <= K < N");
+    check({"--replica", "0/2 "}, "expected K/N with 0 <= K < N");
     auto bad_name = f.args(redis, "a b", 0);
     bad_name.insert(bad_name.end(), {"--replica", "0/2"});
     auto r = run_cli(bad_name);

@@ -162,6 +162,17 @@ TEST_SUITE("report") {
     CHECK(report::split("0.5:4:0.5", ':') == std::vector<std::string>{"0.5", "4", "0.5"});
   }
 
+  TEST_CASE("join_abbreviated lists the first items and counts the rest, so a message stays one short line") {
+    CHECK(report::join_abbreviated({}) == "");
+    CHECK(report::join_abbreviated({"1", "3"}) == "1, 3");
+    std::vector<std::string> many;
+    for (int i = 1; i < 4096; ++i)
+      many.push_back(std::to_string(i));
+    CHECK(report::join_abbreviated(many) == "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... and 4085 more");
+    CHECK(report::join_abbreviated({"a", "b", "c"}, 2) == "a, b, ... and 1 more");
+    CHECK(report::join_abbreviated({"a", "b"}, 2) == "a, b");
+  }
+
   TEST_CASE("one table, two renderings: the terminal grid and the markdown table align the same columns") {
     const std::vector<std::vector<std::string>> cells = {
         {"config", "mean", "speedup"}, {"none", "4.3 ms", "1.00×"}, {"l1|l2", "12.1 µs", "~3.2× [2.9, 3.5]"}};
