@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
+#include <fstream>
+
 #include "cli_harness.hpp"
 #include "http_server.hpp"
 
@@ -111,5 +113,26 @@ TEST_SUITE("e2e store") {
     CHECK(endless.code == 3);
     CHECK(endless.err == "inferprof: error: " + http.url() + "/endless: GET " + http.url() +
                              "/endless/index.json: the body is over 1048576 bytes, more than the file can be\n");
+  }
+  TEST_CASE("run --store over HTTP: a model.pt larger than its meta.json states fails at that size, one line, exit 3") {
+    if (!HttpServer::available()) return;
+    TempDir dir;
+    const std::string root = dir.file("models"), model = dir.file("m.pt"), trace = dir.file("t.jsonl");
+    make_model_and_trace(model, trace, {"--requests", "20", "--keys", "5"});
+    REQUIRE(run_cli({"store", "put", root, "m@v1", model}).code == 0);
+    const auto stated = fs::file_size(root + "/m/v1/model.pt");
+    {
+      std::ofstream grown(root + "/m/v1/model.pt", std::ios::binary | std::ios::app);
+      grown << std::string(4 << 20, 'x');  // 4 MiB more than meta.json says
+    }
+    HttpServer http(root);
+    for (const std::string& base : {http.url(), http.url() + "/no-length"}) {
+      auto r = run_cli({"run", "m@v1", "--store", base, "--trace", trace});
+      CHECK(r.code == 3);
+      CHECK(count_lines(r.err) == 1);
+      CHECK_MESSAGE(r.err.find("GET " + base + "/m/v1/model.pt: the body is over " + std::to_string(stated) +
+                               " bytes, the size its meta.json states: ") != std::string::npos,
+                    r.err);
+    }
   }
 }
