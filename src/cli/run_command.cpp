@@ -287,7 +287,7 @@ void add_replica_options(CLI::App* cmd, ReplicaArgs& r) {
   cmd->add_option("--replicas", r.replicas,
                   "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
                   "updates reach them over Redis pub/sub")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, r.replicas));
   cmd->add_option("--shard-by", r.shard_by,
                   "How replicas (--replicas, --group) share the trace: round-robin, or key (a hash of the key: each "
                   "key on one replica, as a consistent-hash load balancer does)")
@@ -302,11 +302,11 @@ void add_replica_options(CLI::App* cmd, ReplicaArgs& r) {
                   "With --group: the replica that finishes last merges the group's reports (each replica's --out, "
                   "siblings in one folder) into this folder");
   cmd->add_option("--group-timeout-s", r.group_timeout, "How long a --group replica waits for the others to be ready")
-      ->check(whole_at_least(1))
+      ->check(whole_at_least(1, r.group_timeout))
       ->capture_default_str();
   cmd->add_option("--replica-timeout-s", r.replica_timeout,
                   "Kill replicas still running after S seconds (default: no limit)")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, r.replica_timeout));
   cmd->add_option(replica_handshake::kReplicaFlag, r.replica,
                   "With --group: this replica's index K (from 0) and the group's size N (default: "
                   "$JOB_COMPLETION_INDEX and $INFERPROF_REPLICAS)");
@@ -416,7 +416,7 @@ Runner add_compare_command(CLI::App& app) {
                   "means); exit 4 when an interval straddles it (repeatable, or comma-separated)")
       ->allow_extra_args(false);
   cmd->add_option("--repeat", c->repeat, "Replay each configuration N times, interleaved")
-      ->check(whole_at_least(1))
+      ->check(whole_at_least(1, c->repeat))
       ->capture_default_str();
   cmd->add_option("--out", c->out,
                   "Write compare.csv, compare.json, report.html and each configuration's reports here");
