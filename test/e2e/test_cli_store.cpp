@@ -53,6 +53,29 @@ TEST_SUITE("e2e store") {
     CHECK(count_lines(run_cli({"store", "ls", url}).out) == 3);
   }
 
+  TEST_CASE("store ls: a version whose meta.json is damaged is left out with a warning, the others listed, exit 0") {
+    TempDir dir;
+    const std::string root = dir.file("models");
+    const std::string file = dir.write("m.pt", "model bytes");
+    REQUIRE(run_cli({"store", "put", root, "m@v1", file}).code == 0);
+    REQUIRE(run_cli({"store", "put", root, "m@v2", file}).code == 0);
+    {
+      std::ofstream damaged(root + "/m/v2/meta.json", std::ios::trunc);
+      damaged << "{not json";
+    }
+    auto ls = run_cli({"store", "ls", root, "--format", "csv"});
+    CHECK_MESSAGE(ls.code == 0, ls.err);
+    CHECK(count_lines(ls.out) == 2);
+    CHECK(ls.out.find("\nm,v1,11,") != std::string::npos);
+    CHECK(count_lines(ls.err) == 1);
+    CHECK_MESSAGE(ls.err.rfind("inferprof: warning: " + root + "/m/v2/meta.json", 0) == 0, ls.err);
+    CHECK(ls.err.find("(left out of the list)") != std::string::npos);
+    // A put says the same of index.json, and the newest readable version still resolves.
+    auto put = run_cli({"store", "put", root, "n@v1", file});
+    CHECK(put.code == 0);
+    CHECK(put.err.find("(left out of index.json)") != std::string::npos);
+  }
+
   TEST_CASE("store: errors are one line with exit 2") {
     TempDir dir;
     std::string root = dir.file("models");
