@@ -43,9 +43,9 @@ std::string human_duration_us(double us) {
   return fmt::format("{:.2f} s", us / 1e6);
 }
 
-std::string human_bytes(std::int64_t bytes) {
+std::string human_bytes(std::uint64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
-  static constexpr const char* kUnits[] = {"KB", "MB", "GB", "TB"};
+  static constexpr const char* kUnits[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
   double v = static_cast<double>(bytes);
   std::size_t u = 0;
   v /= 1024;

@@ -17,8 +17,8 @@ std::string grouped_fixed(double v, int decimals);
 
 // Durations for people: "0 µs", "212.3 µs", "1.234 ms", "12.31 ms", "123.4 ms", "1.52 s".
 std::string human_duration_us(double us);
-// "512 B", "24.1 KB", "3.2 MB" (1 KB = 1024 B, as ls -h).
-std::string human_bytes(std::int64_t bytes);
+// "512 B", "24.1 KB", "3.2 MB" (1 KB = 1024 B, as ls -h), up to "16.0 EB" (2^64 - 1).
+std::string human_bytes(std::uint64_t bytes);
 // A share (0.123) as a percentage with one decimal: "12.3%".
 std::string share_text(double share);
 

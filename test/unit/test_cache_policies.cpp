@@ -867,6 +867,22 @@ TEST_SUITE("cache policies") {
         error_of("mru:10") ==
         "--tier l1=mru:10: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc, wtinylfu, 2q "
         "or slru)");
+    // Each parameter once: a second value is refused, never silently the one that wins.
+    CHECK(error_of("wtinylfu(window=0.1,window=0.2):10") ==
+          "--tier l1=wtinylfu(window=0.1,window=0.2):10: wtinylfu's window is given twice (give each parameter once)");
+    CHECK(error_of("s3fifo(small=0.1,threshold=1,small=0.1):10").find("s3fifo's small is given twice") !=
+          std::string::npos);
+    CHECK(error_of("wtinylfu(window=0.1,protected=0.5):10").empty());
+    // A TTL of zero is refused (no TTL is spelt by leaving it out), as a profile's ttl = 0 is.
+    CHECK(error_of("lru:10:0s") ==
+          "--tier l1=lru:10:0s: time to live must be above 0, got '0s' (leave ':TTL' out and entries never expire)");
+    CHECK(error_of("lru:10:0.0ms").find("time to live must be above 0") != std::string::npos);
+    CHECK(parse_tier_spec("l1", "lru:10", "x").ttl_s == 0);
+    CHECK(is_zero_ttl("0s"));
+    CHECK(is_zero_ttl("00.0h"));
+    CHECK_FALSE(is_zero_ttl("0.5s"));
+    CHECK_FALSE(is_zero_ttl("0x"));
+    CHECK_FALSE(is_zero_ttl("."));
   }
 
   TEST_CASE("frequency sketch: never under-counts, halves") {
