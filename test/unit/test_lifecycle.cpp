@@ -105,7 +105,7 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE(
-      "temporary files: unguessable names that carry the PID; a fatal signal's cleanup removes them, no one "
+      "temporary files: unguessable names that carry the PID, and a fatal signal's cleanup removes them, no one "
       "else's") {
     output::reset_for_tests();
     TempDir dir;

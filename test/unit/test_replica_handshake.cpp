@@ -65,6 +65,10 @@ TEST_SUITE("replica handshake") {
   }
 
   TEST_CASE("--replica I/N: the role it gives, and what it refuses") {
+    // As the parent of --replicas starts a replica: marked with the parent's pid (without the mark, --replica
+    // alone is refused: it goes with --group).
+    CHECK_THROWS_WITH(hs::join("2/3", Split::hash), doctest::Contains("goes with --group NAME"));
+    ::setenv(hs::kParentEnv, std::to_string(::getppid()).c_str(), 1);
     ReplicaRole role = hs::join("2/3", Split::hash);
     CHECK(role.index == 2);
     CHECK(role.count == 3);
@@ -76,6 +80,7 @@ TEST_SUITE("replica handshake") {
       CHECK_THROWS_WITH(hs::join(bad, Split::round_robin),
                         (std::string("--replica ") + bad + ": expected I/N with 0 <= I < N").c_str());
     }
+    ::unsetenv(hs::kParentEnv);
   }
 
   TEST_CASE("parent side: a replica says ready, gets go, in its own process group, its output in the log") {
