@@ -125,6 +125,9 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
 // profile's ttl = "30s", max_bytes = "64MB"). nullopt when malformed, zero,
 // or too large (TTL over 10^9 s, SIZE over 2^64-1 bytes).
 std::optional<double> parse_ttl_s(std::string_view text);
+// A TTL of zero ("0s", "0.0ms"): refused everywhere, a spec's ":0s" and a
+// profile's ttl = 0 alike; no TTL (entries never expire) is spelt by leaving it out.
+bool is_zero_ttl(std::string_view text);
 std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 // Checks a spec built without parse_tier_spec (e.g. from a profile table):
 // ttl_s finite and >= 0, policy ttl with ttl_s > 0. Throws Error(bad_input)

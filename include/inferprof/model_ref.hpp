@@ -39,7 +39,10 @@ class RemoteStore {
   // Throws Error(bad_input) "URL: no model NAME@VERSION" when absent,
   // Error(runtime) for I/O or HTTP errors (with the status code).
   virtual ModelMeta meta(const ModelRef& ref) = 0;
-  virtual std::string fetch(const ModelRef& ref) = 0;                 // the model bytes, not verified
+  // The model bytes, not verified. `size` is what its meta.json states: a
+  // remote that would send more stops there (Error(runtime) naming the URL,
+  // the size stated and the bytes received), never reading the rest.
+  virtual std::string fetch(const ModelRef& ref, std::uint64_t size) = 0;
   virtual std::vector<ModelMeta> list() = 0;                          // sorted by name, then created
   virtual void put(const ModelRef& ref, std::string_view bytes) = 0;  // writes model + meta atomically
   virtual bool remove(const ModelRef& ref) = 0;

@@ -43,9 +43,9 @@ std::string human_duration_us(double us) {
   return fmt::format("{:.2f} s", us / 1e6);
 }
 
-std::string human_bytes(std::int64_t bytes) {
+std::string human_bytes(std::uint64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
-  static constexpr const char* kUnits[] = {"KB", "MB", "GB", "TB"};
+  static constexpr const char* kUnits[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
   double v = static_cast<double>(bytes);
   std::size_t u = 0;
   v /= 1024;
@@ -163,6 +163,14 @@ std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
   if (dir.back() == '/') return dir + name;
   return dir + "/" + name;
+}
+
+std::string join_abbreviated(const std::vector<std::string>& items, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < shown; ++i)
+    out += (i == 0 ? "" : ", ") + items[i];
+  if (items.size() > shown) out += fmt::format(", ... and {} more", items.size() - shown);
+  return out;
 }
 
 std::vector<std::string> split(std::string_view text, char sep) {

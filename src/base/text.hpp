@@ -17,8 +17,8 @@ std::string grouped_fixed(double v, int decimals);
 
 // Durations for people: "0 µs", "212.3 µs", "1.234 ms", "12.31 ms", "123.4 ms", "1.52 s".
 std::string human_duration_us(double us);
-// "512 B", "24.1 KB", "3.2 MB" (1 KB = 1024 B, as ls -h).
-std::string human_bytes(std::int64_t bytes);
+// "512 B", "24.1 KB", "3.2 MB" (1 KB = 1024 B, as ls -h), up to "16.0 EB" (2^64 - 1).
+std::string human_bytes(std::uint64_t bytes);
 // A share (0.123) as a percentage with one decimal: "12.3%".
 std::string share_text(double share);
 
@@ -49,6 +49,10 @@ std::string truncate_display(std::string_view s, std::size_t width);
 
 // The parts of `text` between `sep`s, empty ones kept ("a,,b" has three; "" has one).
 std::vector<std::string> split(std::string_view text, char sep);
+
+// Items joined by ", ", the first `shown` of them and then "... and N more"
+// when there are more: "1, 2, ..., 10, ... and 4085 more" (a message stays one short line).
+std::string join_abbreviated(const std::vector<std::string>& items, std::size_t shown = 10);
 
 // "dir/name", without doubling a trailing slash.
 std::string join_path(const std::string& dir, const std::string& name);

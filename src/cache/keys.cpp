@@ -180,6 +180,12 @@ std::optional<double> parse_ttl_s(std::string_view text) {
   return v;
 }
 
+bool is_zero_ttl(std::string_view text) {
+  const auto [number, unit] = split_number(text, true);
+  if (number.empty() || (unit != "ms" && unit != "s" && unit != "m" && unit != "h")) return false;
+  return number.find_first_not_of("0.") == std::string_view::npos && number.find('0') != std::string_view::npos;
+}
+
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   const auto [number, unit] = split_number(text, false);
   const std::uint64_t mult = byte_unit(unit);
@@ -268,6 +274,9 @@ TierSpec parse_tier_spec(std::string_view tier, std::string_view spec, std::stri
 
   if (nfields == 3) {
     const auto ttl = parse_ttl_s(fields[2]);
+    if (!ttl && is_zero_ttl(fields[2]))
+      throw bad_input(fmt::format(
+          "{}: time to live must be above 0, got '{}' (leave ':TTL' out and entries never expire)", what, fields[2]));
     if (!ttl) {
       throw bad_input(fmt::format("{}: bad time to live '{}': expected a number and a unit ms, s, m or h, e.g. 30s",
                                   what, fields[2]));

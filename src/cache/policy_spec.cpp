@@ -2,8 +2,10 @@
 // them, parameters in parentheses ("s3fifo(small=0.2,threshold=1)").
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <vector>
 
 #include "inferprof/cache.hpp"
 #include "inferprof/error.hpp"
@@ -40,12 +42,17 @@ std::string keys_of(Policy p) {
   return out;
 }
 
-void set_param(Policy p, std::string_view item, PolicyParams& params, std::string_view what) {
+// Sets one KEY=VALUE; `seen` holds the keys set so far (each may be given once).
+void set_param(Policy p, std::string_view item, PolicyParams& params, std::string_view what,
+               std::vector<std::string_view>& seen) {
   const std::size_t eq = item.find('=');
   const std::string_view key = item.substr(0, eq);
   const ParamInfo* info = nullptr;
   for (const auto& k : kParams)
     if (k.policy == p && k.key == key) info = &k;
+  if (info != nullptr && std::find(seen.begin(), seen.end(), info->key) != seen.end())
+    throw bad_input(fmt::format("{}: {}'s {} is given twice (give each parameter once)", what, policy_name(p), key));
+  if (info != nullptr) seen.push_back(info->key);
   if (info == nullptr) {
     const std::string keys = keys_of(p);
     throw bad_input(fmt::format("{}: policy {} has no parameter '{}'{}", what, policy_name(p), key,
@@ -90,9 +97,10 @@ Policy parse_policy_spec(std::string_view text, PolicyParams& params, std::strin
         fmt::format("{}: expected {}(KEY=VALUE,...), e.g. s3fifo(small=0.1,threshold=2), got '{}'", what, name, text));
   }
   std::string_view rest = text.substr(open + 1, text.size() - open - 2);
+  std::vector<std::string_view> seen;
   while (true) {
     const std::size_t comma = rest.find(',');
-    set_param(*p, rest.substr(0, comma), params, what);
+    set_param(*p, rest.substr(0, comma), params, what, seen);
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }

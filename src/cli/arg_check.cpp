@@ -8,6 +8,7 @@
 #include <map>
 
 #include "inferprof/error.hpp"
+#include "inferprof/printable.hpp"
 
 namespace inferprof::cli {
 
@@ -293,14 +294,18 @@ std::string short_usage(const CLI::App& app) {
   return out;
 }
 
-CLI::Validator whole_at_least(long long min) {
+CLI::Validator whole_in(long long min, long long max) {
   return CLI::Validator(
-      [min](std::string& s) -> std::string {
+      [min, max](std::string& s) -> std::string {
         errno = 0;
         char* end = nullptr;
         const long long v = std::strtoll(s.c_str(), &end, 10);
-        if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || v < min)
-          return fmt::format("expected a whole number of at least {}, got {}", min, s);
+        const std::string shown = printable(s.substr(0, 60)) + (s.size() > 60 ? "..." : "");
+        if (s.empty() || end != s.c_str() + s.size() || (errno != ERANGE && v < min) ||
+            (errno == ERANGE && v == LLONG_MIN))
+          return fmt::format("expected a whole number of at least {}, got {}", min, shown);
+        if (errno == ERANGE || v > max)
+          return fmt::format("expected a whole number from {} to {}, got {} (out of range)", min, max, shown);
         return "";
       },
       fmt::format("INT>={}", min));

@@ -5,10 +5,13 @@
 // option given twice. CLI11 would report these after (and as) something else,
 // e.g. "--trace is required" for a misspelt --trace.
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "inferprof/enum_names.hpp"
@@ -28,8 +31,19 @@ void check_command_line(const CLI::App& app, const std::vector<std::string>& arg
 std::string short_usage(const CLI::App& app);
 
 // Range checks whose message reads as a person would write it (CLI11's own
-// print DBL_MAX in full): "expected a whole number of at least 1, got 0".
-CLI::Validator whole_at_least(long long min);
+// print DBL_MAX in full): "expected a whole number of at least 1, got 0";
+// past what the option holds: "expected a whole number from 1 to 2147483647,
+// got 2147483648 (out of range)".
+CLI::Validator whole_in(long long min, long long max);
+// A whole number of at least `min` that `target`'s type holds.
+template <class T>
+CLI::Validator whole_at_least(long long min, const T& /*target*/) {
+  static_assert(std::is_integral_v<T>, "a whole-number option's target is an integer");
+  constexpr long long max = std::numeric_limits<T>::max() > static_cast<unsigned long long>(LLONG_MAX)
+                                ? LLONG_MAX
+                                : static_cast<long long>(std::numeric_limits<T>::max());
+  return whole_in(min, max);
+}
 CLI::Validator number_above(double min);     // > min
 CLI::Validator number_at_least(double min);  // >= min
 // "expected one of table, json or csv, got xml"

@@ -226,7 +226,7 @@ Runner add_gen_trace_command(CLI::App& app) {
       cmd->add_option("--profile", a->profile, "With --like: the profile the trace is for")->needs(like);
   cmd->add_option("--seq-len", a->seq_len,
                   "With --like, a model taking token ids: the sequence length (default: its metadata's, else 128)")
-      ->check(whole_at_least(1))
+      ->check(whole_at_least(1, a->seq_len))
       ->needs(like);
   CLI::Option* images =
       cmd->add_option("--images", a->images, "One key per JPEG/PNG file in DIR (input.image, relative to the trace)")

@@ -183,7 +183,7 @@ Runner add_inspect_command(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "Try this input dtype instead of the profile's or the model's");
   cmd->add_option("--seq-len", a->seq_len,
                   "A model taking token ids: the sequence length to try (default: its metadata's, else 128)")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, a->seq_len));
   cmd->add_option("--format", a->format, "What to print: table or json")
       ->check(one_of({"table", "json"}))
       ->default_str("table");

@@ -26,7 +26,7 @@ Runner add_merge_command(CLI::App& app) {
   cmd->add_option("--replicas", options->replicas,
                   "How many replicas the group had, when their summaries do not say (those without a folder are "
                   "reported as failed)")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, options->replicas));
   cmd->add_option("--trace", options->trace_path,
                   "The trace the replicas replayed, to count each one's share and the requests none served "
                   "(default: the path their summaries name)");

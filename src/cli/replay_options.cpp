@@ -80,14 +80,14 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required) {
       ->default_str("default")
       ->allow_extra_args(false);  // one value per --profile: the model path after it is not a second one
   cmd->add_option("--warmup", args.warmup, "Un-measured warm-up iterations per worker (default: the profile's)")
-      ->check(whole_at_least(0));
+      ->check(whole_at_least(0, args.warmup));
   cmd->add_option("--warmup-from", args.warmup_from,
                   "Warm up on the first request with this key (default: the median-sized input of the trace's first "
                   "1,000 requests)");
   cmd->add_option("--threads", args.threads, "libtorch intra-op threads; 0 = one per core (default: the profile's)")
-      ->check(whole_at_least(0));
+      ->check(whole_at_least(0, args.threads));
   cmd->add_option("--concurrency", args.concurrency, "Replay workers sharing the loaded model")
-      ->check(whole_at_least(1))
+      ->check(whole_at_least(1, args.concurrency))
       ->capture_default_str();
   cmd->add_flag("--open-loop", args.open_loop, "Release requests at their ts_ms (queueing is measured)");
   cmd->add_option("--speed", args.speed, "With --open-loop: replay the trace this many times faster (default 1)")
@@ -97,18 +97,18 @@ void add_replay_options(CLI::App* cmd, ReplayArgs& args, bool model_required) {
                   "(a fixed seed: every replay of the trace sees the same arrivals)")
       ->check(number_above(0));
   cmd->add_option("--limit", args.limit, "Replay the first N requests (default: the whole trace)")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, args.limit));
   cmd->add_option("--cpu-sample", args.cpu_sample,
                   "Read the thread CPU clock on 1 in N requests; 1 = every request (default: N from the clock's "
                   "cost against a warm-up request, so that the reads cost at most 1% of a request)")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, args.cpu_sample));
   add_enum_option(cmd, "--driver", args.driver,
                   "How requests reach the worker: threaded (a reader and a collector thread beside the workers) or "
                   "inline (closed loop, one worker: it reads, serves and aggregates, no other thread)");
   cmd->add_option("--max-batch", args.max_batch,
                   "Dynamic batching: requests that need the model run in batches of up to N (inputs stacked along "
                   "dim 0, one forward per batch); needs --concurrency N or more (default 1: no batching)")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, args.max_batch));
   cmd->add_option("--batch-delay-us", args.batch_delay_us,
                   "With --max-batch: how long a batch's first request waits for more before the batch runs (default "
                   "0: a batch takes the requests waiting when the model is free)")

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -113,12 +114,22 @@ std::pair<int, int> group_position(const std::string& flag) {
                       !k && !n ? "both" : (!k ? "JOB_COMPLETION_INDEX" : "INFERPROF_REPLICAS")));
     text = fmt::format("{}/{}", k, n);
   }
-  int k = -1, n = 0, consumed = 0;
-  if (std::sscanf(text.c_str(), "%d/%d%n", &k, &n, &consumed) != 2 ||
-      static_cast<std::size_t>(consumed) != text.size() || k < 0 || n < 1 || k >= n)
-    throw bad_input(fmt::format("--replica {}: expected K/N with 0 <= K < N{}", text,
-                                flag.empty() ? " (from $JOB_COMPLETION_INDEX/$INFERPROF_REPLICAS)" : ""));
-  return {k, n};
+  // K/N, each a whole number (no sign, no spaces), 0 <= K < N <= the bound.
+  const auto number = [](std::string_view digits, long long& v) {
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    return !digits.empty() && digits.front() != '-' && ec == std::errc() && end == digits.data() + digits.size();
+  };
+  const std::string from = flag.empty() ? " (from $JOB_COMPLETION_INDEX/$INFERPROF_REPLICAS)" : "";
+  const std::string shown = printable(text.substr(0, 60)) + (text.size() > 60 ? "..." : "");
+  const std::size_t slash = text.find('/');
+  long long k = -1, n = 0;
+  if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), k) ||
+      !number(std::string_view(text).substr(slash + 1), n) || k < 0 || n < 1 || k >= n)
+    throw bad_input(fmt::format("--replica {}: expected K/N with 0 <= K < N{}", shown, from));
+  if (n > ReplicaGroup::kMaxReplicas)
+    throw bad_input(
+        fmt::format("--replica {}: a group has at most {} replicas{}", shown, ReplicaGroup::kMaxReplicas, from));
+  return {static_cast<int>(k), static_cast<int>(n)};
 }
 
 // --group: this replica's role in a group that meets in Redis; the group's
@@ -134,7 +145,9 @@ std::shared_ptr<ReplicaGroup> join_group(const ReplayArgs& args, const std::stri
   o.name = name;
   o.index = k;
   o.count = n;
+  o.shard_by = split == Split::hash ? "key" : "round-robin";
   o.timeout_s = timeout_s;
+  o.warn = [](const std::string& line) { std::fprintf(stderr, "inferprof: warning: %s\n", line.c_str()); };
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   o.member = fmt::format("{} {}", host, ::getpid());
@@ -202,20 +215,33 @@ void report_group_end(ReplicaGroup& members, const std::string& name, const std:
                  f.problem.c_str());
     return;
   }
-  std::string dead;
+  if (!f.started) {  // interrupted at the start barrier: the run's own line reports the interrupt
+    std::fprintf(stderr, "inferprof: group %s: left the start barrier before the start; the others go on without it\n",
+                 name.c_str());
+    return;
+  }
+  std::vector<std::string> dead;
   for (int k : f.dead)
-    dead += (dead.empty() ? "" : ", ") + std::to_string(k);
+    dead.push_back(std::to_string(k));
   if (!dead.empty())
     std::fprintf(stderr, "inferprof: warning: group %s: replica%s %s stopped without finishing (no heartbeat)\n",
-                 name.c_str(), f.dead.size() > 1 ? "s" : "", dead.c_str());
+                 name.c_str(), f.dead.size() > 1 ? "s" : "", report::join_abbreviated(dead).c_str());
   if (f.left_running)
     std::fprintf(stderr,
                  "inferprof: group %s: stopped waiting for the others (interrupted, or --group-timeout-s passed); the "
                  "last of them removes the keys\n",
                  name.c_str());
-  if (f.last && merge_into.empty())
-    std::fprintf(stderr, "inferprof: group %s: every replica done; merge their folders with 'inferprof merge'\n",
-                 name.c_str());
+  // "every replica done" only when it is true: none dead, this one not interrupted.
+  if (f.last && merge_into.empty()) {
+    if (dead.empty() && !lifecycle::interrupted())
+      std::fprintf(stderr, "inferprof: group %s: every replica done; merge their folders with 'inferprof merge'\n",
+                   name.c_str());
+    else
+      std::fprintf(stderr,
+                   "inferprof: group %s: the last to leave (%s); removed the group's keys; merge the folders with "
+                   "'inferprof merge'\n",
+                   name.c_str(), lifecycle::interrupted() ? "this replica interrupted" : "the others done or dead");
+  }
   if (f.last && !merge_into.empty()) merge_group(name, out, merge_into, count);
 }
 
@@ -279,7 +305,7 @@ void add_replica_options(CLI::App* cmd, ReplicaArgs& r) {
   cmd->add_option("--replicas", r.replicas,
                   "Start N replica processes that split the trace and share the Redis tiers (--redis); model "
                   "updates reach them over Redis pub/sub")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, r.replicas));
   cmd->add_option("--shard-by", r.shard_by,
                   "How replicas (--replicas, --group) share the trace: round-robin, or key (a hash of the key: each "
                   "key on one replica, as a consistent-hash load balancer does)")
@@ -294,11 +320,11 @@ void add_replica_options(CLI::App* cmd, ReplicaArgs& r) {
                   "With --group: the replica that finishes last merges the group's reports (each replica's --out, "
                   "siblings in one folder) into this folder");
   cmd->add_option("--group-timeout-s", r.group_timeout, "How long a --group replica waits for the others to be ready")
-      ->check(whole_at_least(1))
+      ->check(whole_at_least(1, r.group_timeout))
       ->capture_default_str();
   cmd->add_option("--replica-timeout-s", r.replica_timeout,
                   "Kill replicas still running after S seconds (default: no limit)")
-      ->check(whole_at_least(1));
+      ->check(whole_at_least(1, r.replica_timeout));
   cmd->add_option(replica_handshake::kReplicaFlag, r.replica,
                   "With --group: this replica's index K (from 0) and the group's size N (default: "
                   "$JOB_COMPLETION_INDEX and $INFERPROF_REPLICAS)");
@@ -408,7 +434,7 @@ Runner add_compare_command(CLI::App& app) {
                   "means); exit 4 when an interval straddles it (repeatable, or comma-separated)")
       ->allow_extra_args(false);
   cmd->add_option("--repeat", c->repeat, "Replay each configuration N times, interleaved")
-      ->check(whole_at_least(1))
+      ->check(whole_at_least(1, c->repeat))
       ->capture_default_str();
   cmd->add_option("--out", c->out,
                   "Write compare.csv, compare.json, report.html and each configuration's reports here");

@@ -121,7 +121,7 @@ Runner add_simulate_command(CLI::App& app) {
                   "speedup; its requests.csv and trace.json (each tier's lookup and insert costs) are read when next "
                   "to it");
   cmd->add_option("--warmup-requests", a->warmup, "The first N requests only fill the caches (not counted)")
-      ->check(whole_at_least(0))
+      ->check(whole_at_least(0, a->warmup))
       ->capture_default_str();
   cmd->add_option("--value-bytes", a->value_bytes,
                   "Entry size for byte-limited tiers when the trace has none (default: the --costs run's mean)");
@@ -131,7 +131,7 @@ Runner add_simulate_command(CLI::App& app) {
                   "Miss-ratio curve of one tier alone: l1=lru:100..1000000 (log-spaced) or l2=lfu:100,1000,5000 "
                   "[:TTL] (repeatable); LRU in one pass, others one simulation per capacity in parallel");
   cmd->add_option("--mrc-points", a->mrc_points, "Capacities in a MIN..MAX range")
-      ->check(whole_at_least(2))
+      ->check(whole_at_least(2, a->mrc_points))
       ->capture_default_str();
   CLI::Option* sample = cmd->add_option(
       "--sample", a->sample,
@@ -145,7 +145,7 @@ Runner add_simulate_command(CLI::App& app) {
                   "The largest size the recommendation may pick, e.g. 10k or 64MB (default: the largest --sizes)");
   cmd->add_option("--curve-threads", a->threads,
                   "Threads for per-capacity miss-ratio curves and --policies (0 = one per core)")
-      ->check(whole_at_least(0))
+      ->check(whole_at_least(0, a->threads))
       ->capture_default_str();
   add_format_option<SimulateResult>(cmd, a->format);
   cmd->add_option("--out", a->out,

@@ -35,8 +35,7 @@ std::string read_model_file(const std::string& path) {
 std::string render_table(const std::vector<ModelMeta>& metas) {
   std::vector<std::vector<std::string>> rows = {{"NAME", "VERSION", "SIZE", "SHA256", "CREATED"}};
   for (const ModelMeta& m : metas)
-    rows.push_back(
-        {m.name, m.version, report::human_bytes(static_cast<std::int64_t>(m.size)), m.sha256.substr(0, 12), m.created});
+    rows.push_back({m.name, m.version, report::human_bytes(m.size), m.sha256.substr(0, 12), m.created});
   std::vector<std::size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
     for (std::size_t i = 0; i < r.size(); ++i)

@@ -167,7 +167,7 @@ Runner add_sweep_command(CLI::App& app) {
   cmd->add_option("--measure-after", a->measure_after,
                   "Serve each step's first N requests without measuring them (the caches fill, the queue settles), "
                   "and measure the rest (default 0)")
-      ->check(whole_at_least(0));
+      ->check(whole_at_least(0, a->measure_after));
   cmd->add_option("--slo-ms", a->slo_ms,
                   "The p99 objective in ms: a configuration stops at the first step past it, and its capacity is "
                   "the traffic it serves within it")
@@ -176,13 +176,13 @@ Runner add_sweep_command(CLI::App& app) {
          "--refine", a->refine,
          "With --speeds or --rates: after the steps, N bisection rounds between each configuration's last step within "
          "the objective (unsaturated) and its first past it, one replay each")
-      ->check(whole_at_least(0))
+      ->check(whole_at_least(0, a->refine))
       ->capture_default_str();
   cmd->add_option("--tries", a->tries,
                   "With --speeds or --rates: a step past --slo-ms is replayed up to N times in all (an odd number), "
                   "stopping once most tries are past it, and the try with the median p99 stands (1: the first try "
                   "decides)")
-      ->check(whole_at_least(1))
+      ->check(whole_at_least(1, a->tries))
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Write sweep.json, sweep.csv and report.html here");
   cmd->add_flag("--service-times", a->service_times,

@@ -56,6 +56,7 @@ std::vector<TierSpec> resolve_tiers(const Profile& profile, const std::string& w
     for (const TierSpec& o : overrides)
       if (o.tier == spec.tier) {
         spec.policy = o.policy;
+        spec.params = o.params;
         spec.max_entries = o.max_entries;
         spec.max_bytes = o.max_bytes;
         spec.ttl_s = o.ttl_s;

@@ -239,6 +239,8 @@ TierSpec parse_tier(const Ctx& ctx, const toml::node& node, CacheLevel tier) {
       s = ttl->value<double>();
     else if (ttl->is_string())
       s = parse_ttl_s(*ttl->value<std::string_view>());
+    const bool zero = (s && *s == 0) || (ttl->is_string() && is_zero_ttl(*ttl->value<std::string_view>()));
+    if (zero) ctx.fail(ttl, fmt::format("'ttl' in {} must be above 0 (leave it out and entries never expire)", where));
     if (!s || *s < 0) ctx.fail(ttl, fmt::format("'ttl' in {} must be seconds or a duration like \"30s\"", where));
     spec.ttl_s = *s;
   }

@@ -194,6 +194,18 @@ Reply command(redisContext* c, std::initializer_list<std::string_view> args) {
   return Reply(static_cast<redisReply*>(redisCommandArgv(c, n, argv, lens)));
 }
 
+Reply command(redisContext* c, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  argv.reserve(args.size());
+  lens.reserve(args.size());
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return Reply(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+}
+
 Context connect_redis(const RedisUrl& url, timeval connect_timeout, const timeval* command_timeout, bool ping,
                       std::string* why) {
   SigpipeGuard guard;

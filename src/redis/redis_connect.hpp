@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inferprof::redis_detail {
 
@@ -82,6 +83,8 @@ class SigpipeGuard {
 // A command with binary-safe arguments (never a format string); nullptr when
 // the connection broke (c->errstr says why). At most 6 arguments.
 Reply command(redisContext* c, std::initializer_list<std::string_view> args);
+// The same with any number of arguments (MGET of many keys, EVAL).
+Reply command(redisContext* c, const std::vector<std::string>& args);
 
 // Every connection's limits: a server that takes longer to accept, or to
 // answer one command, is treated as gone.

@@ -242,6 +242,9 @@ MrcSpec parse_mrc_spec(std::string_view text, int points) {
   std::string_view caps = rest.substr(c1 + 1);
   if (auto c2 = caps.find(':'); c2 != std::string_view::npos) {
     auto ttl = parse_ttl_s(caps.substr(c2 + 1));
+    if (!ttl && is_zero_ttl(caps.substr(c2 + 1)))
+      throw fail(fmt::format("TTL must be above 0, got '{}' (leave ':TTL' out and entries never expire)",
+                             caps.substr(c2 + 1)));
     if (!ttl) throw fail(fmt::format("TTL '{}' is not a duration like 30s", caps.substr(c2 + 1)));
     spec.ttl_s = *ttl;
     caps = caps.substr(0, c2);

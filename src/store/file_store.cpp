@@ -139,7 +139,7 @@ class FileStore final : public RemoteStore {
     return parse_meta_json(*text, p.string());
   }
 
-  std::string fetch(const ModelRef& ref) override {
+  std::string fetch(const ModelRef& ref, std::uint64_t) override {  // a local file: its size is checked after
     ModelRef r = resolved(ref);
     fs::path dir = root_ / r.name / r.version;
     std::optional<std::string> bytes =
@@ -151,7 +151,8 @@ class FileStore final : public RemoteStore {
     throw no_model(*this, r);
   }
 
-  std::vector<ModelMeta> list() override { return scan(false); }
+  // A meta.json that cannot be read or parsed is left out with a warning, as put and rm leave it out of index.json.
+  std::vector<ModelMeta> list() override { return scan("the list"); }
 
   void put(const ModelRef& ref, std::string_view bytes) override {
     if (ref.version.empty())
@@ -223,15 +224,16 @@ class FileStore final : public RemoteStore {
   // parsed is an error, or with `skip_bad` a warning naming it and left out:
   // rebuilding index.json after a put's or rm's work is done keeps the rest
   // true to the folders rather than failing with the work half-reported.
-  std::vector<ModelMeta> scan(bool skip_bad) {
+  // Every version's metadata; one that cannot be read (or an entry that cannot be looked at) is left out
+  // of `left_out_of` ("index.json", "the list") with a warning naming it.
+  std::vector<ModelMeta> scan(const char* left_out_of) {
     if (!is_folder(root_)) throw bad_input(fmt::format("{}: no such folder {}", url_, root_.string()));
     std::vector<ModelMeta> out;
     const auto guarded = [&](auto&& work) {
       try {
         work();
       } catch (const Error& e) {
-        if (!skip_bad) throw;
-        fmt::print(stderr, "inferprof: warning: {} (left out of index.json)\n", printable(e.what()));
+        fmt::print(stderr, "inferprof: warning: {} (left out of {})\n", printable(e.what()), left_out_of);
       }
     };
     for (const fs::path& name : entries(root_))
@@ -271,7 +273,7 @@ class FileStore final : public RemoteStore {
 
   // The caller holds the IndexLock.
   void write_index(int root_fd) {
-    report::write_file_atomic_at(root_fd, root_.string(), "index.json", index_json(scan(true)));
+    report::write_file_atomic_at(root_fd, root_.string(), "index.json", index_json(scan("index.json")));
   }
 
   std::string url_;

@@ -23,11 +23,31 @@ constexpr long kConnectTimeoutMs = 5000;
 // link may take long, a stalled one must not hang a run.
 constexpr long kLowSpeedBytes = 1024, kLowSpeedSeconds = 30;
 
+// An error page's body is not kept (its status is the error); one longer than this stops the transfer.
+constexpr std::uint64_t kMaxErrorBody = 64 * 1024;
+
+// The libcurl functions used here, from the library's stable ABI (soname 4).
+struct Curl {
+  decltype(&::curl_global_init) global_init;
+  decltype(&::curl_easy_init) easy_init;
+  decltype(&::curl_easy_setopt) easy_setopt;
+  decltype(&::curl_easy_perform) easy_perform;
+  decltype(&::curl_easy_getinfo) easy_getinfo;
+  decltype(&::curl_easy_strerror) easy_strerror;
+  decltype(&::curl_easy_cleanup) easy_cleanup;
+};
+
 struct Response {
+  const Curl* lib = nullptr;
+  CURL* handle = nullptr;
   long status = 0;
   std::string body;
-  std::uint64_t max_bytes = 0;  // more stops the transfer (a body that never ends)
+  std::uint64_t max_bytes = 0;  // more stops the transfer (a body that never ends, a file larger than stated)
   bool over = false;            // it did
+  curl_off_t announced = -1;    // the Content-Length that was over it (the body was not read), else -1
+  std::uint64_t received = 0;   // bytes of body the server sent, the chunk that went over included
+  bool headers_seen = false;    // the status and Content-Length were looked at (the first chunk)
+  bool error_page_cut = false;  // a non-200 body stopped at kMaxErrorBody
   bool out_of_memory = false;
 };
 
@@ -36,6 +56,25 @@ struct Response {
 std::size_t on_data(char* data, std::size_t size, std::size_t n, void* user) {
   auto* resp = static_cast<Response*>(user);
   const std::size_t len = size * n;
+  if (!resp->headers_seen) {  // the headers are in: a Content-Length over the limit stops before the body
+    resp->headers_seen = true;
+    resp->lib->easy_getinfo(resp->handle, CURLINFO_RESPONSE_CODE, &resp->status);
+    curl_off_t length = -1;
+    resp->lib->easy_getinfo(resp->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    if (resp->status == 200 && length >= 0 && static_cast<std::uint64_t>(length) > resp->max_bytes) {
+      resp->over = true;
+      resp->announced = length;
+      return 0;
+    }
+  }
+  resp->received += len;
+  if (resp->status != 200) {
+    if (resp->received > kMaxErrorBody) {
+      resp->error_page_cut = true;
+      return 0;
+    }
+    return len;
+  }
   if (resp->body.size() + len > resp->max_bytes) {
     resp->over = true;
     return 0;
@@ -48,17 +87,6 @@ std::size_t on_data(char* data, std::size_t size, std::size_t n, void* user) {
   }
   return len;
 }
-
-// The libcurl functions used here, from the library's stable ABI (soname 4).
-struct Curl {
-  decltype(&::curl_global_init) global_init;
-  decltype(&::curl_easy_init) easy_init;
-  decltype(&::curl_easy_setopt) easy_setopt;
-  decltype(&::curl_easy_perform) easy_perform;
-  decltype(&::curl_easy_getinfo) easy_getinfo;
-  decltype(&::curl_easy_strerror) easy_strerror;
-  decltype(&::curl_easy_cleanup) easy_cleanup;
-};
 
 constexpr const char* kCurlLibrary = "libcurl.so.4";
 
@@ -110,10 +138,10 @@ class HttpStore final : public RemoteStore {
     return parse_meta_json(resp.body, u);
   }
 
-  std::string fetch(const ModelRef& ref) override {
+  std::string fetch(const ModelRef& ref, std::uint64_t size) override {
     ModelRef r = resolved(ref);
     std::string u = object_url(r, "model.pt");
-    Response resp = get(u, std::numeric_limits<std::uint64_t>::max());
+    Response resp = get(u, size, "the size its meta.json states", true);
     if (resp.status == 404)
       throw runtime_failure(fmt::format("{}: {}: GET {}: HTTP 404 (the model file is missing)", url_, r.str(), u));
     expect_ok(u, resp);
@@ -155,11 +183,15 @@ class HttpStore final : public RemoteStore {
   // One handle per request: requests may come from several threads, and on a
   // model-sized transfer the connection set-up is noise.
   // At most `max_bytes` of body: more is an error naming the URL.
-  Response get(const std::string& u, std::uint64_t max_bytes) const {
+  // `cap` names the limit in the error; `cap_is_size` (a model: meta.json states its size) adds the bytes received.
+  Response get(const std::string& u, std::uint64_t max_bytes, const char* cap = "more than the file can be",
+               bool cap_is_size = false) const {
     const Curl& lib = curl();
     std::unique_ptr<CURL, CurlFree> c(lib.easy_init());
     if (!c) throw runtime_failure(fmt::format("{}: cannot start libcurl", url_));
     Response resp;
+    resp.lib = &lib;
+    resp.handle = c.get();
     resp.max_bytes = max_bytes;
     char errbuf[CURL_ERROR_SIZE] = "";
     lib.easy_setopt(c.get(), CURLOPT_URL, u.c_str());
@@ -172,13 +204,19 @@ class HttpStore final : public RemoteStore {
     lib.easy_setopt(c.get(), CURLOPT_WRITEDATA, &resp);
     lib.easy_setopt(c.get(), CURLOPT_ERRORBUFFER, errbuf);
     CURLcode rc = lib.easy_perform(c.get());
+    if (resp.over && resp.announced >= 0)
+      throw runtime_failure(fmt::format(
+          "{}: GET {}: the body is over {} bytes, {}: the server announces {} bytes (stopped before reading it)", url_,
+          u, max_bytes, cap, resp.announced));
+    if (resp.over && cap_is_size)
+      throw runtime_failure(fmt::format("{}: GET {}: the body is over {} bytes, {}: {} received when it was stopped",
+                                        url_, u, max_bytes, cap, resp.received));
     if (resp.over)
-      throw runtime_failure(
-          fmt::format("{}: GET {}: the body is over {} bytes, more than the file can be", url_, u, max_bytes));
+      throw runtime_failure(fmt::format("{}: GET {}: the body is over {} bytes, {}", url_, u, max_bytes, cap));
     if (resp.out_of_memory)
       throw runtime_failure(fmt::format("{}: GET {}: not enough memory for the body after {} bytes (see ulimit -v)",
                                         url_, u, resp.body.size()));
-    if (rc != CURLE_OK)
+    if (rc != CURLE_OK && !resp.error_page_cut)
       throw runtime_failure(
           fmt::format("{}: GET {}: {}", url_, u, errbuf[0] ? std::string(errbuf) : lib.easy_strerror(rc)));
     lib.easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &resp.status);

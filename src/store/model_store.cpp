@@ -92,7 +92,7 @@ struct ModelStore::Impl {
       }
       t0 = now_ns();
     }
-    auto bytes = std::make_shared<const std::string>(remote->fetch(ref));
+    auto bytes = std::make_shared<const std::string>(remote->fetch(ref, meta.size));
     Nanos t1 = now_ns();
     count([](StoreCounters& c) { ++c.remote_fetches; });
     std::string got = sha256_hex(*bytes);

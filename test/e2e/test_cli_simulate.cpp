@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli_harness.hpp"
+#include "sanitized.hpp"
 
 using namespace inferprof::testing;
 namespace fs = std::filesystem;
@@ -156,6 +157,35 @@ TEST_SUITE("e2e simulate") {
     REQUIRE_MESSAGE(m.code == 0, m.err);
     CHECK(m.out.find("| l1 | l1 | lru:100 B |") != std::string::npos);
     CHECK(m.out.find("| 3 | 1 | 2 |") != std::string::npos);
+  }
+
+  TEST_CASE("simulate: the spec column shows policy parameters and any byte limit, and bad specs are one line") {
+    TempDir dir;
+    const std::string trace = dir.file("t.jsonl");
+    REQUIRE(run_cli({"gen-trace", "--requests", "200", "--keys", "50", "-o", trace}).code == 0);
+    auto params = run_cli({"simulate", "--trace", trace, "--tier", "l1=wtinylfu(window=0.2):10"});
+    REQUIRE_MESSAGE(params.code == 0, params.err);
+    CHECK_MESSAGE(params.out.find("wtinylfu(window=0.2):10 ") != std::string::npos, params.out);
+    auto huge = run_cli({"simulate", "--trace", trace, "--tier", "l1=lru:8388608TB", "--value-bytes", "100"});
+    REQUIRE_MESSAGE(huge.code == 0, huge.err);
+    CHECK_MESSAGE(huge.out.find("lru:8.0 EB ") != std::string::npos, huge.out);
+    CHECK(huge.out.find("-9223372036854775808") == std::string::npos);
+    // W-TinyLFU sized for 10^8 entries on 50 keys: within 1 GB of address space (its sketch alone was 5.7 GB;
+    // the sanitizers' shadow memory needs more than any such limit).
+    auto big = run_cli({"simulate", "--trace", trace, "--tier", "l1=wtinylfu:100000000"},
+                       kSanitized ? "" : "prlimit --as=1000000000 --");
+    REQUIRE_MESSAGE(big.code == 0, big.err);
+    CHECK(big.out.find("wtinylfu:100,000,000") != std::string::npos);
+    auto twice = run_cli({"simulate", "--trace", trace, "--tier", "l1=wtinylfu(window=0.1,window=0.2):10"});
+    CHECK(twice.code == 2);
+    CHECK(twice.err ==
+          "inferprof: error: --tier l1=wtinylfu(window=0.1,window=0.2):10: wtinylfu's window is given twice (give each "
+          "parameter once)\n");
+    auto zero = run_cli({"simulate", "--trace", trace, "--tier", "l1=lru:10:0s"});
+    CHECK(zero.code == 2);
+    CHECK(zero.err ==
+          "inferprof: error: --tier l1=lru:10:0s: time to live must be above 0, got '0s' (leave ':TTL' out and "
+          "entries never expire)\n");
   }
 
   TEST_CASE("simulate: bad input exits 2 with file and line, and leaves no report behind") {

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
+#include <fstream>
+
 #include "cli_harness.hpp"
 #include "http_server.hpp"
 
@@ -49,6 +51,29 @@ TEST_SUITE("e2e store") {
     CHECK(rm.out == "removed m@v1 from " + url + "\n");
     CHECK_FALSE(fs::exists(root + "/m/v1"));
     CHECK(count_lines(run_cli({"store", "ls", url}).out) == 3);
+  }
+
+  TEST_CASE("store ls: a version whose meta.json is damaged is left out with a warning, the others listed, exit 0") {
+    TempDir dir;
+    const std::string root = dir.file("models");
+    const std::string file = dir.write("m.pt", "model bytes");
+    REQUIRE(run_cli({"store", "put", root, "m@v1", file}).code == 0);
+    REQUIRE(run_cli({"store", "put", root, "m@v2", file}).code == 0);
+    {
+      std::ofstream damaged(root + "/m/v2/meta.json", std::ios::trunc);
+      damaged << "{not json";
+    }
+    auto ls = run_cli({"store", "ls", root, "--format", "csv"});
+    CHECK_MESSAGE(ls.code == 0, ls.err);
+    CHECK(count_lines(ls.out) == 2);
+    CHECK(ls.out.find("\nm,v1,11,") != std::string::npos);
+    CHECK(count_lines(ls.err) == 1);
+    CHECK_MESSAGE(ls.err.rfind("inferprof: warning: " + root + "/m/v2/meta.json", 0) == 0, ls.err);
+    CHECK(ls.err.find("(left out of the list)") != std::string::npos);
+    // A put says the same of index.json, and the newest readable version still resolves.
+    auto put = run_cli({"store", "put", root, "n@v1", file});
+    CHECK(put.code == 0);
+    CHECK(put.err.find("(left out of index.json)") != std::string::npos);
   }
 
   TEST_CASE("store: errors are one line with exit 2") {
@@ -111,5 +136,26 @@ TEST_SUITE("e2e store") {
     CHECK(endless.code == 3);
     CHECK(endless.err == "inferprof: error: " + http.url() + "/endless: GET " + http.url() +
                              "/endless/index.json: the body is over 1048576 bytes, more than the file can be\n");
+  }
+  TEST_CASE("run --store over HTTP: a model.pt larger than its meta.json states fails at that size, one line, exit 3") {
+    if (!HttpServer::available()) return;
+    TempDir dir;
+    const std::string root = dir.file("models"), model = dir.file("m.pt"), trace = dir.file("t.jsonl");
+    make_model_and_trace(model, trace, {"--requests", "20", "--keys", "5"});
+    REQUIRE(run_cli({"store", "put", root, "m@v1", model}).code == 0);
+    const auto stated = fs::file_size(root + "/m/v1/model.pt");
+    {
+      std::ofstream grown(root + "/m/v1/model.pt", std::ios::binary | std::ios::app);
+      grown << std::string(4 << 20, 'x');  // 4 MiB more than meta.json says
+    }
+    HttpServer http(root);
+    for (const std::string& base : {http.url(), http.url() + "/no-length"}) {
+      auto r = run_cli({"run", "m@v1", "--store", base, "--trace", trace});
+      CHECK(r.code == 3);
+      CHECK(count_lines(r.err) == 1);
+      CHECK_MESSAGE(r.err.find("GET " + base + "/m/v1/model.pt: the body is over " + std::to_string(stated) +
+                               " bytes, the size its meta.json states: ") != std::string::npos,
+                    r.err);
+    }
   }
 }

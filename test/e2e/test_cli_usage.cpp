@@ -103,6 +103,16 @@ TEST_SUITE("e2e command line") {
                       "--limit: expected a whole number of at least 1, got 0");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurrency", "0"},
                       "--concurrency: expected a whole number of at least 1, got 0");
+    // Past what the option holds: out of range, naming the largest (it read as "at least 1" before).
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurrency", "2147483648"},
+                      "--concurrency: expected a whole number from 1 to 2147483647, got 2147483648 (out of range)");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--limit", "99999999999999999999"},
+                      "--limit: expected a whole number from 1 to 9223372036854775807, got 99999999999999999999 (out "
+                      "of range)");
+    check_usage_error({"simulate", "--trace", "t.jsonl", "--curve-threads", "4294967296"},
+                      "--curve-threads: expected a whole number from 0 to 4294967295, got 4294967296 (out of range)");
+    check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--concurrency", "-99999999999999999999"},
+                      "--concurrency: expected a whole number of at least 1, got -99999999999999999999");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--speed", "-2", "--open-loop"},
                       "--speed: expected a number above 0, got -2");
     check_usage_error({"run", "m.pt", "--trace", "t.jsonl", "--verify=1.5"},

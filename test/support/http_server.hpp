@@ -4,7 +4,10 @@
 // connection, stopped when the object goes. Two additions to the stock
 // handler: any path under /status-503/ answers 503, so a test can meet an
 // HTTP error status that is not 404, and any path under /endless/ answers
-// with a body that never ends (until the client hangs up).
+// with a body that never ends (until the client hangs up), and any path under
+// /no-length/ is the folder's file without a Content-Length (the body ends
+// when the connection closes), so a client cannot know the size before it
+// reads.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -45,6 +48,20 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                     self.wfile.write(b' ' * 65536)
             except (BrokenPipeError, ConnectionResetError):
                 return
+        if self.path.startswith('/no-length/'):
+            try:
+                with open(self.translate_path(self.path[len('/no-length'):]), 'rb') as f:
+                    data = f.read()
+            except OSError:
+                self.send_error(404, 'not found')
+                return
+            self.send_response(200)
+            self.end_headers()
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         super().do_GET()
     def log_message(self, *args):
         pass

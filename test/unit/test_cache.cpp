@@ -491,7 +491,7 @@ TEST_SUITE("cache") {
     CHECK(error_of("l1", "ttl:10000:30") ==
           "--tier l1=ttl:10000:30: bad time to live '30': expected a number and a unit ms, s, m or h, e.g. 30s");
     CHECK(error_of("l1", "ttl:10000:0s") ==
-          "--tier l1=ttl:10000:0s: bad time to live '0s': expected a number and a unit ms, s, m or h, e.g. 30s");
+          "--tier l1=ttl:10000:0s: time to live must be above 0, got '0s' (leave ':TTL' out and entries never expire)");
     CHECK(error_of("l1", "lru:10:1.2.3s") ==
           "--tier l1=lru:10:1.2.3s: bad time to live '1.2.3s': expected a number and a unit ms, s, m or h, e.g. 30s");
     CHECK(error_of("l1", "lru:10:99999999999h") ==

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <random>
 #include <string>
@@ -624,6 +625,31 @@ bool get(PolicyCache<Nothing>& c, std::uint64_t key) {
   return c.get(k(key), 0) != nullptr;
 }
 
+// The array as it was: every counter allocated up front (the reference the sparse start must equal).
+struct DenseSketch {
+  std::vector<std::uint32_t> c;
+  explicit DenseSketch(std::uint64_t keys)
+      : c(std::max<std::size_t>(20, static_cast<std::size_t>(std::ceil(14.37758 * static_cast<double>(keys))))) {}
+  template <class F>
+  void each(const CacheKey& key, F&& f) {
+    std::uint64_t h = key.lo ^ (key.hi * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    const auto a = static_cast<std::uint32_t>(h), b = static_cast<std::uint32_t>(h >> 32);
+    for (std::uint32_t j = 0; j < 10; ++j)
+      f(c[(a + j * b) % static_cast<std::uint32_t>(c.size())]);
+  }
+  void add(const CacheKey& key) {
+    each(key, [](std::uint32_t& x) { x += x != UINT32_MAX; });
+  }
+  std::uint32_t estimate(const CacheKey& key) {
+    std::uint32_t m = UINT32_MAX;
+    each(key, [&m](std::uint32_t& x) { m = std::min(m, x); });
+    return m;
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("cache policies") {
@@ -841,6 +867,22 @@ TEST_SUITE("cache policies") {
         error_of("mru:10") ==
         "--tier l1=mru:10: unknown policy 'mru' (expected lru, lfu, fifo, ttl, clock, sieve, s3fifo, arc, wtinylfu, 2q "
         "or slru)");
+    // Each parameter once: a second value is refused, never silently the one that wins.
+    CHECK(error_of("wtinylfu(window=0.1,window=0.2):10") ==
+          "--tier l1=wtinylfu(window=0.1,window=0.2):10: wtinylfu's window is given twice (give each parameter once)");
+    CHECK(error_of("s3fifo(small=0.1,threshold=1,small=0.1):10").find("s3fifo's small is given twice") !=
+          std::string::npos);
+    CHECK(error_of("wtinylfu(window=0.1,protected=0.5):10").empty());
+    // A TTL of zero is refused (no TTL is spelt by leaving it out), as a profile's ttl = 0 is.
+    CHECK(error_of("lru:10:0s") ==
+          "--tier l1=lru:10:0s: time to live must be above 0, got '0s' (leave ':TTL' out and entries never expire)");
+    CHECK(error_of("lru:10:0.0ms").find("time to live must be above 0") != std::string::npos);
+    CHECK(parse_tier_spec("l1", "lru:10", "x").ttl_s == 0);
+    CHECK(is_zero_ttl("0s"));
+    CHECK(is_zero_ttl("00.0h"));
+    CHECK_FALSE(is_zero_ttl("0.5s"));
+    CHECK_FALSE(is_zero_ttl("0x"));
+    CHECK_FALSE(is_zero_ttl("."));
   }
 
   TEST_CASE("frequency sketch: never under-counts, halves") {
@@ -854,6 +896,39 @@ TEST_SUITE("cache policies") {
     s.halve();
     CHECK(s.estimate(k(1)) >= 2);
     CHECK(s.estimate(k(1)) <= 3);
+  }
+
+  TEST_CASE("frequency sketch: memory follows the keys it counts, the estimates those of the whole array") {
+    // Sized for 10^8 keys, it counts 50: a few kilobytes, not 5.7 GB.
+    policy::FrequencySketch big(100'000'000);
+    for (int round = 0; round < 4; ++round)
+      for (std::uint64_t key = 0; key < 50; ++key)
+        big.add(k(key));
+    CHECK(big.bytes() < 64 * 1024);
+    CHECK(big.estimate(k(7)) >= 4);
+    // Small sizes go from sparse to the array as keys arrive: equal to the array throughout, halving included.
+    for (std::uint64_t size : {1, 10, 100, 1000}) {
+      policy::FrequencySketch s(size);
+      DenseSketch d(size);
+      std::mt19937_64 rng(size);
+      for (int op = 0; op < 20'000; ++op) {
+        const CacheKey key = k(rng() % (4 * size + 8));
+        if (op % 997 == 996) {
+          s.halve();
+          for (auto& x : d.c)
+            x >>= 1;
+        } else if (op % 3 == 0) {
+          REQUIRE_MESSAGE(s.estimate(key) == d.estimate(key), fmt::format("size {} op {}", size, op));
+        } else {
+          s.add(key);
+          d.add(key);
+        }
+      }
+      CHECK(s.bytes() <= 2 * d.c.size() * sizeof(std::uint32_t) + 64 * 8);
+      s.clear();
+      CHECK(s.bytes() == 0);
+      CHECK(s.estimate(k(1)) == 0);
+    }
   }
 
   TEST_CASE("every policy honours a TTL and a byte limit together") {

@@ -157,6 +157,13 @@ op = "to_tensor"
                       "p.toml:2: [cache.l1] is in-process: backend must be \"memory\"");
     CHECK(parse_profile("[cache.l3]\nbackend = \"redis\"\nurl = \"redis://h:1\"\n", "p.toml").cache.l3->backend ==
           TierBackend::redis);
+    // A TTL of zero is refused as a tier spec's ":0s" is: no TTL is spelt by leaving it out.
+    CHECK_THROWS_WITH(parse_profile("[cache.l1]\nttl = 0\n", "p.toml"),
+                      "p.toml:2: 'ttl' in [cache.l1] must be above 0 (leave it out and entries never expire)");
+    CHECK_THROWS_WITH(parse_profile("[cache.l1]\nttl = \"0s\"\n", "p.toml"),
+                      "p.toml:2: 'ttl' in [cache.l1] must be above 0 (leave it out and entries never expire)");
+    CHECK(parse_profile("[cache.l1]\nttl = \"30s\"\n", "p.toml").cache.l1->ttl_s == 30);
+    CHECK(parse_profile("[cache.l1]\npolicy = \"lru\"\n", "p.toml").cache.l1->ttl_s == 0);
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"scale\"\n", "p.toml"),
                       "p.toml:1: preprocess op 'scale' needs 'factor'");
     CHECK_THROWS_WITH(parse_profile("[[preprocess]]\nop = \"normalize\"\nmean = [1, 2]\nstd = [1]\n", "p.toml"),

@@ -160,6 +160,11 @@ TEST_SUITE("replay") {
     auto over = resolve_tiers(p, "l1", {parse_tier_spec("l1", "lfu:7", "--tier l1=lfu:7")}, "", "");
     CHECK(over[0].policy == Policy::lfu);
     CHECK(over[0].max_entries == 7);
+    // The override's policy parameters come with it (they were dropped: wtinylfu's default window ran).
+    auto with_params = resolve_tiers(
+        p, "l1", {parse_tier_spec("l1", "wtinylfu(window=0.2):100", "--tier l1=wtinylfu(window=0.2):100")}, "", "");
+    CHECK(with_params[0].policy == Policy::wtinylfu);
+    CHECK(with_params[0].params.window == doctest::Approx(0.2));
 
     auto redis = resolve_tiers(p, "l2,l3", {}, "redis://127.0.0.1:1/0", "");
     CHECK(redis[0].backend == TierBackend::redis);

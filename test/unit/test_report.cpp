@@ -18,12 +18,14 @@
 #include "base/histogram.hpp"
 #include "base/output_owner.hpp"
 #include "base/text.hpp"
+#include "inferprof/cache.hpp"
 #include "inferprof/diff.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/replicas.hpp"
 #include "inferprof/report.hpp"
 #include "inferprof/timing.hpp"
 #include "report/format.hpp"
+#include "report/render/cache_section.hpp"
 #include "report/streams.hpp"
 #include "temp_dir.hpp"
 #include "text_util.hpp"
@@ -160,6 +162,17 @@ TEST_SUITE("report") {
     CHECK(report::split("a,,b,", ',') == std::vector<std::string>{"a", "", "b", ""});
     CHECK(report::split("", ',') == std::vector<std::string>{""});
     CHECK(report::split("0.5:4:0.5", ':') == std::vector<std::string>{"0.5", "4", "0.5"});
+  }
+
+  TEST_CASE("join_abbreviated lists the first items and counts the rest, so a message stays one short line") {
+    CHECK(report::join_abbreviated({}) == "");
+    CHECK(report::join_abbreviated({"1", "3"}) == "1, 3");
+    std::vector<std::string> many;
+    for (int i = 1; i < 4096; ++i)
+      many.push_back(std::to_string(i));
+    CHECK(report::join_abbreviated(many) == "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... and 4085 more");
+    CHECK(report::join_abbreviated({"a", "b", "c"}, 2) == "a, b, ... and 1 more");
+    CHECK(report::join_abbreviated({"a", "b"}, 2) == "a, b");
   }
 
   TEST_CASE("one table, two renderings: the terminal grid and the markdown table align the same columns") {
@@ -529,6 +542,20 @@ TEST_SUITE("report") {
     CHECK_MESSAGE(where_at[0] == where_at[1], table);
     CHECK_MESSAGE(where_at[0] == where_at[2], table);
     CHECK(table.find(" 603 (degraded)  redis://") != std::string::npos);
+  }
+
+  TEST_CASE("byte sizes: every uint64 prints as a size, never negative, and a tier spec shows its policy parameters") {
+    CHECK(report::human_bytes(0) == "0 B");
+    CHECK(report::human_bytes(1023) == "1023 B");
+    CHECK(report::human_bytes(64ull << 20) == "64.0 MB");
+    CHECK(report::human_bytes(1ull << 50) == "1.0 PB");
+    CHECK(report::human_bytes(1ull << 63) == "8.0 EB");  // was "-9223372036854775808 B"
+    CHECK(report::human_bytes(UINT64_MAX) == "16.0 EB");
+    TierSpec spec = parse_tier_spec("l1", "lru:8388608TB", "x");
+    CHECK(report::tier_spec_text(spec) == "lru:8.0 EB");
+    spec = parse_tier_spec("l1", "wtinylfu(window=0.2,protected=0.5):1000,64MB:30s", "x");
+    CHECK(report::tier_spec_text(spec) == "wtinylfu(window=0.2,protected=0.5):1,000,64.0 MB:30s");
+    CHECK(report::tier_spec_text(parse_tier_spec("l1", "wtinylfu:10", "x")) == "wtinylfu:10");
   }
 
   TEST_CASE("durations pick their unit") {

@@ -99,8 +99,8 @@ TEST_SUITE("store") {
     CHECK(meta.sha256 == sha256_hex(v2));
     CHECK(meta.created.size() == 24);  // 2026-11-30T01:02:03.123Z
     CHECK(meta.created.back() == 'Z');
-    CHECK(store->fetch(ref("m@v1")) == v1);
-    CHECK(store->fetch(ref("m")) == v2);  // no version: the newest
+    CHECK(store->fetch(ref("m@v1"), v1.size()) == v1);
+    CHECK(store->fetch(ref("m"), v2.size()) == v2);  // no version: the newest
 
     std::vector<ModelMeta> all = store->list();
     REQUIRE(all.size() == 3);
@@ -453,6 +453,43 @@ TEST_SUITE("store") {
     auto [msg5, code5] = error_of([&] { cold.fetch(ref("m@v2")); });
     CHECK(code5 == 3);
     CHECK(msg5.rfind(http.url() + ": GET " + http.url() + "/m/v2/meta.json: ", 0) == 0);
+  }
+
+  TEST_CASE("http store: a model.pt larger than its meta.json states is stopped at that size, never read whole") {
+    REQUIRE_HTTP_SERVER();
+    TempDir dir;
+    auto files = open_remote_store(dir.str());
+    const std::string v1 = random_bytes(7000, 12);
+    files->put(ref("m@v1"), v1);
+    // The server's file is 8 MB: meta.json still says 7000 bytes.
+    {
+      std::ofstream grown(dir.file("m/v1/model.pt"), std::ios::binary | std::ios::trunc);
+      const std::string chunk = random_bytes(1 << 20, 13);
+      for (int i = 0; i < 8; ++i)
+        grown << chunk;
+    }
+    HttpServer http(dir.str());
+    // With a Content-Length: stopped before the body.
+    ModelStore store(options(http.url()));
+    auto [msg, code] = error_of([&] { store.fetch(ref("m@v1")); });
+    CHECK(code == 3);
+    CHECK(msg == http.url() + ": GET " + http.url() +
+                     "/m/v1/model.pt: the body is over 7000 bytes, the size its meta.json states: the server "
+                     "announces 8388608 bytes (stopped before reading it)");
+    // Without one: stopped once past the size, a few kilobytes in.
+    ModelStore unsized(options(http.url() + "/no-length"));
+    auto [msg2, code2] = error_of([&] { unsized.fetch(ref("m@v1")); });
+    CHECK(code2 == 3);
+    const std::string head = http.url() + "/no-length: GET " + http.url() +
+                             "/no-length/m/v1/model.pt: the body is over 7000 bytes, the size its meta.json states: ";
+    REQUIRE_MESSAGE(msg2.rfind(head, 0) == 0, msg2);
+    const std::string tail = " received when it was stopped";
+    REQUIRE(msg2.size() > head.size() + tail.size());
+    CHECK(msg2.substr(msg2.size() - tail.size()) == tail);
+    const auto received = std::stoull(msg2.substr(head.size(), msg2.size() - head.size() - tail.size()));
+    CHECK(received > 7000);
+    CHECK(received < 7000 + 1024 * 1024);
+    CHECK(unsized.counters().remote_fetches == 0);
   }
 
   TEST_CASE("update channel: a publish reaches a subscriber - bad messages are skipped") {

@@ -29,46 +29,131 @@
 namespace inferprof::policy {
 
 // A counting Bloom filter as libCacheSim sizes and updates it: for a 0.1%
-// false-positive rate at `keys` keys, 14.4 counters per key and 10 hashes;
-// an add increments all of a key's counters, the estimate is their minimum.
+// false-positive rate at `keys` keys, 14.4 counters per key (at most 2^32 - 1:
+// the hash indexes 32 bits) and 10 hashes; an add increments all of a key's
+// counters, the estimate is their minimum.
+//
+// Its memory follows what it holds, not the capacity it is sized for: the
+// counters start sparse (a hash table of those not zero, about 16 bytes
+// each, 10 per key added) and become one array (4 bytes per counter) once a
+// quarter of them are in use, when the array is no larger. A cache of 10^8
+// entries that sees 50 keys holds 500 counters, not 5.7 GB; the estimates,
+// and so every admission, are those of the whole array.
 class FrequencySketch {
  public:
   FrequencySketch() = default;
   explicit FrequencySketch(std::uint64_t keys)
-      : counters_(std::max<std::size_t>(2 * kHashes, static_cast<std::size_t>(std::ceil(kPerKey * keys)))) {}
-  void add(const CacheKey& key) noexcept {
-    for_each(key, [](std::uint32_t& c) { c += c != UINT32_MAX; });
+      : n_(static_cast<std::uint32_t>(std::min<double>(
+            UINT32_MAX, std::max<double>(2 * kHashes, std::ceil(kPerKey * static_cast<double>(keys)))))) {}
+  void add(const CacheKey& key) {
+    if (dense_.empty()) {
+      for_each(key, [this](std::uint32_t i) {
+        std::uint32_t& c = sparse_slot(i);
+        c += c != UINT32_MAX;
+      });
+      if (std::uint64_t{used_} * 4 >= n_) densify();
+      return;
+    }
+    for_each(key, [this](std::uint32_t i) {
+      std::uint32_t& c = dense_[i];
+      c += c != UINT32_MAX;
+    });
   }
-  std::uint32_t estimate(const CacheKey& key) noexcept {
+  std::uint32_t estimate(const CacheKey& key) const noexcept {
     std::uint32_t m = UINT32_MAX;
-    for_each(key, [&m](std::uint32_t& c) { m = std::min(m, c); });
+    if (dense_.empty())
+      for_each(key, [&m, this](std::uint32_t i) { m = std::min(m, sparse_count(i)); });
+    else
+      for_each(key, [&m, this](std::uint32_t i) { m = std::min(m, dense_[i]); });
     return m;
   }
-  void halve() noexcept {
-    for (auto& c : counters_)
-      c >>= 1;
+  void halve() {
+    if (!dense_.empty()) {
+      for (auto& c : dense_)
+        c >>= 1;
+      return;
+    }
+    // Counters that reach zero leave the table: rebuilt with the others.
+    std::vector<Slot> old;
+    old.swap(slots_);
+    used_ = 0;
+    for (const Slot& s : old)
+      if (s.index != kEmpty && s.count > 1) sparse_slot(s.index) = s.count >> 1;
   }
-  void clear() noexcept { std::fill(counters_.begin(), counters_.end(), 0); }
+  void clear() noexcept {
+    std::vector<std::uint32_t>().swap(dense_);
+    std::vector<Slot>().swap(slots_);
+    used_ = 0;
+  }
+  // Bytes its counters take now (tests, and the memory it is documented to use).
+  std::size_t bytes() const noexcept { return dense_.size() * sizeof(std::uint32_t) + slots_.size() * sizeof(Slot); }
 
  private:
   static constexpr int kHashes = 10;
-  static constexpr double kPerKey = 14.37758;  // -ln(0.001) / ln(2)^2
+  static constexpr double kPerKey = 14.37758;          // -ln(0.001) / ln(2)^2
+  static constexpr std::uint32_t kEmpty = UINT32_MAX;  // no counter index is n_ >= this
+  struct Slot {
+    std::uint32_t index = kEmpty, count = 0;
+  };
   template <class F>
-  void for_each(const CacheKey& key, F&& f) noexcept {
+  void for_each(const CacheKey& key, F&& f) const noexcept {
     std::uint64_t h = key.lo ^ (key.hi * 0x9E3779B97F4A7C15ull);
     h ^= h >> 33;
     h *= 0xFF51AFD7ED558CCDull;
     h ^= h >> 33;
     const auto a = static_cast<std::uint32_t>(h), b = static_cast<std::uint32_t>(h >> 32);
-    const auto n = static_cast<std::uint32_t>(counters_.size());
     for (std::uint32_t j = 0; j < kHashes; ++j)
-      f(counters_[(a + j * b) % n]);
+      f((a + j * b) % n_);
   }
-  std::vector<std::uint32_t> counters_;
+  static std::size_t spot(std::uint32_t index, std::size_t mask) noexcept {
+    return static_cast<std::size_t>((std::uint64_t{index} * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+  }
+  // The counter at `index`, added (zero) when absent; open addressing, linear probing, at most half full.
+  std::uint32_t& sparse_slot(std::uint32_t index) {
+    if (2 * (std::size_t{used_} + 1) > slots_.size()) {
+      std::vector<Slot> old(std::max<std::size_t>(64, slots_.size() * 2));
+      old.swap(slots_);
+      for (const Slot& s : old)
+        if (s.index != kEmpty) {
+          std::size_t at = spot(s.index, slots_.size() - 1);
+          while (slots_[at].index != kEmpty)
+            at = (at + 1) & (slots_.size() - 1);
+          slots_[at] = s;
+        }
+    }
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = spot(index, mask);
+    while (slots_[at].index != kEmpty && slots_[at].index != index)
+      at = (at + 1) & mask;
+    if (slots_[at].index == kEmpty) {
+      slots_[at].index = index;
+      ++used_;
+    }
+    return slots_[at].count;
+  }
+  std::uint32_t sparse_count(std::uint32_t index) const noexcept {
+    if (slots_.empty()) return 0;
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t at = spot(index, mask);; at = (at + 1) & mask) {
+      if (slots_[at].index == index) return slots_[at].count;
+      if (slots_[at].index == kEmpty) return 0;
+    }
+  }
+  void densify() {
+    dense_.assign(n_, 0);
+    for (const Slot& s : slots_)
+      if (s.index != kEmpty) dense_[s.index] = s.count;
+    std::vector<Slot>().swap(slots_);
+    used_ = 0;
+  }
+  std::uint32_t n_ = 2 * kHashes;     // counters
+  std::vector<std::uint32_t> dense_;  // all n_ counters, once a quarter are in use
+  std::vector<Slot> slots_;           // before: those not zero
+  std::uint32_t used_ = 0;            // slots_ in use
 };
 
 template <class Node>
-class WTinyLfu : public NoGhosts {
+class WTinyLfu : public NoGhosts {  // counting may allocate (the sketch grows): not noexcept
   enum : std::uint32_t { kWindow = 0, kProbation = 1, kProtected = 2 };
 
  public:
@@ -79,11 +164,11 @@ class WTinyLfu : public NoGhosts {
     protected_cap_ = static_cast<std::uint64_t>(static_cast<double>(main_cap_) * p.protected_share);
     decay_every_ = 32 * std::max<std::uint64_t>(main_cap_, 1);
   }
-  void insert(Node* n, std::uint32_t i) noexcept {
+  void insert(Node* n, std::uint32_t i) {
     q_.place(n, i, kWindow);
     sketch_.add(n[i].key);
   }
-  void hit(Node* n, std::uint32_t i) noexcept {
+  void hit(Node* n, std::uint32_t i) {
     const std::uint32_t q = queue_of(n[i].meta);
     if (q == kWindow) {
       move_to_back(n, q_.list[kWindow], i);
@@ -106,11 +191,11 @@ class WTinyLfu : public NoGhosts {
       sketch_.halve();
     }
   }
-  void replace(Node* n, std::uint32_t i, std::uint64_t old_bytes) noexcept {
+  void replace(Node* n, std::uint32_t i, std::uint64_t old_bytes) {
     q_.resized(n, i, old_bytes);
     hit(n, i);
   }
-  std::uint32_t victim(Node* n, std::uint32_t skip) noexcept {
+  std::uint32_t victim(Node* n, std::uint32_t skip) {
     if (pending_ != kNil) to_main(n, std::exchange(pending_, kNil));  // its rival has gone
     more_ = false;
     while (true) {

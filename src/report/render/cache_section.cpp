@@ -13,9 +13,10 @@ namespace inferprof::report {
 std::string tier_spec_text(const TierSpec& spec) {
   std::string limits;
   if (spec.max_entries) limits += group_thousands(spec.max_entries);
-  if (spec.max_bytes) limits += (limits.empty() ? "" : ",") + human_bytes(static_cast<std::int64_t>(spec.max_bytes));
+  if (spec.max_bytes) limits += (limits.empty() ? "" : ",") + human_bytes(spec.max_bytes);
   if (limits.empty()) limits = "unbounded";
-  std::string text = fmt::format("{}:{}", policy_name(spec.policy), limits);
+  // The policy with the parameters it was given (those that differ from the defaults), as the spec spells them.
+  std::string text = fmt::format("{}:{}", policy_label(spec.policy, spec.params), limits);
   if (spec.ttl_s > 0) text += fmt::format(":{}s", spec.ttl_s);
   return text;
 }
@@ -50,14 +51,13 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
       tiers.push_back({std::string(enum_name(t.spec.tier)), tier_spec_text(t.spec), t.where,
                        group_thousands(st.lookups), group_thousands(st.hits), ratio(st.hits, st.lookups),
                        group_thousands(st.inserts), group_thousands(st.evictions), group_thousands(st.entries),
-                       human_bytes(static_cast<std::int64_t>(st.bytes)), errors});
+                       human_bytes(st.bytes), errors});
     } else {
       out += pad_right(enum_name(t.spec.tier), 7) + pad_right(tier_spec_text(t.spec), 18) +
              pad_left(group_thousands(st.lookups), 10) + pad_left(group_thousands(st.hits), 10) +
              pad_left(ratio(st.hits, st.lookups), 8) + pad_left(group_thousands(st.evictions), 10) +
-             pad_left(group_thousands(st.entries), 10) +
-             pad_left(human_bytes(static_cast<std::int64_t>(st.bytes)), 11) + ' ' + pad_left(errors, errors_width) +
-             "  " + t.where + '\n';
+             pad_left(group_thousands(st.entries), 10) + pad_left(human_bytes(st.bytes), 11) + ' ' +
+             pad_left(errors, errors_width) + "  " + t.where + '\n';
     }
   }
   if (markdown) out += markdown_table(tiers, {0, 1, 2});

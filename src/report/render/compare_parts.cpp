@@ -36,9 +36,7 @@ std::string hit_text(const CompareRow& row, std::string_view tier) {
 
 std::string bytes_text(const CompareRow& row, std::string_view tier) {
   const CacheTierReport* t = find_tier(row, tier);
-  return t ? human_bytes(static_cast<std::int64_t>(
-                 std::min<std::uint64_t>(t->stats.bytes, std::numeric_limits<std::int64_t>::max())))
-           : "-";
+  return t ? human_bytes(t->stats.bytes) : "-";
 }
 
 bool any_caches(const CompareResult& r) {

@@ -17,7 +17,7 @@ std::string ratio(std::uint64_t part, std::uint64_t whole) {
 }
 
 std::string bytes(std::uint64_t b) {
-  return human_bytes(static_cast<std::int64_t>(std::min<std::uint64_t>(b, std::numeric_limits<std::int64_t>::max())));
+  return human_bytes(b);
 }
 
 std::string speedup(double v) {
