@@ -1,20 +1,52 @@
 #include "base/csv_io.hpp"
 
+#include <fmt/format.h>
+
+#include <streambuf>
+
+#include "base/text.hpp"
 #include "inferprof/error.hpp"
 
 namespace inferprof::report {
 
+void CsvReader::too_long() const {
+  throw bad_input(at_line(path_, start_,
+                          fmt::format("a record longer than {} bytes (expected a CSV of rows under that)",
+                                      group_thousands(max_record_bytes_))));
+}
+
+bool CsvReader::read_line(std::size_t room) {
+  text_.clear();
+  std::streambuf* buf = in_.rdbuf();
+  bool any = false;
+  for (;;) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in_.setstate(std::ios::eofbit);
+      return any;
+    }
+    any = true;
+    if (c == '\n') return true;
+    if (text_.size() >= room) too_long();
+    text_.push_back(static_cast<char>(c));
+  }
+}
+
 bool CsvReader::next(std::vector<std::string>& fields) {
   fields.clear();
-  if (!std::getline(in_, text_)) return false;
+  start_ = lines_ + 1;
+  if (!read_line(max_record_bytes_)) return false;
   start_ = ++lines_;
+  std::size_t used = text_.size();  // bytes of the record so far, toward the cap
   std::string field;
   bool quoted = false;
   for (std::size_t i = 0;; ++i) {
     if (i == text_.size()) {
       if (!quoted) break;
       // A newline inside quotes belongs to the field.
-      if (!std::getline(in_, text_)) throw bad_input(at_line(path_, start_, "unterminated quote"));
+      if (used >= max_record_bytes_) too_long();  // the newline would be one byte more
+      if (!read_line(max_record_bytes_ - used - 1)) throw bad_input(at_line(path_, start_, "unterminated quote"));
+      used += 1 + text_.size();
       ++lines_;
       field += '\n';
       i = static_cast<std::size_t>(-1);
@@ -51,6 +83,12 @@ int CsvReader::column(const std::vector<std::string>& header, const std::string&
   for (std::size_t i = 0; i < header.size(); ++i)
     if (header[i] == name) return static_cast<int>(i);
   return -1;
+}
+
+std::string csv_text(std::string_view cell) {
+  const std::size_t after = cell.find_first_not_of('\'');
+  if (after == 0 || after == std::string_view::npos || !csv_formula_start(cell[after])) return std::string(cell);
+  return std::string(cell.substr(1));
 }
 
 }  // namespace inferprof::report

@@ -144,7 +144,8 @@ TEST_SUITE("e2e merge") {
     auto& f = merge_fixture();
     TempDir out;
     const std::string o = out.file("m");
-    auto none = run_cli({"merge", out.path(), "--out", o});
+    TempDir empty;  // not the folder --out is in: that overlap is refused first
+    auto none = run_cli({"merge", empty.path(), "--out", o});
     CHECK(none.code == 2);
     CHECK(count_lines(none.err) == 1);
     CHECK(none.err.find("summary.json") != std::string::npos);
