@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cli_harness.hpp"
@@ -69,6 +71,60 @@ struct MergeFixture {
 MergeFixture& merge_fixture() {
   static MergeFixture f;
   return f;
+}
+
+// A copy of replica k's folder in `to`, to change as a hand, a tool or an attacker might.
+std::string copy_replica(const MergeFixture& f, int k, const TempDir& to) {
+  const std::string dst = to.file(fmt::format("replica-{}", k));
+  fs::copy(f.replica(k), dst, fs::copy_options::recursive);
+  return dst;
+}
+
+void replace_in(const std::string& file, const std::string& from, const std::string& to) {
+  std::string text = slurp(file);
+  const std::size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, from);
+  text.replace(at, from.size(), to);
+  std::ofstream(file, std::ios::trunc) << text;
+}
+
+// Sets the cell of `column` in data row `row` (1: the first after the header) of a requests.csv whose cells hold no
+// comma, as the fixture's do.
+void set_cell(const std::string& csv, std::size_t row, const std::string& column, const std::string& value) {
+  std::vector<std::string> lines;
+  std::ifstream in(csv);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  in.close();
+  auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0;;) {
+      const std::size_t comma = line.find(',', at);
+      out.push_back(line.substr(at, comma - at));
+      if (comma == std::string::npos) return out;
+      at = comma + 1;
+    }
+  };
+  const std::vector<std::string> header = cells(lines.at(0));
+  const auto col = static_cast<std::size_t>(std::find(header.begin(), header.end(), column) - header.begin());
+  REQUIRE(col < header.size());
+  std::vector<std::string> r = cells(lines.at(row));
+  r.at(col) = value;
+  std::string joined;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    joined += (i ? "," : "") + r[i];
+  lines.at(row) = joined;
+  std::ofstream out(csv, std::ios::trunc);
+  for (const std::string& line : lines)
+    out << line << '\n';
+}
+
+// One line on stderr, nothing on stdout, exit 2: a refusal.
+void check_refused(const CliResult& r, const std::string& says) {
+  CHECK_MESSAGE(r.code == 2, std::string(r.out + r.err));
+  CHECK(count_lines(r.err) == 1);
+  CHECK(r.err.size() < 600);
+  CHECK_MESSAGE(r.err.find(says) != std::string::npos, r.err);
 }
 
 }  // namespace
@@ -160,6 +216,133 @@ TEST_SUITE("e2e merge") {
     CHECK(mixed.code == 2);
     CHECK(mixed.err.find("differs from") != std::string::npos);
     CHECK(!fs::exists(o));
+  }
+}
+
+TEST_SUITE("e2e merge") {
+  TEST_CASE("merge and diff refuse a requests.csv value past its bound, naming file, line and column") {
+    auto& f = merge_fixture();
+    // A row of 1e300 µs once merged into a mean of -4.6e13 µs (exit 0); negative totals read as "improved".
+    for (const auto& [value, column] : std::vector<std::pair<std::string, std::string>>{{"1e300", "total_us"},
+                                                                                        {"-5", "total_us"},
+                                                                                        {"1e15", "compute_us"},
+                                                                                        {"-1", "arrival_us"},
+                                                                                        {"nan", "cpu_us"}}) {
+      CAPTURE(value);
+      TempDir dir;
+      const std::string a = copy_replica(f, 0, dir);
+      copy_replica(f, 1, dir);
+      copy_replica(f, 2, dir);
+      set_cell(a + "/requests.csv", 3, column, value);
+      const std::string says = fmt::format(
+          "{}/requests.csv:4: '{}' in column '{}' is not a number of µs from 0 to 1e12 "
+          "(about 11.6 days)",
+          a, value, column);
+      check_refused(run_cli({"merge", a, dir.file("replica-1"), dir.file("replica-2"), "--out", dir.file("m")}), says);
+      CHECK(!fs::exists(dir.file("m")));
+      check_refused(run_cli({"diff", f.replica(1), a}), says);
+    }
+  }
+
+  TEST_CASE("merge counts each replica's requests from its rows, checked against its summary") {
+    auto& f = merge_fixture();
+    TempDir dir;
+    const std::string a = copy_replica(f, 0, dir), b = copy_replica(f, 1, dir), c = copy_replica(f, 2, dir);
+    // A summary claiming a billion requests once printed "1,000,000,200 requests · 0 lost".
+    replace_in(b + "/summary.json", "\n  \"requests\": 200,", "\n  \"requests\": 1000000000,");
+    check_refused(run_cli({"merge", a, b, c}), fmt::format("{}/requests.csv: 200 requests (rows), but {}/summary.json "
+                                                           "says 1,000,000,000",
+                                                           b, b));
+    // A requests.csv cut to 100 of its 200 rows once read "200 requests, 0 lost" for that replica.
+    fs::copy_file(f.replica(1) + "/summary.json", b + "/summary.json", fs::copy_options::overwrite_existing);
+    std::ifstream in(f.replica(1) + "/requests.csv");
+    std::string cut;
+    for (std::string line; cut.size() < 1 << 20 && std::getline(in, line) && count_lines(cut) < 101;)
+      cut += line + "\n";
+    std::ofstream(b + "/requests.csv", std::ios::trunc) << cut;
+    check_refused(run_cli({"merge", a, b, c}),
+                  fmt::format("{}/requests.csv: 100 requests (rows), but {}/summary.json says 200", b, b));
+    check_refused(run_cli({"diff", f.replica(1), b}), "requests.csv: 100 requests (rows)");
+    // A group of ten million replicas (once 3.9 GB of rows): refused before a row is made.
+    fs::copy_file(f.replica(1) + "/requests.csv", b + "/requests.csv", fs::copy_options::overwrite_existing);
+    for (const std::string& d : {a, b, c})
+      replace_in(d + "/summary.json", "\"count\": 3,", "\"count\": 10000000,");
+    check_refused(run_cli({"merge", a, b, c}, "ulimit -v 4000000;"),
+                  "'run.replica.count' is 10000000, expected a whole number from 1 to 65536");
+  }
+
+  TEST_CASE("replicas of one merge agree on group, shard_by, limit, model and trace: else the field is named") {
+    auto& f = merge_fixture();
+    for (const auto& [from, to, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"\"group\": \"\"", "\"group\": \"other\"", "group other differs from"},
+             {"\"shard_by\": \"rr\"", "\"shard_by\": \"hash\"", "shard_by hash differs from"},
+             {"\"limit\": 0,", "\"limit\": 100,", "limit 100 differs from"},
+             {"\"model_sha256\": \"", "\"model_sha256\": \"00", "model sha256 00"},
+             {"\"trace_hash\": \"xxh3:", "\"trace_hash\": \"xxh3:00", "trace xxh3:00"}}) {
+      CAPTURE(to);
+      TempDir dir;
+      const std::string a = copy_replica(f, 0, dir), b = copy_replica(f, 1, dir);
+      // An empty string (an older summary's) is not compared: a group needs one on both sides.
+      if (from.find("group") != std::string::npos) replace_in(a + "/summary.json", from, "\"group\": \"one\"");
+      replace_in(b + "/summary.json", from, to);
+      const CliResult r = run_cli({"merge", a, b});
+      check_refused(r, b + ": " + says);
+      CHECK(r.err.find(a + "'s ") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("merge and diff refuse a FIFO at once, a summary.json over 64 MiB, a requests.csv line over 1 MiB") {
+    auto& f = merge_fixture();
+    TempDir dir;
+    const std::string fifo = dir.file("fifo");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // Nothing writes to it: these hung. `timeout` ends a hang with 124.
+    check_refused(run_cli({"merge", fifo}, "timeout 20"), fifo + ": not a regular file");
+    check_refused(run_cli({"diff", fifo, fifo}, "timeout 20"), fifo + ": not a regular file");
+    // A FIFO for requests.csv in a replica's folder.
+    const std::string a = copy_replica(f, 0, dir);
+    fs::remove(a + "/requests.csv");
+    REQUIRE(::mkfifo((a + "/requests.csv").c_str(), 0600) == 0);
+    check_refused(run_cli({"merge", a}, "timeout 20"), a + "/requests.csv: not a regular file");
+    // A 3 GB summary.json took 3.1 GB: its size is refused before a byte is read (a sparse file here).
+    const std::string b = copy_replica(f, 1, dir);
+    fs::resize_file(b + "/summary.json", (std::uintmax_t{64} << 20) + 1);
+    check_refused(run_cli({"merge", b}), b + "/summary.json: 67108865 bytes, more than the 67108864 expected");
+    check_refused(run_cli({"diff", b, b}), "more than the 67108864 expected");
+    // A 3 MB header without a newline was read whole and echoed in the error: refused at 1 MiB, in one short line.
+    const std::string c = copy_replica(f, 2, dir);
+    std::ofstream(c + "/requests.csv", std::ios::trunc) << "seq," << std::string(3 << 20, 'x');
+    check_refused(run_cli({"merge", c}, "ulimit -v 4000000;"),
+                  c + "/requests.csv:1: a record longer than 1,048,576 bytes");
+  }
+
+  TEST_CASE("strings of a saved run reach the terminal printable, and markdown escaped") {
+    auto& f = merge_fixture();
+    TempDir dir;
+    const std::string a = copy_replica(f, 0, dir), b = copy_replica(f, 1, dir), c = copy_replica(f, 2, dir);
+    for (const std::string& d : {a, b, c}) {
+      replace_in(d + "/summary.json", "\"model_arch\": \"mlp\"",
+                 "\"model_arch\": \"\\u001b]0;owned\\u0007<img src=x onerror=alert(1)>|\"");
+      replace_in(d + "/summary.json", "\"profile_name\": \"default\"", "\"profile_name\": \"\\u001b[2J\\u202e*x*\"");
+    }
+    replace_in(b + "/summary.json", "\"hostname\": \"", "\"hostname\": \"\\u001b[31m");
+    for (const std::string format : {"table", "markdown", "json", "csv"}) {
+      CAPTURE(format);
+      const CliResult r = run_cli({"merge", a, b, c, "--format", format});
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      CHECK(r.out.find('\x1b') == std::string::npos);
+      CHECK(r.out.find('\x07') == std::string::npos);
+      CHECK(r.out.find("\u202e") == std::string::npos);
+      if (format == "table") CHECK(r.out.find("\\x1b]0;owned\\x07") != std::string::npos);
+      if (format == "markdown") {
+        CHECK(r.out.find("<img") == std::string::npos);
+        CHECK(r.out.find("&lt;img src=x onerror=alert(1)&gt;\\|") != std::string::npos);
+        CHECK(r.out.find("\\*x\\*") != std::string::npos);
+      }
+    }
+    const CliResult d = run_cli({"diff", a, b, "--force"});
+    CHECK(d.out.find('\x1b') == std::string::npos);
+    CHECK(d.out.find("\\x1b[31m") != std::string::npos);
   }
 }
 
