@@ -148,6 +148,9 @@ bool read_stage(const Doc& doc, simdjson::dom::object parent, std::string_view n
 void read_preprocess_ops(const Doc& doc, simdjson::dom::object stages, std::vector<StagePart>& out) {
   simdjson::dom::object ops;
   if (stages["preprocess"]["ops"].get(ops) != simdjson::SUCCESS) return;
+  if (ops.size() > kMaxSavedParts)
+    throw bad_input(fmt::format("{}: 'stages.preprocess.ops' has {} ops, expected at most {}", doc.file, ops.size(),
+                                kMaxSavedParts));
   for (auto field : ops) {
     StagePart part{fmt::format("preprocess.{}", printable(field.key)), {}};
     read_stage(doc, ops, field.key, "stages." + part.name, part.stats);

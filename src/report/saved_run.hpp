@@ -3,6 +3,7 @@
 // beside it. The one reader of these files; diff, simulate --costs and the
 // replica parent all read runs through it.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,6 +33,10 @@ inline constexpr int kMaxSavedReplicas = 65536;
 inline constexpr int kMaxSavedWorkers = 65536;
 // A batch: run --max-batch's own cap (kMaxBatch, inferprof/run_config.hpp).
 inline constexpr int kMaxSavedBatch = 4096;
+// The preprocess stage's ops ("stages"."preprocess"."ops"): each becomes a
+// column pair and two histograms (~130 KB) of a merge, so their number is
+// bounded too: 256, far past a profile's chain.
+inline constexpr std::size_t kMaxSavedParts = 256;
 
 struct SavedRun {
   std::string summary_path;

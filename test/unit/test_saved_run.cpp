@@ -2,6 +2,7 @@
 // reader, the saved-run reader (diff, simulate --costs and replicas read runs
 // through it), the atomic file writer, and the pipeline plugin's loader.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -170,6 +171,16 @@ TEST_SUITE("saved run") {
         summary("1", "", R"("mean_us": -4.6e13)"),
         (file + ": 'total.mean_us' is -46000000000000, expected µs from 0 to 1e12 (about 11.6 days)").c_str());
     CHECK_THROWS_WITH(summary("1", "", R"("p50_us": -5)"), doctest::Contains("'total.p50_us' is -5, expected µs"));
+    // Each preprocess op is two histograms of a merge: their number is bounded as a count is.
+    std::string ops;
+    for (int i = 0; i < 300; ++i)
+      ops += fmt::format("{}\"op{}\": {{\"applicable\": false}}", i ? ", " : "", i);
+    dir.write("ops/summary.json", R"({"schema": "inferprof.summary/1", "requests": 1, "throughput_rps": 1,
+                                      "stages": {"preprocess": {"mean_us": 1, "ops": {)" +
+                                      ops + "}}}}");
+    CHECK_THROWS_WITH(
+        report::read_saved_run(dir.file("ops"), report::SummaryCheck::partial),
+        (dir.file("ops/summary.json") + ": 'stages.preprocess.ops' has 300 ops, expected at most 256").c_str());
     // A string from a saved run is printable: no escape sequence reaches a terminal.
     CHECK(summary("1", R"("hostname": "\u001b[2Jhost\u202e", "model_arch": "a\nb")", "").hostname ==
           "\\x1b[2Jhost\\u202e");
