@@ -16,20 +16,20 @@ void CsvReader::too_long() const {
 }
 
 bool CsvReader::read_line(std::size_t room) {
-  text_.clear();
-  std::streambuf* buf = in_.rdbuf();
-  bool any = false;
-  for (;;) {
-    const int c = buf->sbumpc();
-    if (c == std::char_traits<char>::eof()) {
-      in_.setstate(std::ios::eofbit);
-      return any;
-    }
-    any = true;
-    if (c == '\n') return true;
-    if (text_.size() >= room) too_long();
-    text_.push_back(static_cast<char>(c));
+  // The stream's own scan for the newline (no byte-at-a-time loop), into a buffer of the cap's size: at most
+  // `room` bytes are stored, and a longer line stops the read there.
+  if (line_.size() < max_record_bytes_ + 1) line_.resize(max_record_bytes_ + 1);
+  in_.getline(line_.data(), static_cast<std::streamsize>(room + 1));
+  const auto got = static_cast<std::size_t>(in_.gcount());
+  if (in_.bad()) throw runtime_failure(fmt::format("{}: cannot read", path_));
+  if (in_.fail()) {
+    if (got == 0 && in_.eof()) return false;  // the end, nothing read
+    if (!in_.eof()) too_long();               // `room` bytes stored, the line goes on
   }
+  // With the newline counted in gcount() unless the file ended first.
+  const std::size_t length = in_.eof() ? got : got - 1;
+  text_.assign(line_.data(), length);
+  return true;
 }
 
 bool CsvReader::next(std::vector<std::string>& fields) {

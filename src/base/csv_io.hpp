@@ -40,6 +40,7 @@ class CsvReader {
   std::string path_;
   std::size_t max_record_bytes_;
   std::string text_;
+  std::vector<char> line_;  // read_line's buffer: the cap and one byte, allocated at the first read
   std::uint64_t lines_ = 0, start_ = 0;
 };
 

@@ -5,6 +5,7 @@
 // it, with the real binary, is e2e (test_cli_updates.cpp).
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "inferprof/error.hpp"
 #include "replay/replica_handshake.hpp"
@@ -65,6 +67,8 @@ TEST_SUITE("replica handshake") {
   }
 
   TEST_CASE("--replica I/N: the role it gives, and what it refuses") {
+    // Only a process its parent started is a replica (kParentEnv names that parent): this one, here.
+    ::setenv(hs::kParentEnv, std::to_string(::getppid()).c_str(), 1);
     ReplicaRole role = hs::join("2/3", Split::hash);
     CHECK(role.index == 2);
     CHECK(role.count == 3);
@@ -76,6 +80,8 @@ TEST_SUITE("replica handshake") {
       CHECK_THROWS_WITH(hs::join(bad, Split::round_robin),
                         (std::string("--replica ") + bad + ": expected I/N with 0 <= I < N").c_str());
     }
+    ::unsetenv(hs::kParentEnv);
+    CHECK_THROWS_WITH(hs::join("2/3", Split::hash), doctest::Contains("--replica 2/3 goes with --group NAME"));
   }
 
   TEST_CASE("parent side: a replica says ready, gets go, in its own process group, its output in the log") {
