@@ -83,6 +83,9 @@ struct CsvColumns {
 // "ts=time,key=obj_id,size=bytes,image=path,seed=n" (any subset). Throws Error(bad_input).
 CsvColumns parse_csv_columns(std::string_view text);
 
+// The longest line a JSONL trace may hold: 64 MiB (an image_base64 input of 48 MB).
+inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{64} << 20;
+
 // Streams a JSONL trace with simdjson, one line at a time through a fixed-size
 // buffer, so traces larger than memory replay in bounded memory. Every line is
 // validated against docs/trace-format.md's schema; a bad line throws Error(bad_input)
@@ -92,8 +95,10 @@ class TraceReader {
  public:
   struct Options {
     bool skip_invalid = false;
-    std::size_t buffer_bytes = 1 << 20;  // grows for a longer line
+    std::size_t buffer_bytes = 1 << 20;  // grows for a longer line, up to max_line_bytes
     CsvColumns csv;                      // a .csv trace's columns
+    // A longer line is refused (FILE:LINE, even with skip_invalid) when the buffer reaches it, not read whole.
+    std::size_t max_line_bytes = kMaxTraceLineBytes;
   };
   // Whether `path` is read as CSV (its name ends in .csv, any case).
   static bool is_csv(const std::string& path);

@@ -78,4 +78,13 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string printable_excerpt(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return printable(text);
+  std::size_t cut = max_bytes;
+  // Back to the start of a UTF-8 sequence (at most three continuation bytes), so the cut splits none.
+  for (int k = 0; k < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++k)
+    --cut;
+  return printable(text.substr(0, cut)) + "...";
+}
+
 }  // namespace inferprof

@@ -11,6 +11,11 @@
 
 namespace inferprof::report {
 
+// A sum of nanosecond values: 128 bits, so that even 2^64 values of up to 2^63 ns (292 years) each cannot
+// overflow it. A saved run's µs cells are at most 1e12 µs (1e15 ns; report/saved_run.hpp), so a merge of any
+// number of rows sums exactly.
+__extension__ typedef __int128 NanoSum;
+
 class Histogram {
  public:
   static constexpr int kSubBits = 7;
@@ -26,7 +31,7 @@ class Histogram {
   void merge(const Histogram& other) noexcept;
 
   std::uint64_t count() const noexcept { return count_; }
-  std::int64_t sum() const noexcept { return sum_; }
+  NanoSum sum() const noexcept { return sum_; }
   std::int64_t min() const noexcept { return count_ ? min_ : 0; }  // exact
   std::int64_t max() const noexcept { return count_ ? max_ : 0; }  // exact
   // Nearest-rank quantile, q in [0, 1]; 0 when empty. Clamped to [min, max].
@@ -43,7 +48,7 @@ class Histogram {
   // falling among them reports the exact minimum.
   std::uint64_t negative_ = 0;
   std::uint64_t count_ = 0;
-  std::int64_t sum_ = 0;
+  NanoSum sum_ = 0;
   std::int64_t min_ = 0;
   std::int64_t max_ = 0;
 };

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <streambuf>
 
 #include "inferprof/error.hpp"
 
@@ -20,23 +22,82 @@ struct Closer {
   ~Closer() { ::close(fd); }
 };
 
-}  // namespace
-
-std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes) {
+// Opens `path` without waiting (O_NONBLOCK: a FIFO without a writer would
+// block the open) and checks what it is on the descriptor. -1 when it does
+// not exist (ENOENT, or ENOTDIR: a path through a file).
+int open_regular(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return std::nullopt;  // ENOTDIR: a path through a file
+    if (err == ENOENT || err == ENOTDIR) return -1;
     // A symbolic-link loop, an overlong name: the path is at fault.
     if (err == ELOOP || err == ENAMETOOLONG)
       throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(err)));
     throw runtime_failure(fmt::format("{}: cannot open: {}", path, std::strerror(err)));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw runtime_failure(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
+  }
+  // A FIFO or a device has no size and would be read without end; a folder reads as nothing.
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw bad_input(fmt::format("{}: not a regular file", path));
+  }
+  return fd;
+}
+
+// A read-only stream buffer over a descriptor it owns.
+class FdBuf : public std::streambuf {
+ public:
+  FdBuf(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~FdBuf() override { ::close(fd_); }
+  FdBuf(const FdBuf&) = delete;
+  FdBuf& operator=(const FdBuf&) = delete;
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    for (;;) {
+      const ssize_t got = ::read(fd_, buffer_.data(), buffer_.size());
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw runtime_failure(fmt::format("{}: cannot read: {}", path_, std::strerror(errno)));
+      if (got == 0) return traits_type::eof();
+      setg(buffer_.data(), buffer_.data(), buffer_.data() + got);
+      return traits_type::to_int_type(*gptr());
+    }
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+  std::array<char, 1 << 16> buffer_{};
+};
+
+class FdStream : public std::istream {
+ public:
+  FdStream(int fd, const std::string& path) : std::istream(nullptr), buf_(fd, path) { rdbuf(&buf_); }
+
+ private:
+  FdBuf buf_;
+};
+
+}  // namespace
+
+std::unique_ptr<std::istream> open_regular_file(const std::string& path) {
+  const int fd = open_regular(path);
+  if (fd < 0) throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(ENOENT)));
+  return std::make_unique<FdStream>(fd, path);
+}
+
+std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes) {
+  const int fd = open_regular(path);
+  if (fd < 0) return std::nullopt;
   const Closer closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw runtime_failure(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  // A FIFO or a device has no size and would be read without end; a folder reads as nothing.
-  if (!S_ISREG(st.st_mode)) throw bad_input(fmt::format("{}: not a regular file", path));
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size > max_bytes) throw bad_input(fmt::format("{}: {} bytes, more than the {} expected", path, size, max_bytes));
   std::string out;

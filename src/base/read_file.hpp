@@ -4,6 +4,8 @@
 // tokenizer's model).
 #include <cstdint>
 #include <filesystem>
+#include <istream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,6 +19,13 @@ namespace inferprof::report {
 // runtime when it cannot be read, or when its size cannot be allocated (a
 // 6 GB model under `ulimit -v`), naming the size.
 std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes);
+
+// The regular file at `path` as a stream, for a reader that goes through it a
+// line at a time (requests.csv): opened as read_regular_file opens one
+// (without waiting, so a FIFO is refused at once, not waited on), then read
+// through that same descriptor. Throws Error(bad_input) "PATH: ..." when it
+// does not exist or is not a regular file, runtime when it cannot be opened.
+std::unique_ptr<std::istream> open_regular_file(const std::string& path);
 
 // What `path` is (links followed; file_type::not_found when it does not
 // exist). A path that cannot be looked at (a symbolic-link loop, an overlong

@@ -82,11 +82,15 @@ std::string us3(std::int64_t ns) {
 }
 
 void append_csv_field(fmt::memory_buffer& out, std::string_view s) {
+  const std::size_t after = s.find_first_not_of('\'');
+  const bool formula = after != std::string_view::npos && csv_formula_start(s[after]);
   if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+    if (formula) out.push_back('\'');
     out.append(s);
     return;
   }
   out.push_back('"');
+  if (formula) out.push_back('\'');
   for (char c : s) {
     if (c == '"') out.push_back('"');
     out.push_back(c);
@@ -194,23 +198,49 @@ std::string base_name(const std::string& path) {
 
 std::string markdown_cell(std::string_view s) {
   std::string out;
+  out.reserve(s.size());
   for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
+    switch (c) {
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '|':
+      case '~':
+        out += '\\';
+        out += c;
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '\n':
+      case '\r':
+        out += ' ';
+        break;
+      default:
+        out += c;
+    }
   }
   return out;
 }
 
-std::string markdown_table(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left) {
+std::string markdown_table(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left,
+                           const std::vector<std::pair<std::size_t, std::size_t>>& strong) {
   std::string out;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     out += '|';
-    for (const std::string& c : cells[i])
-      out += ' ' + markdown_cell(c) + " |";
+    for (std::size_t c = 0; c < cells[i].size(); ++c) {
+      const bool bold = std::find(strong.begin(), strong.end(), std::pair{i, c}) != strong.end();
+      out += bold ? " **" + markdown_cell(cells[i][c]) + "** |" : ' ' + markdown_cell(cells[i][c]) + " |";
+    }
     out += '\n';
     if (i == 0) {
       out += '|';

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace inferprof::report {
@@ -32,7 +33,17 @@ inline void append_uint(fmt::memory_buffer& out, std::uint64_t n) {
 }
 std::string us3(std::int64_t ns);
 
-// RFC 4180: quoted (with doubled quotes) when it holds a comma, quote, CR or LF.
+// Whether a text cell starting with `c` would be a formula in a spreadsheet ('=', '+', '-', '@'; a tab or a CR
+// before one).
+constexpr bool csv_formula_start(char c) {
+  return c == '=' || c == '+' || c == '-' || c == '@' || c == '\t' || c == '\r';
+}
+// A text cell, RFC 4180: quoted (with doubled quotes) when it holds a comma,
+// quote, CR or LF. A cell that would start a spreadsheet formula (quotes, if
+// any, then a csv_formula_start character) gets one "'" in front, which a
+// spreadsheet shows as text; csv_text (base/csv_io.hpp) takes it off again, so
+// what inferprof reads back (requests.csv's keys) is what it wrote. Numbers
+// are written as they are ("-1.5"), not through here.
 void append_csv_field(fmt::memory_buffer& out, std::string_view s);
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid.
@@ -40,7 +51,10 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 
 // Width in terminal columns, counting one per UTF-8 code point ("µs" is 2).
 std::size_t display_width(std::string_view s);
-// A markdown table cell: '|' would end it and a newline the table.
+// The one markdown escaper (GitHub markdown), for text and table cells alike:
+// '\\', '`', '*', '_', '[', ']', '|', '~' are backslash-escaped, '<', '>', '&'
+// become entities (no HTML, no entity gets through), CR and LF a space (they
+// would end a cell, a table or a quote).
 std::string markdown_cell(std::string_view s);
 std::string pad_left(std::string_view s, std::size_t width);   // right-aligned
 std::string pad_right(std::string_view s, std::size_t width);  // left-aligned
@@ -63,8 +77,9 @@ std::string base_name(const std::string& path);
 std::string render_grid(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left);
 // The same cells as a GitHub markdown table: the first row is the header,
 // columns in `left` are left-aligned, the others right-aligned; every cell
-// goes through markdown_cell.
-std::string markdown_table(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left);
+// goes through markdown_cell, and those in `strong` ({row, column}) are bold.
+std::string markdown_table(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& left,
+                           const std::vector<std::pair<std::size_t, std::size_t>>& strong = {});
 
 inline constexpr std::size_t kTableOps = 10;  // top ops shown under the table
 

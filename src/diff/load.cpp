@@ -23,7 +23,8 @@ std::vector<double> thinned(const std::vector<double>& from) {
   return out;
 }
 
-void read_requests(RunData& run) {
+// Every row of requests.csv, as many as its summary says requests (check_request_rows).
+void read_requests(RunData& run, const report::SavedRun& saved) {
   std::vector<std::string> required, parts;
   for (std::size_t i = 0; i < kStageCount; ++i)
     if (i != static_cast<std::size_t>(Stage::batch_wait))  // absent from runs before it was recorded
@@ -32,7 +33,7 @@ void read_requests(RunData& run) {
     parts.push_back(part.name);
   std::array<std::vector<double>, kStageCount + 1> all, cpu;
   std::vector<std::vector<double>> part_all(parts.size()), part_cpu(parts.size());
-  report::read_requests_csv(
+  const std::uint64_t rows = report::read_requests_csv(
       run.csv_path, required,
       [&](const report::RequestRow& r) {
         if (!r.ok) return;  // failed requests have no meaningful stage times
@@ -47,6 +48,7 @@ void read_requests(RunData& run) {
         }
       },
       parts);
+  report::check_request_rows(saved, rows);
   run.csv_rows = all[kStageCount].size();
   for (std::size_t s = 0; s <= kStageCount; ++s) {
     run.per_request[s] = thinned(all[s]);
@@ -89,7 +91,7 @@ RunData load_run(const std::string& path) {
     run.preprocess_ops.push_back(RunData::Part{std::move(part.name), part.stats, {}, {}});
   for (const auto& t : saved.caches)
     if (t.hit_ratio) run.hit_ratios.emplace_back(enum_name(t.tier), *t.hit_ratio);
-  if (!run.csv_path.empty()) read_requests(run);
+  if (!run.csv_path.empty()) read_requests(run, saved);
   return run;
 }
 

@@ -30,7 +30,8 @@ namespace fs = std::filesystem;
 struct Input {
   std::string dir;
   report::SavedRun run;
-  int index = 0;  // the replica's index: its summary's, else its position among the folders
+  int index = 0;           // the replica's index: its summary's, else its position among the folders
+  std::uint64_t rows = 0;  // the requests its requests.csv held (feed): the count its row shows
 };
 
 Input read_input(const std::string& dir, int position) {
@@ -44,19 +45,27 @@ Input read_input(const std::string& dir, int position) {
   return in;
 }
 
-// The facts that make runs replicas of one run. An empty one (an older
-// summary) is not compared.
+// The facts that make runs replicas of one run: the same model, trace,
+// profile, device, group, sharding rule and --limit, in a group of the same
+// size. An empty string (an older summary) is not compared.
 void check_one_run(const std::vector<Input>& in) {
   const Input& a = in.front();
   std::map<int, const Input*> by_index;
   for (const Input& b : in) {
     for (auto [what, x, y] : {std::tuple{"model", &a.run.model_hash, &b.run.model_hash},
+                              std::tuple{"model sha256", &a.run.model_sha256, &b.run.model_sha256},
                               std::tuple{"trace", &a.run.trace_hash, &b.run.trace_hash},
                               std::tuple{"profile", &a.run.profile_name, &b.run.profile_name},
-                              std::tuple{"device", &a.run.device, &b.run.device}})
+                              std::tuple{"device", &a.run.device, &b.run.device},
+                              std::tuple{"group", &a.run.replica.group, &b.run.replica.group},
+                              std::tuple{"shard_by", &a.run.replica.shard_by, &b.run.replica.shard_by}})
       if (!x->empty() && !y->empty() && *x != *y)
         throw bad_input(fmt::format("{}: {} {} differs from {}'s {}: merge joins the replicas of one run",
-                                    printable(b.dir), what, printable(*y), printable(a.dir), printable(*x)));
+                                    printable(b.dir), what, printable_excerpt(*y), printable(a.dir),
+                                    printable_excerpt(*x)));
+    if (b.run.limit != a.run.limit)
+      throw bad_input(fmt::format("{}: limit {} differs from {}'s {}: merge joins the replicas of one run",
+                                  printable(b.dir), b.run.limit, printable(a.dir), a.run.limit));
     if (b.run.replica.count != a.run.replica.count)
       throw bad_input(fmt::format("{}: one of {} replicas, but {} is one of {}: merge joins the replicas of one run",
                                   printable(b.dir), b.run.replica.count, printable(a.dir), a.run.replica.count));
@@ -124,7 +133,7 @@ ReplicaResult replica_row(const Input& in) {
   r.host = in.run.hostname;
   r.dir = in.dir;
   r.status = in.run.interrupted_by.empty() ? "ok" : "interrupted";
-  r.requests = in.run.requests;
+  r.requests = in.rows;  // what its requests.csv held (and its summary said: feed checks both)
   r.throughput_rps = in.run.throughput_rps;
   const StageStats& total = in.run.stages[kStageCount];
   r.mean_us = total.mean_us;
@@ -252,10 +261,25 @@ class ReplicaFold {
   int finished_ = 0;
 };
 
-// Feeds every replica's requests, in replica order, to `collector`; returns
-// where the last request ended, in ns from the earliest replica's start.
-// `distinct`: the trace lines served; `duplicated`: rows whose line was already served.
-Nanos feed(const std::vector<Input>& in, Collector& collector, const std::vector<std::string>& parts, RunInfo& info,
+// The replicas' start times, ms apart: those of one run's replicas start
+// together, and rows of up to kMaxSavedMicros each are placed after them.
+void check_start_times(const std::vector<Input>& in) {
+  const auto [first, last] = std::minmax_element(
+      in.begin(), in.end(), [](const Input& a, const Input& b) { return a.run.epoch_unix_ms < b.run.epoch_unix_ms; });
+  constexpr double kMaxApartMs = report::kMaxSavedMicros / 1e3;
+  if (first->run.epoch_unix_ms > 0 && last->run.epoch_unix_ms - first->run.epoch_unix_ms > kMaxApartMs)
+    throw bad_input(fmt::format(
+        "{}: started {:.0f} ms after {}, more than {:.0f} ms (about 11.6 days): merge joins the "
+        "replicas of one run",
+        printable(last->dir), last->run.epoch_unix_ms - first->run.epoch_unix_ms, printable(first->dir), kMaxApartMs));
+}
+
+// Feeds every replica's requests, in replica order, to `collector`, each
+// replica's rows counted (Input::rows) and checked against its summary;
+// returns where the last request ended, in ns from the earliest replica's
+// start. `distinct`: the trace lines served; `duplicated`: rows whose line
+// was already served.
+Nanos feed(std::vector<Input>& in, Collector& collector, const std::vector<std::string>& parts, RunInfo& info,
            std::uint64_t& distinct, std::uint64_t& duplicated) {
   // Times line up on the replicas' wall clocks; a summary from before they
   // were recorded starts at the earliest.
@@ -265,14 +289,15 @@ Nanos feed(const std::vector<Input>& in, Collector& collector, const std::vector
     clocks = clocks && i.run.epoch_unix_ms > 0;
     base_ms = base_ms == 0 ? i.run.epoch_unix_ms : std::min(base_ms, i.run.epoch_unix_ms);
   }
+  if (clocks) check_start_times(in);
   if (!clocks) info.warnings.push_back("some replicas did not record their start time: their timelines are overlaid");
   RequestRecord record;
   std::uint64_t seq = 0;
   Nanos last_end = 0;
   std::unordered_set<std::uint64_t> lines;
-  for (const Input& i : in) {
+  for (Input& i : in) {
     const Nanos offset = clocks ? static_cast<Nanos>(std::llround((i.run.epoch_unix_ms - base_ms) * 1e6)) : 0;
-    report::read_requests_csv(
+    i.rows = report::read_requests_csv(
         i.run.csv_path, {},
         [&](const report::RequestRow& row) {
           rebuild(row, offset, record);
@@ -282,6 +307,7 @@ Nanos feed(const std::vector<Input>& in, Collector& collector, const std::vector
           collector.add(record);
         },
         parts);
+    report::check_request_rows(i.run, i.rows);
   }
   distinct = lines.size();
   return last_end;
@@ -338,6 +364,8 @@ void fold_replicas(const std::vector<Input>& in, int count, const std::vector<st
 
 MergeResult merge(const MergeOptions& options) {
   if (options.dirs.empty() && options.replicas <= 0) throw bad_input("merge needs at least one run folder");
+  if (options.replicas > report::kMaxSavedReplicas)
+    throw bad_input(fmt::format("--replicas {}: at most {}", options.replicas, report::kMaxSavedReplicas));
   // Refused before anything is read: merged reports written over a replica's own (`merge A B --out A`).
   std::vector<output::NamedPath> inputs;
   for (const std::string& dir : options.dirs) {
@@ -377,8 +405,8 @@ MergeResult merge(const MergeOptions& options) {
     shares = shares_of(options.trace_path.empty() ? first.trace_path : options.trace_path,
                        first.replica.shard_by == "hash", count, first.limit, unread);
   }
-  fold_replicas(in, count, shares, options, s);
   if (in.empty()) {  // nothing to merge: the table says why
+    fold_replicas(in, count, shares, options, s);
     if (!options.out_dir.empty()) {
       write_file_atomic(options.out_dir, "replicas.json", render_replicas_json(s));
       result.files.push_back((fs::path(options.out_dir) / "replicas.json").string());
@@ -387,7 +415,8 @@ MergeResult merge(const MergeOptions& options) {
   }
   RunInfo info = merged_info(in);
   for (const std::string& dir : unfinished)
-    info.warnings.push_back(fmt::format("{}: no summary.json (a replica that did not finish): skipped", dir));
+    info.warnings.push_back(
+        fmt::format("{}: no summary.json (a replica that did not finish): skipped", printable(dir)));
   s.split = info.replica.shard_by;
   if (info.interrupted()) s.interrupted_by = info.interrupted_by;
 
@@ -403,6 +432,8 @@ MergeResult merge(const MergeOptions& options) {
   collector.set_epoch(0);
   std::uint64_t distinct = 0;
   info.wall_s = static_cast<double>(feed(in, collector, parts, info, distinct, s.duplicated)) / 1e9;
+  // The table after the rows are read: each replica's requests are those its requests.csv held.
+  fold_replicas(in, count, shares, options, s);
   // Lost: requests of the shards that no replica served, by trace line (a duplicate does not hide one).
   if (s.lost >= 0) {
     std::int64_t shares = 0;

@@ -10,6 +10,7 @@
 #include "base/histogram.hpp"
 #include "base/output_owner.hpp"
 #include "base/text.hpp"
+#include "inferprof/printable.hpp"
 #include "inferprof/report.hpp"
 #include "report/request_sinks.hpp"
 #include "report/streams.hpp"
@@ -25,16 +26,19 @@ constexpr std::size_t kMaxFailedExamples = 5;
 constexpr std::size_t kTopOps = 25;
 
 // One node of the span-path trie; node 0 is the request root.
+// Sums of ns are NanoSum (128 bits): a merge feeds rows of up to 1e15 ns, as many as its files hold.
+using report::NanoSum;
+
 struct PathNode {
   std::uint32_t parent = 0;
   std::uint32_t name = kRequestNameId;
-  std::int64_t self_ns = 0;
+  NanoSum self_ns = 0;
 };
 
 struct OpAcc {
   std::uint64_t calls = 0;
-  std::int64_t self_ns = 0;
-  std::int64_t total_ns = 0;
+  NanoSum self_ns = 0;
+  NanoSum total_ns = 0;
 };
 
 // Per-thread working space for add(), so the part done outside the lock
@@ -66,7 +70,7 @@ LatencyStats latency_of(const Histogram& h) {
 }
 
 // CPU figures of a stage from its CPU histogram and the wall time of the same requests.
-void add_cpu(StageStats& s, const Histogram& cpu, Nanos wall_ns, std::uint64_t requests) {
+void add_cpu(StageStats& s, const Histogram& cpu, NanoSum wall_ns, std::uint64_t requests) {
   if (requests == 0) return;
   s.cpu = true;
   s.cpu_mean_us = static_cast<double>(cpu.sum()) / static_cast<double>(requests) / 1e3;
@@ -226,13 +230,13 @@ struct Collector::Impl {
   // that measured it (cpu_requests); wall sums of those same requests give off-CPU shares.
   std::uint64_t cpu_requests = 0;
   std::array<Histogram, kStageCount> stage_cpu_hist;
-  std::array<Nanos, kStageCount> stage_cpu_wall{};
+  std::array<NanoSum, kStageCount> stage_cpu_wall{};
   Histogram total_cpu_hist;
-  Nanos total_cpu_wall = 0;
+  NanoSum total_cpu_wall = 0;
   // The preprocess stage's parts (options.preprocess_ops), counted as the stages are.
   std::vector<Histogram> part_hist, part_cpu_hist;
   std::vector<std::uint64_t> part_count;
-  std::vector<Nanos> part_cpu_wall;
+  std::vector<NanoSum> part_cpu_wall;
   std::vector<std::string> failed_examples;
   // Latency by what served the request; a handful of outcomes, so a small map.
   std::map<CacheOutcome, Histogram> outcome_hist;  // in the enum's order, which is its names'
@@ -321,7 +325,7 @@ void Collector::add(const RequestRecord& r) {
   if (!r.ok) {
     ++m.failed;
     if (m.failed_examples.size() < kMaxFailedExamples)
-      m.failed_examples.push_back(fmt::format("id {}: {}", r.id, r.error));
+      m.failed_examples.push_back(fmt::format("id {}: {}", r.id, printable(r.error)));  // one line, inert on a terminal
   }
   m.record_times(r, present);
   m.gpu_kernels += r.gpu.kernels;
@@ -455,8 +459,8 @@ RunSummary Collector::summarize(const RunInfo& info) const {
 
 std::vector<std::pair<std::string, std::uint64_t>> Collector::folded() const {
   const Impl& m = *impl_;
-  std::vector<std::pair<std::string, std::int64_t>> values;
-  std::int64_t total_ns = 0;
+  std::vector<std::pair<std::string, NanoSum>> values;
+  NanoSum total_ns = 0;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     auto& names = NameTable::global();

@@ -11,9 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 
 #include "base/csv_io.hpp"
+#include "base/read_file.hpp"
+#include "base/text.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/printable.hpp"
 
@@ -29,7 +31,9 @@ std::optional<CacheOutcome> parse_cache_column(std::string_view text) {
 
 namespace fs = std::filesystem;
 
-// Typed access with an error that names the file and the JSON path.
+// Typed access with an error that names the file and the JSON path. Every
+// number is checked against its bound before it is used (a count before it is
+// cast), every string made printable: a summary.json is input, not trusted.
 struct Doc {
   const std::string& file;
   bool complete;
@@ -46,6 +50,15 @@ struct Doc {
     if (e.get(u) == simdjson::SUCCESS) return static_cast<double>(u);
     return std::nullopt;
   }
+  // `v` when it lies in [lo, hi] (a whole number with `whole`), else bad input naming the path and the bound.
+  double within(double v, std::string_view path, double lo, double hi, bool whole = false) const {
+    if (v >= lo && v <= hi && (!whole || std::floor(v) == v)) return v;
+    const std::string range = hi == kMaxSavedMicros
+                                  ? fmt::format("{} to {}", lo == 0 ? "0" : "-1e12", kMaxSavedMicrosText)
+                                  : fmt::format("{:.15g} to {:.15g}", lo, hi);
+    throw bad_input(fmt::format("{}: '{}' is {}, expected {} from {}", file, path, v,
+                                hi == kMaxSavedMicros ? "µs" : (whole ? "a whole number" : "a number"), range));
+  }
   double number(simdjson::dom::element e, std::string_view path) const {
     if (auto v = number_of(e)) return *v;
     throw missing(path, "a number");
@@ -59,15 +72,35 @@ struct Doc {
     }
     return number(e, path);
   }
+  // A µs figure (required as number() is): from -kMaxSavedMicros (`signed_us`) or 0 to kMaxSavedMicros.
+  double micros(simdjson::dom::object o, std::string_view key, std::string_view path, bool signed_us) const {
+    return within(number(o, key, path), path, signed_us ? -kMaxSavedMicros : 0, kMaxSavedMicros);
+  }
+  // A whole number from 0 to `max` (required as number() is).
+  std::uint64_t count(simdjson::dom::object o, std::string_view key, std::string_view path,
+                      double max = kMaxSummaryNumber) const {
+    return static_cast<std::uint64_t>(within(number(o, key, path), path, 0, max, true));
+  }
   std::string optional_string(simdjson::dom::object o, std::string_view key) const {
     std::string_view s;
     if (o[key].get(s) != simdjson::SUCCESS) return "";
-    return std::string(s);
+    return printable(s);
   }
-  double optional_number(simdjson::dom::object o, std::string_view key) const {
+  // 0 when absent or not a number (null: what the writer makes of a figure it does not have).
+  double optional_number(simdjson::dom::object o, std::string_view key, std::string_view path, double lo = 0,
+                         double hi = kMaxSummaryNumber) const {
     simdjson::dom::element e;
     if (o[key].get(e) != simdjson::SUCCESS) return 0;
-    return number_of(e).value_or(0);
+    const std::optional<double> v = number_of(e);
+    return v ? within(*v, path, lo, hi) : 0;
+  }
+  // A whole number from 0 to `max`; 0 when absent or not a number.
+  std::uint64_t optional_count(simdjson::dom::object o, std::string_view key, std::string_view path,
+                               double max = kMaxSummaryNumber) const {
+    simdjson::dom::element e;
+    if (o[key].get(e) != simdjson::SUCCESS) return 0;
+    const std::optional<double> v = number_of(e);
+    return v ? static_cast<std::uint64_t>(within(*v, path, 0, max, true)) : 0;
   }
 };
 
@@ -85,24 +118,28 @@ bool read_stage(const Doc& doc, simdjson::dom::object parent, std::string_view n
     return true;
   }
   const std::string p(path);
+  // Only overhead, the rest of a request after its stages, may come out below 0.
+  const bool overhead = name == kStageNames[static_cast<std::size_t>(Stage::overhead)];
   simdjson::dom::element mean;
   const bool has_mean = o["mean_us"].get(mean) == simdjson::SUCCESS;
-  s.count = static_cast<std::uint64_t>(doc.number(o, "count", p + ".count"));
-  s.mean_us = doc.number(o, "mean_us", p + ".mean_us");
-  s.p50_us = doc.number(o, "p50_us", p + ".p50_us");
-  s.p90_us = doc.number(o, "p90_us", p + ".p90_us");
-  s.p99_us = doc.number(o, "p99_us", p + ".p99_us");
-  s.max_us = doc.number(o, "max_us", p + ".max_us");
-  s.total_us = doc.optional_number(o, "total_us");
-  s.share = doc.optional_number(o, "share");
+  s.count = doc.count(o, "count", p + ".count");
+  s.mean_us = doc.micros(o, "mean_us", p + ".mean_us", overhead);
+  s.p50_us = doc.micros(o, "p50_us", p + ".p50_us", overhead);
+  s.p90_us = doc.micros(o, "p90_us", p + ".p90_us", overhead);
+  s.p99_us = doc.micros(o, "p99_us", p + ".p99_us", overhead);
+  s.max_us = doc.micros(o, "max_us", p + ".max_us", overhead);
+  // A sum over the requests: finite, the bound of a µs figure times that of a count.
+  s.total_us = doc.optional_number(o, "total_us", p + ".total_us", -kMaxSavedMicros * kMaxSummaryNumber,
+                                   kMaxSavedMicros * kMaxSummaryNumber);
+  s.share = doc.optional_number(o, "share", p + ".share", -kMaxSummaryNumber);
   // Thread CPU time: absent for queue and in summaries from before it was recorded.
   simdjson::dom::element cpu_mean;
   s.cpu = o["cpu_mean_us"].get(cpu_mean) == simdjson::SUCCESS;
   if (s.cpu) {
-    s.cpu_mean_us = doc.number(o, "cpu_mean_us", p + ".cpu_mean_us");
-    s.cpu_p50_us = doc.number(o, "cpu_p50_us", p + ".cpu_p50_us");
-    s.cpu_p99_us = doc.number(o, "cpu_p99_us", p + ".cpu_p99_us");
-    s.off_cpu = doc.optional_number(o, "off_cpu");
+    s.cpu_mean_us = doc.micros(o, "cpu_mean_us", p + ".cpu_mean_us", false);
+    s.cpu_p50_us = doc.micros(o, "cpu_p50_us", p + ".cpu_p50_us", false);
+    s.cpu_p99_us = doc.micros(o, "cpu_p99_us", p + ".cpu_p99_us", false);
+    s.off_cpu = doc.optional_number(o, "off_cpu", p + ".off_cpu");
   }
   return has_mean;
 }
@@ -111,6 +148,9 @@ bool read_stage(const Doc& doc, simdjson::dom::object parent, std::string_view n
 void read_preprocess_ops(const Doc& doc, simdjson::dom::object stages, std::vector<StagePart>& out) {
   simdjson::dom::object ops;
   if (stages["preprocess"]["ops"].get(ops) != simdjson::SUCCESS) return;
+  if (ops.size() > kMaxSavedParts)
+    throw bad_input(fmt::format("{}: 'stages.preprocess.ops' has {} ops, expected at most {}", doc.file, ops.size(),
+                                kMaxSavedParts));
   for (auto field : ops) {
     StagePart part{fmt::format("preprocess.{}", printable(field.key)), {}};
     read_stage(doc, ops, field.key, "stages." + part.name, part.stats);
@@ -133,32 +173,38 @@ void read_run_info(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
     run.profile_name = doc.optional_string(info, "profile_name");
     run.mode = doc.optional_string(info, "mode");
     run.started_at = doc.optional_string(info, "started_at");
-    run.cpu_cores = static_cast<int>(doc.optional_number(info, "cpu_cores"));
-    run.threads = static_cast<int>(doc.optional_number(info, "threads"));
-    run.concurrency = static_cast<int>(doc.optional_number(info, "concurrency"));
-    run.limit = static_cast<std::uint64_t>(doc.optional_number(info, "limit"));
+    run.cpu_cores = static_cast<int>(doc.optional_count(info, "cpu_cores", "run.cpu_cores", kMaxSavedWorkers));
+    run.threads = static_cast<int>(doc.optional_count(info, "threads", "run.threads", kMaxSavedWorkers));
+    run.concurrency = static_cast<int>(doc.optional_count(info, "concurrency", "run.concurrency", kMaxSavedWorkers));
+    run.limit = doc.optional_count(info, "limit", "run.limit");
     run.tool_version = doc.optional_string(info, "tool_version");
     run.model_version = doc.optional_string(info, "model_version");
     run.model_sha256 = doc.optional_string(info, "model_sha256");
     run.model_arch = doc.optional_string(info, "model_arch");
     run.profile_source = doc.optional_string(info, "profile_source");
     run.driver = doc.optional_string(info, "driver");
-    run.model_parameters = static_cast<std::int64_t>(doc.optional_number(info, "model_parameters"));
-    run.model_bytes = static_cast<std::int64_t>(doc.optional_number(info, "model_bytes"));
-    run.trace_bytes = static_cast<std::uint64_t>(doc.optional_number(info, "trace_bytes"));
-    run.speed = info["speed"].error() == simdjson::SUCCESS ? doc.optional_number(info, "speed") : 1.0;
-    run.poisson_rps = info["poisson_rps"].error() == simdjson::SUCCESS ? doc.optional_number(info, "poisson_rps") : 0;
-    run.batch_delay_us = doc.optional_number(info, "batch_delay_us");
-    run.max_batch = std::max(1, static_cast<int>(doc.optional_number(info, "max_batch")));
-    run.load_ms = doc.optional_number(info, "load_ms");
-    run.wall_s = doc.optional_number(info, "wall_s");
-    run.epoch_unix_ms = doc.optional_number(info, "epoch_unix_ms");
+    run.model_parameters =
+        static_cast<std::int64_t>(doc.optional_count(info, "model_parameters", "run.model_parameters"));
+    run.model_bytes = static_cast<std::int64_t>(doc.optional_count(info, "model_bytes", "run.model_bytes"));
+    run.trace_bytes = doc.optional_count(info, "trace_bytes", "run.trace_bytes");
+    run.speed = info["speed"].error() == simdjson::SUCCESS ? doc.optional_number(info, "speed", "run.speed") : 1.0;
+    run.poisson_rps = info["poisson_rps"].error() == simdjson::SUCCESS
+                          ? doc.optional_number(info, "poisson_rps", "run.poisson_rps")
+                          : 0;
+    run.batch_delay_us = doc.optional_number(info, "batch_delay_us", "run.batch_delay_us", 0, kMaxSavedMicros);
+    run.max_batch =
+        std::max(1, static_cast<int>(doc.optional_count(info, "max_batch", "run.max_batch", kMaxSavedBatch)));
+    run.load_ms = doc.optional_number(info, "load_ms", "run.load_ms");
+    run.wall_s = doc.optional_number(info, "wall_s", "run.wall_s");
+    run.epoch_unix_ms = doc.optional_number(info, "epoch_unix_ms", "run.epoch_unix_ms");
     bool copies = false;
     if (info["copies_applicable"].get(copies) == simdjson::SUCCESS) run.copies_applicable = copies;
     simdjson::dom::object replica;
     if (info["replica"].get(replica) == simdjson::SUCCESS) {
-      run.replica.index = static_cast<int>(doc.number(replica, "index", "run.replica.index"));
-      run.replica.count = static_cast<int>(doc.number(replica, "count", "run.replica.count"));
+      run.replica.count = static_cast<int>(doc.within(doc.number(replica, "count", "run.replica.count"),
+                                                      "run.replica.count", 1, kMaxSavedReplicas, true));
+      run.replica.index = static_cast<int>(doc.within(doc.number(replica, "index", "run.replica.index"),
+                                                      "run.replica.index", -1, run.replica.count - 1, true));
       run.replica.shard_by = doc.optional_string(replica, "shard_by");
       run.replica.group = doc.optional_string(replica, "group");
     }
@@ -166,7 +212,8 @@ void read_run_info(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
     if (info["speed_probe"].get(probe) == simdjson::SUCCESS)
       for (auto [name, into] : {std::pair{"before", &run.speed_before}, std::pair{"after", &run.speed_after}})
         if (probe[name].get(at) == simdjson::SUCCESS)
-          *into = SpeedProbe{doc.optional_number(at, "compute_us"), doc.optional_number(at, "memory_us")};
+          *into = SpeedProbe{doc.optional_number(at, "compute_us", "run.speed_probe.compute_us", 0, kMaxSavedMicros),
+                             doc.optional_number(at, "memory_us", "run.speed_probe.memory_us", 0, kMaxSavedMicros)};
   } else if (doc.complete) {
     throw doc.missing("run", "an object");
   }
@@ -184,11 +231,12 @@ void read_caches(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
       if (!level) continue;  // a tier this version does not know
       t.tier = *level;
       simdjson::dom::element ratio;
-      if (c["hit_ratio"].get(ratio) == simdjson::SUCCESS) t.hit_ratio = doc.number(ratio, "caches[].hit_ratio");
+      if (c["hit_ratio"].get(ratio) == simdjson::SUCCESS)
+        t.hit_ratio = doc.within(doc.number(ratio, "caches[].hit_ratio"), "caches[].hit_ratio", 0, 1);
       simdjson::dom::object o;
       if (c.get(o) == simdjson::SUCCESS) {
-        t.entries = doc.optional_number(o, "entries");
-        t.bytes = doc.optional_number(o, "bytes");
+        t.entries = doc.optional_number(o, "entries", "caches[].entries");
+        t.bytes = doc.optional_number(o, "bytes", "caches[].bytes");
       }
       run.caches.push_back(std::move(t));
     }
@@ -206,9 +254,10 @@ void read_served_by(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
       if (!served) continue;  // a later version's outcome: not one this reader knows
       SavedRun::Outcome out;
       out.outcome = *served;
-      out.requests = doc.optional_number(o, "requests");
+      out.requests = static_cast<double>(doc.optional_count(o, "requests", "served_by[].requests"));
       simdjson::dom::element m;
-      if (o["mean_us"].get(m) == simdjson::SUCCESS) out.mean_us = Doc::number_of(m).value_or(-1);
+      if (o["mean_us"].get(m) == simdjson::SUCCESS)
+        if (const auto v = Doc::number_of(m)) out.mean_us = doc.within(*v, "served_by[].mean_us", 0, kMaxSavedMicros);
       run.served_by.push_back(std::move(out));
     }
 }
@@ -223,10 +272,12 @@ void read_updates(const Doc& doc, simdjson::dom::object top, SavedRun& run) {
       SavedRun::Update u;
       u.to_version = doc.optional_string(o, "to_version");
       simdjson::dom::element live;
-      if (o["live_unix_ms"].get(live) == simdjson::SUCCESS) u.live_unix_ms = Doc::number_of(live).value_or(-1);
-      u.stale_served = static_cast<std::uint64_t>(doc.optional_number(o, "stale_served"));
-      u.stalled = static_cast<std::uint64_t>(doc.optional_number(o, "stalled"));
-      u.stall_ms = doc.optional_number(o, "stall_ms");
+      if (o["live_unix_ms"].get(live) == simdjson::SUCCESS)
+        if (const auto v = Doc::number_of(live))
+          u.live_unix_ms = doc.within(*v, "updates[].live_unix_ms", 0, kMaxSummaryNumber);
+      u.stale_served = doc.optional_count(o, "stale_served", "updates[].stale_served");
+      u.stalled = doc.optional_count(o, "stalled", "updates[].stalled");
+      u.stall_ms = doc.optional_number(o, "stall_ms", "updates[].stall_ms");
       run.updates.push_back(std::move(u));
     }
 }
@@ -242,17 +293,19 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
         fmt::format("{}: no such file or folder (expected a run's summary.json or its --out folder)", path));
   if (fs::is_directory(p, ec)) {
     p /= "summary.json";
-    if (!fs::is_regular_file(p, ec))
+    if (!fs::exists(p, ec))
       throw bad_input(fmt::format("{}: no summary.json in this folder (expected a run's --out folder)", path));
   }
   run.summary_path = p.string();
+  // One that is there but no regular file (a FIFO) is refused when it is read, not taken for none.
   const fs::path csv = p.parent_path() / "requests.csv";
-  if (fs::is_regular_file(csv, ec)) run.csv_path = csv.string();
+  if (fs::exists(csv, ec)) run.csv_path = csv.string();
 
+  // A regular file (a FIFO is refused, not waited on) of at most kMaxSummaryBytes, read before it is parsed.
+  const std::optional<std::string> bytes = read_regular_file(run.summary_path, kMaxSummaryBytes);
+  if (!bytes) throw bad_input(fmt::format("{}: no such file (expected a run's summary.json)", run.summary_path));
   simdjson::dom::parser parser;
-  simdjson::padded_string text;
-  if (auto err = simdjson::padded_string::load(run.summary_path).get(text))
-    throw bad_input(fmt::format("{}: cannot read ({})", run.summary_path, simdjson::error_message(err)));
+  const simdjson::padded_string text(*bytes);
   simdjson::dom::element root;
   if (auto err = parser.parse(text).get(root))
     throw bad_input(fmt::format("{}: malformed JSON ({})", run.summary_path, simdjson::error_message(err)));
@@ -262,13 +315,14 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   std::string_view schema;
   if (top["schema"].get(schema) != simdjson::SUCCESS || schema != kSummarySchema)
     throw bad_input(fmt::format("{}: not an inferprof summary (schema '{}', expected '{}')", run.summary_path,
-                                printable(schema), kSummarySchema));
+                                printable_excerpt(schema), kSummarySchema));
 
   read_run_info(doc, top, run);
   run.interrupted_by = doc.optional_string(top, "interrupted_by");
 
-  run.requests = static_cast<std::uint64_t>(doc.number(top, "requests", "requests"));
-  run.throughput_rps = doc.number(top, "throughput_rps", "throughput_rps");
+  run.requests = doc.count(top, "requests", "requests");
+  run.throughput_rps =
+      doc.within(doc.number(top, "throughput_rps", "throughput_rps"), "throughput_rps", 0, kMaxSummaryNumber);
   simdjson::dom::object stages;
   const auto stages_field = top["stages"];
   if (stages_field.get(stages) == simdjson::SUCCESS) {
@@ -295,11 +349,20 @@ SavedRun read_saved_run(const std::string& path, SummaryCheck check) {
   return run;
 }
 
-void read_requests_csv(const std::string& path, const std::vector<std::string>& required,
-                       const std::function<void(const RequestRow&)>& row, const std::vector<std::string>& parts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw bad_input(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  CsvReader csv(in, path);
+void check_request_rows(const SavedRun& run, std::uint64_t rows) {
+  if (rows != run.requests)
+    throw bad_input(
+        fmt::format("{}: {} requests (rows), but {} says {}: a requests.csv holds every request of its run "
+                    "(cut short, or not this run's?)",
+                    run.csv_path, group_thousands(rows), run.summary_path, group_thousands(run.requests)));
+}
+
+std::uint64_t read_requests_csv(const std::string& path, const std::vector<std::string>& required,
+                                const std::function<void(const RequestRow&)>& row,
+                                const std::vector<std::string>& parts) {
+  // A regular file (a FIFO is refused at once), read a record at a time, each under kMaxCsvRecordBytes.
+  const std::unique_ptr<std::istream> in = open_regular_file(path);
+  CsvReader csv(*in, path);
   std::vector<std::string> fields;
   if (!csv.next(fields)) throw bad_input(at_line(path, 1, "empty file; expected a header row"));
   auto need = [&](const std::string& name) {
@@ -336,9 +399,12 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
             key_col = CsvReader::column(fields, "key"), error_col = CsvReader::column(fields, "error"),
             version_col = CsvReader::column(fields, "model_version");
 
+  constexpr auto kOverheadUs = static_cast<std::size_t>(Stage::overhead);
   RequestRow r;
+  std::uint64_t rows = 0;
   while (csv.next(fields)) {
     if (CsvReader::blank(fields)) continue;
+    ++rows;
     r.line = csv.line();
     if (fields.size() != width)
       throw bad_input(
@@ -346,39 +412,48 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
     r.ok = fields[ok_col] == "true";
     r.cache = cache_col < 0 ? std::optional<CacheOutcome>(CacheOutcome::none)
                             : parse_cache_column(fields[static_cast<std::size_t>(cache_col)]);
-    // One cell as µs; an empty cell (n/a, or no CPU clock read) or no column: nothing.
-    auto cell = [&](int col, const std::string& name) -> std::optional<double> {
+    // One cell as µs, from 0 (from -kMaxSavedMicros with `signed_us`) to kMaxSavedMicros; an empty cell (n/a,
+    // or no CPU clock read) or no column: nothing.
+    auto cell = [&](int col, const std::string& name, bool signed_us = false) -> std::optional<double> {
       if (col < 0) return std::nullopt;
       const std::string& f = fields[static_cast<std::size_t>(col)];
       if (f.empty()) return std::nullopt;
-      char* end = nullptr;
-      const double v = std::strtod(f.c_str(), &end);
-      if (end != f.c_str() + f.size() || !std::isfinite(v))
+      double v = 0;
+      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+      if (ec != std::errc() || end != f.data() + f.size() || !(v >= (signed_us ? -kMaxSavedMicros : 0.0)) ||
+          !(v <= kMaxSavedMicros))
         throw bad_input(
-            at_line(path, r.line, fmt::format("'{}' is not a number of µs in column '{}'", printable(f), name)));
+            at_line(path, r.line,
+                    fmt::format("'{}' in column '{}' is not a number of µs from {} to {}", printable_excerpt(f), name,
+                                signed_us ? "-1e12" : "0", kMaxSavedMicrosText)));
       return v;
     };
     for (std::size_t i = 0; i <= kStageCount; ++i) {
-      r.us[i] = cell(cols[i], names[i]).value_or(0);
+      r.us[i] = cell(cols[i], names[i], i == kOverheadUs).value_or(0);
       r.cpu_us[i] = cell(cpu_cols[i], cpu_names[i]).value_or(0);
     }
     r.has_cpu = cell(cpu_cols[kStageCount], cpu_names[kStageCount]).has_value();
-    auto count = [&](int col, const char* name) -> std::uint64_t {
+    // A whole number up to `max`.
+    auto count = [&](int col, const char* name,
+                     std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) -> std::uint64_t {
       if (col < 0) return 0;
       const std::string& f = fields[static_cast<std::size_t>(col)];
       if (f.empty()) return 0;
       std::uint64_t v = 0;
       const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
       if (ec != std::errc() || end != f.data() + f.size())
-        throw bad_input(
-            at_line(path, r.line, fmt::format("'{}' is not a whole number in column '{}'", printable(f), name)));
+        throw bad_input(at_line(path, r.line,
+                                fmt::format("'{}' is not a whole number in column '{}'", printable_excerpt(f), name)));
+      if (v > max)
+        throw bad_input(at_line(path, r.line, fmt::format("{} in column '{}' is more than {}", v, name, max)));
       return v;
     };
-    auto text = [&](int col) { return col < 0 ? std::string() : fields[static_cast<std::size_t>(col)]; };
+    // A text cell, as it was before the writer guarded it against spreadsheet formulas.
+    auto text = [&](int col) { return col < 0 ? std::string() : csv_text(fields[static_cast<std::size_t>(col)]); };
     r.id = count(id_col, "id");
     r.trace_line = count(line_col, "line");
-    r.worker = count(worker_col, "worker");
-    r.batch = count(batch_col, "batch");
+    r.worker = count(worker_col, "worker", kMaxSavedWorkers - 1);
+    r.batch = count(batch_col, "batch", kMaxSavedBatch);
     r.image_bytes = count(image_bytes_col, "image_bytes");
     r.image_pixels = count(image_pixels_col, "image_pixels");
     r.arrival_us = cell(arrival_col, "arrival_us").value_or(0);
@@ -394,6 +469,7 @@ void read_requests_csv(const std::string& path, const std::vector<std::string>& 
     }
     row(r);
   }
+  return rows;
 }
 
 }  // namespace inferprof::report

@@ -3,6 +3,7 @@
 // beside it. The one reader of these files; diff, simulate --costs and the
 // replica parent all read runs through it.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -15,6 +16,27 @@
 namespace inferprof::report {
 
 inline constexpr std::string_view kSummarySchema = "inferprof.summary/1";
+
+// What a saved run may hold: it is read as input, never trusted
+// (docs/reports.md, "Reading runs back"). Past a bound is bad input (exit 2).
+inline constexpr std::uint64_t kMaxSummaryBytes = std::uint64_t{64} << 20;  // summary.json: 64 MiB
+// A µs figure (a requests.csv cell, a summary's mean or percentile): 1e12 µs,
+// about 11.6 days. Non-negative, but for overhead_us (the rest of a request
+// after its stages: a few ns below 0 when they overlap) down to -1e12.
+inline constexpr double kMaxSavedMicros = 1e12;
+inline constexpr std::string_view kMaxSavedMicrosText = "1e12 (about 11.6 days)";
+// Any other number of summary.json (a count, bytes, ms, a rate): 1e15.
+inline constexpr double kMaxSummaryNumber = 1e15;
+// A replica group's size, and a run's workers, threads and cores (a requests.csv
+// row's worker is below it): 65,536.
+inline constexpr int kMaxSavedReplicas = 65536;
+inline constexpr int kMaxSavedWorkers = 65536;
+// A batch: run --max-batch's own cap (kMaxBatch, inferprof/run_config.hpp).
+inline constexpr int kMaxSavedBatch = 4096;
+// The preprocess stage's ops ("stages"."preprocess"."ops"): each becomes a
+// column pair and two histograms (~130 KB) of a merge, so their number is
+// bounded too: 256, far past a profile's chain.
+inline constexpr std::size_t kMaxSavedParts = 256;
 
 struct SavedRun {
   std::string summary_path;
@@ -87,11 +109,21 @@ struct RequestRow {
   double arrival_us = 0, start_us = 0;
   std::string key, error, model_version;
 };
-// Reads a requests.csv row by row, columns found by name. The header must
-// name total_us, ok and every column in `required`; `parts` ("preprocess.resize")
-// are read from PART_us and PART_cpu_us when present. Throws Error(bad_input)
-// naming FILE:LINE.
-void read_requests_csv(const std::string& path, const std::vector<std::string>& required,
-                       const std::function<void(const RequestRow&)>& row, const std::vector<std::string>& parts = {});
+// Reads a requests.csv row by row, columns found by name, and returns how
+// many rows it read. The header must name total_us, ok and every column in
+// `required`; `parts` ("preprocess.resize") are read from PART_us and
+// PART_cpu_us when present. The file must be a regular file, each record
+// under kMaxCsvRecordBytes, each µs cell a number from 0 to kMaxSavedMicros
+// (overhead_us from -kMaxSavedMicros), worker below kMaxSavedWorkers and batch
+// at most kMaxSavedBatch. Throws Error(bad_input) naming FILE:LINE (and the
+// column).
+std::uint64_t read_requests_csv(const std::string& path, const std::vector<std::string>& required,
+                                const std::function<void(const RequestRow&)>& row,
+                                const std::vector<std::string>& parts = {});
+
+// Throws Error(bad_input) naming both files and both numbers unless the
+// requests.csv beside `run` held as many rows as its summary.json says
+// requests (`rows`: what read_requests_csv returned).
+void check_request_rows(const SavedRun& run, std::uint64_t rows);
 
 }  // namespace inferprof::report

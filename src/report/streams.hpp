@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/atomic_file.hpp"
+#include "base/histogram.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/report.hpp"
 
@@ -53,7 +54,7 @@ void append_request_row(fmt::memory_buffer& out, const RequestRecord& r, Nanos e
 // Rounds folded-stack values from ns to whole µs with the largest-remainder
 // method so they add up to round(total_ns / 1000) exactly; drops values that
 // round to 0 and sorts by path.
-std::vector<std::pair<std::string, std::uint64_t>> round_folded(
-    std::vector<std::pair<std::string, std::int64_t>> ns_values, std::int64_t total_ns);
+std::vector<std::pair<std::string, std::uint64_t>> round_folded(std::vector<std::pair<std::string, NanoSum>> ns_values,
+                                                                NanoSum total_ns);
 
 }  // namespace inferprof::report

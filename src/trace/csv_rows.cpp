@@ -59,7 +59,7 @@ CsvRows::CsvRows(const std::string& path, const CsvColumns& cols)
         throw bad_input(at_line(path, 1,
                                 fmt::format("the header '{}' has two columns named '{}' (columns {} and {}): rename "
                                             "one",
-                                            printable(header), printable(name), first + 1, i + 1)));
+                                            printable_excerpt(header), printable(name), first + 1, i + 1)));
     return first;
   };
   key_ = find(cols.key);
@@ -67,7 +67,7 @@ CsvRows::CsvRows(const std::string& path, const CsvColumns& cols)
     throw bad_input(at_line(path, 1,
                             fmt::format("no key column '{}' in the header '{}' (choose it with "
                                         "--csv-columns key=NAME)",
-                                        printable(cols.key), printable(header))));
+                                        printable(cols.key), printable_excerpt(header))));
   ts_ = find(cols.ts);
   size_ = find(cols.size);
   image_ = find(cols.image);
@@ -79,7 +79,7 @@ CsvRows::CsvRows(const std::string& path, const CsvColumns& cols)
       throw bad_input(at_line(path, 1,
                               fmt::format("no {} column '{}' in the header '{}' (named by --csv-columns "
                                           "{}={})",
-                                          what, printable(name), printable(header), what, printable(name))));
+                                          what, printable(name), printable_excerpt(header), what, printable(name))));
   };
   require(cols.ts_named, ts_, cols.ts, "ts");
   require(cols.size_named, size_, cols.size, "size");
@@ -106,9 +106,10 @@ bool CsvRows::next(Row& out) {
     double v = 0;
     auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
     if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(v))
-      throw bad_input(at_line(path_, line, fmt::format("timestamp '{}': expected a number (ms)", printable(f))));
+      throw bad_input(
+          at_line(path_, line, fmt::format("timestamp '{}': expected a number (ms)", printable_excerpt(f))));
     // Refused in every trace format, as JSON lines refuse a negative ts_ms.
-    if (v < 0) throw bad_input(at_line(path_, line, fmt::format("timestamp '{}': must be >= 0", printable(f))));
+    if (v < 0) throw bad_input(at_line(path_, line, fmt::format("timestamp '{}': must be >= 0", printable_excerpt(f))));
     out.ts_ms = v;
   }
   auto whole = [&](int i, std::string_view what, std::string_view unit) {
@@ -116,8 +117,8 @@ bool CsvRows::next(Row& out) {
     std::uint64_t v = 0;
     auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
     if (ec != std::errc() || p != f.data() + f.size() || f.empty())
-      throw bad_input(
-          at_line(path_, line, fmt::format("{} '{}': expected a non-negative integer{}", what, printable(f), unit)));
+      throw bad_input(at_line(
+          path_, line, fmt::format("{} '{}': expected a non-negative integer{}", what, printable_excerpt(f), unit)));
     return v;
   };
   if (size_ >= 0) out.size = whole(size_, "size", " (bytes)");

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/text.hpp"
 #include "inferprof/error.hpp"
 #include "inferprof/npy.hpp"
 #include "inferprof/printable.hpp"
@@ -727,7 +728,14 @@ struct TraceReader::Impl {
       scan -= begin;
       begin = 0;
     }
-    if (end == capacity) allocate(capacity * 2);  // one line fills the buffer
+    if (end == capacity) {  // one line fills the buffer
+      // Grown up to the cap (a line of max_line_bytes and its newline), never past it.
+      if (capacity > options.max_line_bytes)
+        throw bad_input(at_line(path, lines + 1,
+                                fmt::format("a line longer than {} bytes (expected a JSON object per line)",
+                                            report::group_thousands(options.max_line_bytes))));
+      allocate(std::min(capacity * 2, options.max_line_bytes + 1));
+    }
     const std::size_t want = capacity - end;
     const std::size_t got = std::fread(buffer.get() + end, 1, want, file);
     end += got;

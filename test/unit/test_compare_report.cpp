@@ -328,7 +328,7 @@ TEST_SUITE("compare report") {
       CHECK(count_of(lines[i], "|") == count_of(lines[header], "|"));
     CHECK(md.find("| none | ") != std::string::npos);
     CHECK(md.find("1.00× (baseline)") != std::string::npos);
-    CHECK(md.find("\\~1.01× [0.97, 1.05]") != std::string::npos);
+    CHECK(md.find("\\~1.01× \\[0.97, 1.05\\]") != std::string::npos);
     CHECK(md.find("\\~ no measurable difference: the 95% interval includes 1.0") != std::string::npos);
     CHECK(md.find("- **l1** (l1=lru:10,000): 81.2% of requests served by L1") != std::string::npos);
     CHECK(md.find("> **warning:** l2 on redis://cache:6379/0 degraded") != std::string::npos);

@@ -410,13 +410,16 @@ TEST_SUITE("diff over several runs") {
     CHECK(r.per_request_cpu[static_cast<std::size_t>(Stage::compute)] == std::vector<double>{9});
     CHECK(r.per_request[kStageCount] == std::vector<double>{20, 21.5});
     // No row read it: no per-request CPU times at all.
-    std::ofstream(dir.file("requests.csv")) << header << "0,1,1,k,0,0,0,20,0,0,0,1,2,,10,,7,none,true,,v1,,,,,,,,,\n";
+    std::ofstream(dir.file("requests.csv")) << header << "0,1,1,k,0,0,0,20,0,0,0,1,2,,10,,7,none,true,,v1,,,,,,,,,\n"
+                                            << "1,2,2,k,0,1,1,21.5,0,0,0,1,2,,11,,7.5,none,true,,v1,,,,,,,,,\n";
     r = load_run(dir.path().string());
     CHECK(r.per_request_cpu[kStageCount].empty());
     std::ofstream(dir.file("requests.csv"))
         << header << "0,1,1,k,0,0,0,20,0,0,0,1,2,,10,,7,none,true,,v1,x,0,0,1,2,,9,,3\n";
-    CHECK_THROWS_WITH(load_run(dir.path().string()),
-                      (dir.file("requests.csv") + ":2: 'x' is not a number of µs in column 'cpu_us'").c_str());
+    CHECK_THROWS_WITH(
+        load_run(dir.path().string()),
+        (dir.file("requests.csv") + ":2: 'x' in column 'cpu_us' is not a number of µs from 0 to 1e12 (about 11.6 days)")
+            .c_str());
   }
 }
 

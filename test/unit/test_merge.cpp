@@ -138,6 +138,105 @@ TEST_SUITE("merge") {
     CHECK_THROWS_WITH_AS(merge_runs(o), doctest::Contains("replica 0 is also"), Error);
   }
 
+  TEST_CASE(
+      "each replica's requests are the rows read: a requests.csv cut short, or a summary claiming more, is refused") {
+    TempDir dir;
+    const std::string trace = trace_of(dir, 6);
+    const std::string a = replica(dir, 0, 2, {{1, "k1", 10}, {3, "k3", 30}, {5, "k5", 50}}, trace);
+    const std::string b = replica(dir, 1, 2, {{2, "k2", 20}, {4, "k4", 40}, {6, "k6", 60}}, trace);
+    MergeOptions o;
+    o.dirs = {a, b};
+    CHECK(merge_runs(o).replicas.replicas[1].requests == 3);
+    // A summary that claims a billion requests (it printed "1,000,000,003 requests · 0 lost").
+    std::string text;
+    std::getline(std::ifstream(b + "/summary.json"), text, '\0');
+    const std::string claimed = text.replace(text.find(R"("requests": 3)"), 13, R"("requests": 1000000000)");
+    write(b + "/summary.json", claimed);
+    CHECK_THROWS_WITH_AS(merge_runs(o),
+                         (b + "/requests.csv: 3 requests (rows), but " + b +
+                          "/summary.json says 1,000,000,000: a requests.csv holds every request of its run (cut short, "
+                          "or not this run's?)")
+                             .c_str(),
+                         Error);
+    // A requests.csv cut to one of its three rows.
+    const std::string c = replica(dir, 1, 2, {{2, "k2", 20}, {4, "k4", 40}, {6, "k6", 60}}, trace);
+    std::string csv;
+    std::getline(std::ifstream(c + "/requests.csv"), csv, '\0');
+    write(c + "/requests.csv", csv.substr(0, csv.find('\n', csv.find('\n') + 1) + 1));
+    CHECK_THROWS_WITH_AS(merge_runs(o), doctest::Contains("requests.csv: 1 requests (rows), but "), Error);
+    CHECK_THROWS_WITH_AS(merge_runs(o), doctest::Contains("/summary.json says 3:"), Error);
+  }
+
+  TEST_CASE("replicas of one run agree on group, shard_by, limit, model sha256 and start together: else refused") {
+    TempDir dir;
+    const std::string trace = trace_of(dir, 4);
+    const std::string a = replica(dir, 0, 2, {{1, "k1", 10}}, trace);
+    const std::string b = replica(dir, 1, 2, {{2, "k2", 20}}, trace);
+    std::string text;
+    std::getline(std::ifstream(b + "/summary.json"), text, '\0');
+    MergeOptions o;
+    o.dirs = {a, b};
+    CHECK(merge_runs(o).run.requests == 2);
+    const auto with = [&](const std::string& from, const std::string& to) {
+      std::string changed = text;
+      REQUIRE(changed.find(from) != std::string::npos);
+      changed.replace(changed.find(from), from.size(), to);
+      write(b + "/summary.json", changed);
+    };
+    const std::string tail = a + "'s ";
+    with(R"("group": "g")", R"("group": "other")");
+    CHECK_THROWS_WITH_AS(merge_runs(o),
+                         (b + ": group other differs from " + a + "'s g: merge joins the replicas of one run").c_str(),
+                         Error);
+    with(R"("shard_by": "rr")", R"("shard_by": "hash")");
+    CHECK_THROWS_WITH_AS(
+        merge_runs(o), (b + ": shard_by hash differs from " + tail + "rr: merge joins the replicas of one run").c_str(),
+        Error);
+    with(R"("concurrency": 1,)", R"("concurrency": 1, "limit": 7,)");
+    CHECK_THROWS_WITH_AS(merge_runs(o),
+                         (b + ": limit 7 differs from " + tail + "0: merge joins the replicas of one run").c_str(),
+                         Error);
+    with(R"("concurrency": 1,)", R"("concurrency": 1, "model_sha256": "ab12",)");
+    std::string first;
+    std::getline(std::ifstream(a + "/summary.json"), first, '\0');
+    write(a + "/summary.json",
+          first.replace(first.find(R"("concurrency": 1,)"), 17, R"("concurrency": 1, "model_sha256": "cd34",)"));
+    CHECK_THROWS_WITH_AS(
+        merge_runs(o),
+        (b + ": model sha256 ab12 differs from " + tail + "cd34: merge joins the replicas of one run").c_str(), Error);
+    // Replicas of one run start together: one 20 days later is not one of them.
+    const std::string late = replica(dir, 1, 2, {{2, "k2", 20}}, trace, 1e12 + 20 * 86400e3);
+    const std::string early = replica(dir, 0, 2, {{1, "k1", 10}}, trace);
+    o.dirs = {early, late};
+    CHECK_THROWS_WITH_AS(merge_runs(o),
+                         (late + ": started 1728000000 ms after " + early +
+                          ", more than 1000000000 ms (about 11.6 days): merge joins the replicas of one run")
+                             .c_str(),
+                         Error);
+    o.dirs = {a};
+    o.replicas = 10000000;
+    CHECK_THROWS_WITH_AS(merge_runs(o), "--replicas 10000000: at most 65536", Error);
+  }
+
+  TEST_CASE("rows at the bound, as many as a run holds: the merged sums cannot overflow") {
+    TempDir dir;
+    const std::string trace = trace_of(dir, 4);
+    // 10,000 requests of 1e12 µs (1e15 ns): 1e19 ns in all, past a 64-bit integer's 9.2e18.
+    std::vector<Row> rows;
+    for (int i = 0; i < 10000; ++i)
+      rows.push_back({i + 1, fmt::format("k{}", i), 1e12});
+    MergeOptions o;
+    o.dirs = {replica(dir, 0, 1, rows, trace)};
+    const MergeResult r = merge_runs(o);
+    CHECK(r.run.requests == 10000);
+    CHECK(r.run.total.mean_us == doctest::Approx(1e12));
+    CHECK(r.run.total.total_us == doctest::Approx(1e16));
+    CHECK(r.run.total.max_us == doctest::Approx(1e12));
+    const StageStats& compute = r.run.stages[static_cast<std::size_t>(Stage::compute)];
+    CHECK(compute.mean_us == doctest::Approx(1e12));
+    CHECK(compute.share == doctest::Approx(1.0));
+  }
+
   TEST_CASE("requests.csv: merge's columns read by name, a bad count names file and line") {
     TempDir dir;
     const std::string csv =

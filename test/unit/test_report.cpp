@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/atomic_file.hpp"
+#include "base/csv_io.hpp"
 #include "base/histogram.hpp"
 #include "base/output_owner.hpp"
 #include "base/text.hpp"
@@ -26,6 +27,7 @@
 #include "inferprof/timing.hpp"
 #include "report/format.hpp"
 #include "report/render/cache_section.hpp"
+#include "report/saved_run.hpp"
 #include "report/streams.hpp"
 #include "temp_dir.hpp"
 #include "text_util.hpp"
@@ -186,7 +188,7 @@ TEST_SUITE("report") {
           "| config | mean | speedup |\n"
           "|:--|--:|:--|\n"
           "| none | 4.3 ms | 1.00× |\n"
-          "| l1\\|l2 | 12.1 µs | ~3.2× [2.9, 3.5] |\n");
+          "| l1\\|l2 | 12.1 µs | \\~3.2× \\[2.9, 3.5\\] |\n");
   }
 
   TEST_CASE("histogram quantiles are within 1% of the exact ones") {
@@ -219,11 +221,35 @@ TEST_SUITE("report") {
     CHECK(h.quantile(0.9) == 90);
     CHECK(h.quantile(0.99) == 99);
     CHECK(h.quantile(1.0) == 100);
-    CHECK(h.sum() == 5050);
+    CHECK(static_cast<std::int64_t>(h.sum()) == 5050);
     h.record(-3);  // overhead can come out a few ns negative
     CHECK(h.min() == -3);
     CHECK(h.quantile(0.0) == -3);
     CHECK(report::Histogram::index_of(std::numeric_limits<std::int64_t>::max()) == report::Histogram::kBuckets - 1);
+  }
+
+  TEST_CASE("histogram sums are 128-bit: values at a saved run's bound, as many as a run holds, cannot overflow") {
+    report::Histogram h;
+    constexpr std::int64_t kBound = 1'000'000'000'000'000;  // 1e12 µs in ns (report::kMaxSavedMicros)
+    for (int i = 0; i < 100'000; ++i)
+      h.record(kBound);
+    // 1e20 ns: past a 64-bit sum's 9.2e18 (it came out negative: a mean of -4.6e13 µs).
+    CHECK((h.sum() == static_cast<report::NanoSum>(kBound) * 100'000));
+    CHECK(static_cast<double>(h.sum()) == doctest::Approx(1e20));
+    report::Histogram other;
+    other.record(kBound);
+    h.merge(other);
+    CHECK(static_cast<double>(h.sum()) == doctest::Approx(1e20 + 1e15));
+    Collector c(CollectorOptions{});
+    for (std::uint64_t i = 0; i < 10'000; ++i) {
+      Rec b(i, kBase, kBase, kBase + kBound);
+      b.span(Stage::compute, 0, kBound);
+      c.add(b.done());
+    }
+    const RunSummary s = c.summarize(RunInfo{});
+    CHECK(s.total.mean_us == doctest::Approx(1e12));
+    CHECK(s.total.total_us == doctest::Approx(1e16));
+    CHECK(s.stages[static_cast<std::size_t>(Stage::compute)].share == doctest::Approx(1.0));
   }
 
   TEST_CASE("stage means add up to the total mean") {
@@ -293,6 +319,18 @@ TEST_SUITE("report") {
       CHECK(out[0] == std::pair<std::string, std::uint64_t>{"a", 2});
       CHECK(out[1] == std::pair<std::string, std::uint64_t>{"b", 1});
       CHECK(out[2] == std::pair<std::string, std::uint64_t>{"c", 1});
+    }
+    SUBCASE("values that do not add up to the total: handed out or taken back at once, not a µs a turn") {
+      // Rows of a merged requests.csv whose stages do not add up to their total: a deficit of 1e12 µs took
+      // 1e12 turns of the loop.
+      const auto up = report::round_folded({{"a", 1'000}, {"b", 2'000}}, 1'000'000'000'000'000);
+      REQUIRE(up.size() == 2);
+      CHECK(up[0] == std::pair<std::string, std::uint64_t>{"a", 500'000'000'000});
+      CHECK(up[1] == std::pair<std::string, std::uint64_t>{"b", 500'000'000'000});
+      // Taken back from the smallest remainders first, one from each value a turn, as before.
+      const auto down = report::round_folded({{"a", 5'000'000'000'000}, {"b", 3'000'000'000'000}, {"c", -1}}, 1'000);
+      REQUIRE(down.size() == 1);
+      CHECK(down[0] == std::pair<std::string, std::uint64_t>{"a", 1});
     }
     SUBCASE("many requests with sub-microsecond parts") {
       Collector c(CollectorOptions{});
@@ -488,6 +526,85 @@ TEST_SUITE("report") {
           std::string::npos);
   }
 
+  TEST_CASE("text cells that would start a spreadsheet formula are guarded, and read back as they were") {
+    const auto field = [](std::string_view text) {
+      fmt::memory_buffer out;
+      report::append_csv_field(out, text);
+      return fmt::to_string(out);
+    };
+    CHECK(field("=1+2") == "'=1+2");
+    CHECK(field("+1") == "'+1");
+    CHECK(field("-x") == "'-x");
+    CHECK(field("@SUM(A1)") == "'@SUM(A1)");
+    CHECK(field("\tx") == "'\tx");
+    CHECK(field("=a,b") == "\"'=a,b\"");
+    CHECK(field("'=x") == "''=x");  // a quote before a formula: one more, so that reading back is exact
+    CHECK(field("'plain") == "'plain");
+    CHECK(field("a=b") == "a=b");
+    CHECK(field("") == "");
+    const std::vector<std::string> keys = {"=1+2", "-x", "+3", "@a", "'=x", "''-y", "'plain", "'", "a-b", "", "=a,b"};
+    for (const std::string& k : keys) {
+      std::string cell = field(k);
+      if (cell.size() > 1 && cell.front() == '"') cell = cell.substr(1, cell.size() - 2);
+      CHECK(report::csv_text(cell) == k);
+    }
+    // Through the collector's requests.csv and the saved-run reader: the keys, errors and versions as they were.
+    TempDir dir;
+    CollectorOptions o;
+    o.out_dir = dir.str();
+    o.epoch = kBase;
+    Collector c(o);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      Rec b(i, kBase, kBase, kBase + 1'000);
+      b.r.key = keys[i];
+      b.r.error = "=cmd|' /C calc'!A0";
+      b.r.ok = false;
+      b.r.model_version = "-v" + std::to_string(i);
+      c.add(b.done());
+    }
+    c.commit(c.summarize(RunInfo{}));
+    const std::string csv = report_file(dir.file("requests.csv"));
+    CHECK(csv.find(",'=1+2,") != std::string::npos);
+    CHECK(csv.find("\"'=cmd|' /C calc'!A0\"") == std::string::npos);  // no comma: not quoted
+    CHECK(csv.find(",'=cmd|' /C calc'!A0,'-v0") != std::string::npos);
+    std::vector<std::string> read;
+    report::read_requests_csv(dir.file("requests.csv"), {}, [&](const report::RequestRow& r) {
+      read.push_back(r.key);
+      CHECK(r.error == "=cmd|' /C calc'!A0");
+      CHECK(r.model_version.front() == '-');
+    });
+    CHECK(read == keys);
+  }
+
+  TEST_CASE("markdown: one escaper for every text of a run, cells and lines alike") {
+    CHECK(report::markdown_cell("<img src=x onerror=alert(1)> | *a* _b_ `c` [d](e) \\ & ~f\nnew\r") ==
+          "&lt;img src=x onerror=alert(1)&gt; \\| \\*a\\* \\_b\\_ \\`c\\` \\[d\\](e) \\\\ &amp; \\~f new ");
+    CHECK(report::markdown_table({{"a", "b"}, {"x|y", "REGRESSION"}}, {0}, {{1, 1}}) ==
+          "| a | b |\n|:--|--:|\n| x\\|y | **REGRESSION** |\n");
+    Collector c(CollectorOptions{});
+    Rec b(0, kBase, kBase, kBase + 1'000);
+    b.r.ok = false;
+    b.r.error = "<script>|x";
+    c.add(b.done());
+    RunInfo info = sample_info();
+    info.model_path = "/m/<img src=x>.pt";
+    info.model_arch = "**bold** | `code`";
+    info.profile_name = "[link](http://x)";
+    info.model_sha256 = "<b>";
+    info.warnings = {"a\n# heading"};
+    RunSummary s = c.summarize(info);
+    s.top_ops.push_back(OpStats{"aten::x|<y>", 1, 1, 1, 0.5});
+    const std::string md = render_markdown(s);
+    CHECK(md.find('<') == std::string::npos);
+    CHECK(md.find("&lt;img src=x&gt;.pt") != std::string::npos);
+    CHECK(md.find("\\*\\*bold\\*\\* \\| \\`code\\`") != std::string::npos);
+    CHECK(md.find("\\[link\\](http://x)") != std::string::npos);
+    CHECK(md.find("- model sha256: &lt;b&gt;\n") != std::string::npos);
+    CHECK(md.find("| aten::x\\|&lt;y&gt; |") != std::string::npos);
+    CHECK(md.find("> **failed:** id 1: &lt;script&gt;\\|x") != std::string::npos);
+    CHECK(md.find("\n# heading") == std::string::npos);
+  }
+
   TEST_CASE("the table for people") {
     Collector c(CollectorOptions{});
     c.add(nested_record());
@@ -610,7 +727,8 @@ TEST_SUITE("report") {
     CHECK(std::string_view(doc["run"]["warnings"].at(0)) == "tab\there");
     CHECK(std::uint64_t(doc["requests"]) == 2);
     CHECK(std::uint64_t(doc["failed"]) == 1);
-    CHECK(std::string_view(doc["failed_examples"].at(0)) == "id 1: bad \"input\"\n\x01");
+    // One line, inert on a terminal: the error as printable() shows it.
+    CHECK(std::string_view(doc["failed_examples"].at(0)) == "id 1: bad \"input\"\\n\\x01");
     CHECK(double(doc["throughput_rps"]) == 0);
     CHECK(double(doc["total"]["mean_us"]) == 75);
     CHECK(double(doc["total"]["p50_us"]) == 50);

@@ -2,10 +2,13 @@
 // reader, the saved-run reader (diff, simulate --costs and replicas read runs
 // through it), the atomic file writer, and the pipeline plugin's loader.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "base/atomic_file.hpp"
 #include "base/csv_io.hpp"
@@ -86,8 +89,9 @@ TEST_SUITE("saved run") {
                                        "0,20.5,10,,l1_hit,true\n"
                                        "1,7,x,,miss,false\n");
     std::vector<report::RequestRow> rows;
-    CHECK_THROWS_WITH(report::read_requests_csv(path, {}, [&](const report::RequestRow& r) { rows.push_back(r); }),
-                      (path + ":3: 'x' is not a number of µs in column 'compute_us'").c_str());
+    CHECK_THROWS_WITH(
+        report::read_requests_csv(path, {}, [&](const report::RequestRow& r) { rows.push_back(r); }),
+        (path + ":3: 'x' in column 'compute_us' is not a number of µs from 0 to 1e12 (about 11.6 days)").c_str());
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].ok);
     CHECK(rows[0].cache == CacheOutcome::l1_hit);
@@ -96,6 +100,135 @@ TEST_SUITE("saved run") {
     CHECK(rows[0].us[static_cast<std::size_t>(Stage::input)] == 0);  // no such column
     CHECK_THROWS_WITH(report::read_requests_csv(path, {"input_us"}, [](const report::RequestRow&) {}),
                       (path + ":1: no 'input_us' column in the header (is this an inferprof requests.csv?)").c_str());
+  }
+
+  TEST_CASE("requests.csv: every µs cell a number from 0 to 1e12 (overhead from -1e12), naming file, line, column") {
+    TempDir dir;
+    const std::string header = "seq,worker,arrival_us,start_us,total_us,compute_us,overhead_us,cpu_us,ok,batch\n";
+    const std::string good = "0,0,0,0,20,10,-0.004,5,true,1\n";
+    const auto read = [&](const std::string& row) {
+      const std::string path = dir.write("requests.csv", header + good + row);
+      return report::read_requests_csv(path, {}, [](const report::RequestRow&) {});
+    };
+    // At the bounds: read. overhead_us may be a few ns below 0 (stages that overlap), down to -1e12.
+    CHECK(read("1,65535,1e12,1e12,1e12,1e12,-1e12,1e12,true,4096\n") == 2);
+    const std::string path = dir.file("requests.csv");
+    for (const auto& [row, cell, column] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"1,0,0,0,1e300,0,0,,true,1\n", "1e300", "total_us"},
+             {"1,0,0,0,-5,0,0,,true,1\n", "-5", "total_us"},
+             {"1,0,0,0,1000000000001,0,0,,true,1\n", "1000000000001", "total_us"},
+             {"1,0,0,0,inf,0,0,,true,1\n", "inf", "total_us"},
+             {"1,0,0,0,nan,0,0,,true,1\n", "nan", "total_us"},
+             {"1,0,0,0,1,-0.5,0,,true,1\n", "-0.5", "compute_us"},
+             {"1,0,0,0,1,0,-2e12,,true,1\n", "-2e12", "overhead_us"},
+             {"1,0,0,0,1,0,0,-1,true,1\n", "-1", "cpu_us"},
+             {"1,0,-1,0,1,0,0,,true,1\n", "-1", "arrival_us"},
+             {"1,0,0,1e15,1,0,0,,true,1\n", "1e15", "start_us"}}) {
+      CAPTURE(row);
+      CHECK_THROWS_WITH_AS(read(row),
+                           (path + ":3: '" + cell + "' in column '" + column + "' is not a number of µs from " +
+                            (column == "overhead_us" ? "-1e12" : "0") + " to 1e12 (about 11.6 days)")
+                               .c_str(),
+                           Error);
+    }
+    // A worker or a batch past what a run has: refused before anything is sized by it.
+    CHECK_THROWS_WITH(read("1,65536,0,0,1,0,0,,true,1\n"),
+                      (path + ":3: 65536 in column 'worker' is more than 65535").c_str());
+    CHECK_THROWS_WITH(read("1,0,0,0,1,0,0,,true,4097\n"),
+                      (path + ":3: 4097 in column 'batch' is more than 4096").c_str());
+    // A cell is quoted at most 200 bytes long, whatever its length.
+    try {
+      read("1,0,0,0," + std::string(100000, '7') + "x,0,0,,true,1\n");
+      FAIL("a 100,000-digit cell was read");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::bad_input);
+      CHECK(std::string_view(e.what()).size() < path.size() + 320);
+    }
+  }
+
+  TEST_CASE("summary.json: every figure within its bound before it is used, a count before it is cast") {
+    TempDir dir;
+    const auto summary = [&](const std::string& requests, const std::string& run, const std::string& total) {
+      dir.write("run/summary.json", R"({"schema": "inferprof.summary/1", "requests": )" + requests +
+                                        R"(, "throughput_rps": 1, "run": {)" + run + R"(}, "total": {)" + total + "}}");
+      return report::read_saved_run(dir.file("run"), report::SummaryCheck::partial);
+    };
+    const std::string file = dir.file("run/summary.json");
+    CHECK(summary("10", R"("replica": {"index": 1, "count": 2}, "max_batch": 4096)", R"("mean_us": 5)").requests == 10);
+    CHECK(summary("10", R"("replica": {"index": -1, "count": 2})", R"("mean_us": 5)").replica.index == -1);  // merged
+    CHECK_THROWS_WITH(summary("1e300", "", ""),
+                      (file + ": 'requests' is 1e+300, expected a whole number from 0 to 1e+15").c_str());
+    CHECK_THROWS_WITH(summary("1.5", "", ""),
+                      (file + ": 'requests' is 1.5, expected a whole number from 0 to 1e+15").c_str());
+    CHECK_THROWS_WITH(summary("1", R"("replica": {"index": 0, "count": 10000000})", ""),
+                      (file + ": 'run.replica.count' is 10000000, expected a whole number from 1 to 65536").c_str());
+    CHECK_THROWS_WITH(summary("1", R"("replica": {"index": 2, "count": 2})", ""),
+                      (file + ": 'run.replica.index' is 2, expected a whole number from -1 to 1").c_str());
+    CHECK_THROWS_WITH(summary("1", R"("max_batch": 10000000)", ""),
+                      (file + ": 'run.max_batch' is 10000000, expected a whole number from 0 to 4096").c_str());
+    CHECK_THROWS_WITH(summary("1", R"("concurrency": 1e300)", ""), doctest::Contains("'run.concurrency' is 1e+300"));
+    CHECK_THROWS_WITH(
+        summary("1", "", R"("mean_us": -4.6e13)"),
+        (file + ": 'total.mean_us' is -46000000000000, expected µs from 0 to 1e12 (about 11.6 days)").c_str());
+    CHECK_THROWS_WITH(summary("1", "", R"("p50_us": -5)"), doctest::Contains("'total.p50_us' is -5, expected µs"));
+    // Each preprocess op is two histograms of a merge: their number is bounded as a count is.
+    std::string ops;
+    for (int i = 0; i < 300; ++i)
+      ops += fmt::format("{}\"op{}\": {{\"applicable\": false}}", i ? ", " : "", i);
+    dir.write("ops/summary.json", R"({"schema": "inferprof.summary/1", "requests": 1, "throughput_rps": 1,
+                                      "stages": {"preprocess": {"mean_us": 1, "ops": {)" +
+                                      ops + "}}}}");
+    CHECK_THROWS_WITH(
+        report::read_saved_run(dir.file("ops"), report::SummaryCheck::partial),
+        (dir.file("ops/summary.json") + ": 'stages.preprocess.ops' has 300 ops, expected at most 256").c_str());
+    // A string from a saved run is printable: no escape sequence reaches a terminal.
+    CHECK(summary("1", R"("hostname": "\u001b[2Jhost\u202e", "model_arch": "a\nb")", "").hostname ==
+          "\\x1b[2Jhost\\u202e");
+  }
+
+  TEST_CASE("saved run: a FIFO is refused at once, a summary.json over 64 MiB before it is read") {
+    TempDir dir;
+    const std::string fifo = dir.file("fifo");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // Nothing writes to it: a reader that opened it waiting would hang here.
+    CHECK_THROWS_WITH_AS(report::read_saved_run(fifo), (fifo + ": not a regular file").c_str(), Error);
+    fs::create_directories(dir.file("run"));
+    REQUIRE(::mkfifo(dir.file("run/summary.json").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(report::read_saved_run(dir.file("run")),
+                         (dir.file("run/summary.json") + ": not a regular file").c_str(), Error);
+    CHECK_THROWS_WITH_AS(report::read_requests_csv(fifo, {}, [](const report::RequestRow&) {}),
+                         (fifo + ": not a regular file").c_str(), Error);
+    // A sparse file: its size is refused before a byte is read or allocated.
+    dir.write("big/summary.json", "{}");
+    fs::resize_file(dir.file("big/summary.json"), report::kMaxSummaryBytes + 1);
+    CHECK_THROWS_WITH_AS(report::read_saved_run(dir.file("big")),
+                         (dir.file("big/summary.json") + ": 67108865 bytes, more than the 67108864 expected").c_str(),
+                         Error);
+  }
+
+  TEST_CASE("csv reader: a record over the cap is refused at the cap, naming its line, not buffered whole") {
+    std::vector<std::string> f;
+    // A header with no newline, as a 300 MB one: refused at 1 MiB, and the message is one short line.
+    std::istringstream header("a," + std::string(3 << 20, 'b'));
+    report::CsvReader csv(header, "r.csv");
+    CHECK_THROWS_WITH_AS(csv.next(f),
+                         "r.csv:1: a record longer than 1,048,576 bytes (expected a CSV of rows under that)", Error);
+    // A quoted cell whose lines are each short, but together over the cap.
+    std::string quoted = "k\nok\n\"";
+    for (int i = 0; i < 2000; ++i)
+      quoted += std::string(1000, 'x') + "\n";
+    std::istringstream in(quoted + "\"\n");
+    report::CsvReader lines(in, "q.csv");
+    REQUIRE(lines.next(f));
+    REQUIRE(lines.next(f));
+    CHECK_THROWS_WITH_AS(lines.next(f),
+                         "q.csv:3: a record longer than 1,048,576 bytes (expected a CSV of rows under that)", Error);
+    // Under the cap: read.
+    std::istringstream small("a\n" + std::string(1000, 'z') + "\n");
+    report::CsvReader ok(small, "s.csv", 1001);
+    REQUIRE(ok.next(f));
+    REQUIRE(ok.next(f));
+    CHECK(f[0].size() == 1000);
   }
 
   TEST_CASE("saved run: the preprocess stage's ops, from summary.json and requests.csv") {

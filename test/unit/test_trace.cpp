@@ -74,6 +74,31 @@ TEST_SUITE("trace") {
     CHECK(format_shape({}) == "[]");
   }
 
+  TEST_CASE("a line over the cap is refused when the buffer reaches it, naming its line, with skip_invalid too") {
+    CHECK(kMaxTraceLineBytes == std::size_t{64} << 20);
+    TempDir dir;
+    const std::string line = R"({"id": 1, "key": "k", "input": {"shape": [1, 4], "seed": 1}})";
+    const std::string padded = R"({"id": 2, "key": ")" + std::string(4000, 'x') + R"(", "input": {"seed": 2}})";
+    const std::string path = dir.file("t.jsonl");
+    std::ofstream(path) << line << "\n"
+                        << padded << "\n"
+                        << R"({"id": 3, "key": ")" << std::string(100000, 'y');
+    for (bool skip : {false, true}) {
+      TraceReader::Options o;
+      o.buffer_bytes = 1024;
+      o.max_line_bytes = 4096;  // the second line fits, the third (no newline, 100 KB) does not
+      o.skip_invalid = skip;
+      TraceReader reader(path, o);
+      TraceRecord r;
+      REQUIRE(reader.next(r));
+      REQUIRE(reader.next(r));
+      CHECK(r.request.key.size() == 4000);
+      CHECK_THROWS_WITH_AS(reader.next(r),
+                           (path + ":3: a line longer than 4,096 bytes (expected a JSON object per line)").c_str(),
+                           Error);
+    }
+  }
+
   TEST_CASE("generated trace reads back") {
     TempDir dir;
     GenTraceOptions options;

@@ -83,7 +83,7 @@ std::string cache_table_lines(const RunSummary& s, bool markdown) {
   return out;
 }
 
-std::string verify_lines(const RunSummary& s, bool /*markdown*/) {
+std::string verify_lines(const RunSummary& s, bool markdown) {
   if (!s.verify.enabled) return {};
   const char* what = s.caches.empty()     ? "batched results"
                      : s.batching.enabled ? "cache hits and batched results"
@@ -93,7 +93,7 @@ std::string verify_lines(const RunSummary& s, bool /*markdown*/) {
                   group_thousands(s.verify.checked), what, s.batching.enabled ? " one at a time" : "",
                   s.verify.fraction * 100, group_thousands(s.verify.mismatches), s.verify.max_abs_diff);
   for (const auto& e : s.verify.examples)
-    out += fmt::format("  mismatch: {}\n", e);
+    out += fmt::format("  mismatch: {}\n", markdown ? markdown_cell(e) : e);
   return out;
 }
 

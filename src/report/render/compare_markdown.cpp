@@ -10,8 +10,8 @@ std::string render_compare_markdown(const CompareResult& r) {
   std::string out = fmt::format("### {}\n", markdown_cell(headline(r)));
   if (r.rows.empty()) return out;
   out += '\n';
-  // A lone '~' can start strikethrough on GitHub: escape it.
-  out += markdown_table(table_cells(r, "\\~"), left_columns(r));
+  // A lone '~' can start strikethrough on GitHub: markdown_cell escapes it, as every cell's text.
+  out += markdown_table(table_cells(r, "~"), left_columns(r));
   if (r.rows.size() > 1) out += '\n' + markdown_cell(interval_line(r)) + '\n';
   const bool noise = any_noise(r);
   const bool single_wall = r.rows.size() > 1 && degenerate_wall_interval(r);

@@ -7,9 +7,9 @@ namespace inferprof {
 std::string render_replicas_markdown(const ReplicaSummary& s) {
   using namespace report::replicas_parts;
   using namespace report;
-  std::string out = fmt::format("**{} replicas**, split {}, {} requests{}{}\n\n", s.replicas.size(), s.split,
-                                group_thousands(s.requests), accounting(s),
-                                s.interrupted_by.empty() ? "" : ", interrupted by " + s.interrupted_by);
+  std::string out = fmt::format("**{} replicas**, split {}, {} requests{}{}\n\n", s.replicas.size(),
+                                markdown_cell(s.split), group_thousands(s.requests), markdown_cell(accounting(s)),
+                                s.interrupted_by.empty() ? "" : ", interrupted by " + markdown_cell(s.interrupted_by));
   std::vector<std::vector<std::string>> replicas{
       {"replica", "host", "requests", "lost", "mean", "p50", "p99", "stale", "stalled", "status"}};
   for (const ReplicaResult& r : s.replicas)

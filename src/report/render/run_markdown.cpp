@@ -14,10 +14,10 @@ namespace {
 void stage_row(std::string& out, std::string_view name, const StageStats& s, bool cpu) {
   const std::string_view cpu_blank = cpu ? " | |" : "";
   if (!s.applicable) {
-    out += fmt::format("| {} | n/a | | | | | | |{}\n", name, cpu_blank);
+    out += fmt::format("| {} | n/a | | | | | | |{}\n", markdown_cell(name), cpu_blank);
     return;
   }
-  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", name, group_thousands(s.count),
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", markdown_cell(name), group_thousands(s.count),
                      human_duration_us(s.mean_us), human_duration_us(s.p50_us), human_duration_us(s.p90_us),
                      human_duration_us(s.p99_us), human_duration_us(s.max_us), share_text(s.share));
   if (cpu)
@@ -31,11 +31,12 @@ void stage_row(std::string& out, std::string_view name, const StageStats& s, boo
 std::string render_markdown(const RunSummary& s) {
   using namespace report;
   std::string out = fmt::format("### {}\n\n", markdown_cell(run_headline(s.info)));
-  out += fmt::format("- model load: {}\n", load_text(s.info));
-  if (!s.info.model_sha256.empty()) out += fmt::format("- model sha256: {}\n", s.info.model_sha256);
-  out += fmt::format("- warm-up: {}\n", warmup_text(s.info));
-  out += fmt::format("- requests: {}\n", requests_text(s));
-  if (s.batching.enabled) out += fmt::format("- batching: {}\n", batching_text(s));
+  // Every line that holds text of the run's (paths, keys, versions) through the one escaper.
+  out += fmt::format("- model load: {}\n", markdown_cell(load_text(s.info)));
+  if (!s.info.model_sha256.empty()) out += fmt::format("- model sha256: {}\n", markdown_cell(s.info.model_sha256));
+  out += fmt::format("- warm-up: {}\n", markdown_cell(warmup_text(s.info)));
+  out += fmt::format("- requests: {}\n", markdown_cell(requests_text(s)));
+  if (s.batching.enabled) out += fmt::format("- batching: {}\n", markdown_cell(batching_text(s)));
   out += '\n';
   const bool cpu = s.total.cpu;
   out += cpu ? "| stage | count | mean | p50 | p90 | p99 | max | share | cpu mean | off-cpu |\n"
@@ -53,7 +54,7 @@ std::string render_markdown(const RunSummary& s) {
     for (std::size_t i = 0; i < shown; ++i) {
       const OpStats& op = s.top_ops[i];
       const double per_call = op.calls ? op.self_us / static_cast<double>(op.calls) : 0;
-      out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", markdown_cell(op.name), group_thousands(op.calls),
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", markdown_cell(op.name), group_thousands(op.calls),
                          human_duration_us(op.self_us), human_duration_us(per_call), human_duration_us(op.total_us),
                          share_text(op.share_of_compute));
     }

@@ -7,7 +7,7 @@ namespace inferprof {
 std::string render_sweep_markdown(const SweepResult& r) {
   namespace parts = report::sweep_parts;
   const auto cells = parts::step_cells(r);
-  std::string out = "**" + parts::headline(r) + "**\n\n";
+  std::string out = "**" + report::markdown_cell(parts::headline(r)) + "**\n\n";
   out += report::markdown_table(cells, {0, cells.front().size() - 1});
   out += "\n";
   for (const std::string& line : parts::capacity_lines(r))
