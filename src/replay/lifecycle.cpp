@@ -1,6 +1,6 @@
 // Signals reach a handler that only writes the signal's number into a pipe
 // (all a handler may safely do); a detached thread reads it and does the rest,
-// which needs locks, sockets and the heap (Redis UNLINK, remove_all).
+// which needs locks, sockets and the heap (Redis UNLINK, the output owner removing files).
 #include "inferprof/lifecycle.hpp"
 
 #include <fcntl.h>
