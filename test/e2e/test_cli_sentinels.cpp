@@ -258,7 +258,7 @@ TEST_SUITE("e2e sentinels") {
     w.plant("work/out/SENTINEL");
     for (const auto& [name, args] : commands) {
       for (int sig : {SIGINT, SIGTERM}) {
-        auto res = interrupted(w, args, std::chrono::milliseconds(250), sig);
+        auto res = interrupted(w, args, std::chrono::milliseconds(120), sig);  // each runs 0.6 s or more
         const std::string what = name + " interrupted by " + std::to_string(sig);
         CHECK_MESSAGE(res.code == 128 + sig, what << ": exit " << res.code << " " << res.err);
         CHECK_MESSAGE(count_lines(res.err) == 1, what << ": " << res.err);
