@@ -152,9 +152,10 @@ struct GenTraceOptions {
   std::uint64_t seed = 1;
   double update_every_ms = 0;   // > 0: a model_update event every so many ms
   std::string model = "model";  // name used by model_update events
-  // Instead of seeded tensors, one input per key (keys = how many; the first
-  // `keys` when fewer are wanted): image files as the trace names them
-  // (input.image, relative to its folder), or lines of text (input.text).
+  // Instead of seeded tensors, one input per key (keys = how many; a seeded
+  // sample of `keys` when fewer are wanted), popularity ranked by a seeded
+  // shuffle, not by name: image files as the trace names them (input.image,
+  // relative to its folder), or lines of text (input.text).
   std::vector<std::string> images;
   std::vector<std::string> texts;
   // Or several seeded inputs by the forward's argument names ("inputs": a map),

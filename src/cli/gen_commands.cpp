@@ -280,13 +280,17 @@ Runner add_gen_trace_command(CLI::App& app) {
     }
     const std::size_t files = std::max(opts->images.size(), opts->texts.size());
     if (files > 0) {
-      // Each file or line is a key; --keys, when given, takes the first N.
+      // Each file or line is a key; --keys, when given, a seeded sample of N (said below).
       if (keys->count() > 0 && opts->keys > files)
         throw bad_input(fmt::format("--keys {}: {} has only {} {}", opts->keys,
                                     opts->images.empty() ? a->texts : a->images, files,
                                     opts->images.empty() ? "lines" : "images"));
       if (keys->count() == 0) opts->keys = files;
       what = fmt::format(", {}", opts->images.empty() ? "input.text lines" : "input.image files");
+      if (opts->keys < files)
+        note +=
+            fmt::format("inferprof: gen-trace: --keys {} uses {} of the {} {} (a sample by --seed); {} left out\n",
+                        opts->keys, opts->keys, files, opts->images.empty() ? "lines" : "images", files - opts->keys);
     }
     generate_trace(*opts, a->out);
     std::fprintf(stdout, "wrote %s: %llu requests over %llu keys (zipf %.2f)%s%s\n", a->out.c_str(),

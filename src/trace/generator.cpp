@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <random>
 
 #include "base/atomic_file.hpp"
@@ -117,8 +118,16 @@ void generate_trace(const GenTraceOptions& options, const std::string& out_path)
   const std::vector<std::pair<std::string, std::string>> named = named_input_parts(o.named_inputs);
   // Or each key's own input, with its key, formatted once: an image file or a line of text.
   const std::vector<std::string>& files = o.images.empty() ? o.texts : o.images;
+  // Popularity ranks (inputs[0] is the most requested) follow a seeded shuffle of the files, not their
+  // names: otherwise the first file by name was the hottest key of every trace. --keys N samples N of them
+  // the same way. Its own generator: the arrivals and key draws below are as they were.
+  std::vector<std::size_t> order(files.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937_64 shuffle_rng(o.seed ^ 0x5eed5a1e5eed5a1eull);
+  std::shuffle(order.begin(), order.end(), shuffle_rng);
   std::vector<std::string> inputs;
-  for (std::size_t i = 0; i < files.size() && i < o.keys; ++i) {
+  for (std::size_t r = 0; r < order.size() && r < o.keys; ++r) {
+    const std::size_t i = order[r];
     fmt::memory_buffer one;
     auto at = std::back_inserter(one);
     if (!o.images.empty()) {

@@ -3,6 +3,8 @@
 // Zipf/Poisson trace with one key per file or line; run replays them.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "cli_harness.hpp"
@@ -68,8 +70,12 @@ TEST_SUITE("e2e gen-trace") {
                      kProfilesEnv);
     CHECK_MESSAGE(r.code == 0, r.err);
 
-    // --keys takes the first N pictures; more than there are is an error.
-    CHECK(run_cli({"gen-trace", "--images", dir.file("imgs"), "--keys", "2", "-o", trace}).code == 0);
+    // --keys takes a seeded sample of N pictures, and says how many it left out; more than there are is an error.
+    auto two = run_cli({"gen-trace", "--images", dir.file("imgs"), "--keys", "2", "-o", trace});
+    CHECK(two.code == 0);
+    CHECK_MESSAGE(two.err.find("inferprof: gen-trace: --keys 2 uses 2 of the 4 images (a sample by --seed); 2 left "
+                               "out\n") != std::string::npos,
+                  two.err);
     std::set<std::string> keys;
     std::istringstream in(slurp(trace));
     for (std::string line; std::getline(in, line);)
@@ -127,5 +133,31 @@ TEST_SUITE("e2e gen-trace") {
     REQUIRE_MESSAGE(bad.code == 0, bad.err);
     CHECK(bad.err == "inferprof: gen-trace: --texts '" + latin1 +
                          "': 2 of 3 lines are not valid UTF-8: the trace has U+FFFD in place of their bad bytes\n");
+  }
+
+  TEST_CASE("--images: which picture is the most requested follows --seed, not the files' names") {
+    TempDir dir;
+    REQUIRE(run_cli({"gen-images", "--out", dir.file("imgs"), "--sizes", "96x64,64x48,32x32", "--formats", "jpeg,png"})
+                .code == 0);
+    std::set<std::string> hottest;
+    for (int seed = 1; seed <= 6; ++seed) {
+      const std::string trace = dir.file(fmt::format("t{}.jsonl", seed));
+      auto g = run_cli({"gen-trace", "--images", dir.file("imgs"), "--requests", "300", "--zipf", "1.5", "--seed",
+                        std::to_string(seed), "-o", trace});
+      REQUIRE_MESSAGE(g.code == 0, g.err);
+      CHECK(g.out.find("300 requests over 6 keys") != std::string::npos);  // every picture is a key
+      std::map<std::string, int> count;
+      std::istringstream in(slurp(trace));
+      for (std::string line; std::getline(in, line);) {
+        const std::size_t at = line.find("\"key\":\"") + 7;
+        ++count[line.substr(at, line.find('"', at) - at)];
+      }
+      CHECK(count.size() == 6);
+      hottest.insert(std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+                       return a.second < b.second;
+                     })->first);
+    }
+    // Ranked by name, the first file (32x32-0.jpg) was the hottest for every seed.
+    CHECK(hottest.size() >= 3);
   }
 }
