@@ -362,21 +362,20 @@ void fold_replicas(const std::vector<Input>& in, int count, const std::vector<st
   fold.finish();
 }
 
-MergeResult merge(const MergeOptions& options) {
-  if (options.dirs.empty() && options.replicas <= 0) throw bad_input("merge needs at least one run folder");
-  if (options.replicas > report::kMaxSavedReplicas)
-    throw bad_input(fmt::format("--replicas {}: at most {}", options.replicas, report::kMaxSavedReplicas));
-  // Refused before anything is read: merged reports written over a replica's own (`merge A B --out A`).
+// Refused before anything is read: merged reports written over a replica's own (`merge A B --out A`).
+void refuse_output_over_inputs(const MergeOptions& options) {
   std::vector<output::NamedPath> inputs;
   for (const std::string& dir : options.dirs) {
     std::error_code ec;
     inputs.push_back({"the run folder", fs::is_directory(dir, ec) ? dir : fs::path(dir).parent_path().string()});
   }
   output::check_distinct({{"--out", options.out_dir}}, inputs);
+}
+
+// The replicas' saved runs, by replica index. A folder without summary.json is a replica that never
+// finished (killed, crashed): its folder is empty; it goes to `unfinished` and is counted as missing.
+std::vector<Input> read_inputs(const MergeOptions& options, std::vector<std::string>& unfinished) {
   std::vector<Input> in;
-  // A folder without summary.json is a replica that never finished (killed,
-  // crashed): its folder is empty; it is counted as missing below.
-  std::vector<std::string> unfinished;
   for (std::size_t i = 0; i < options.dirs.size(); ++i) {
     std::error_code ec;
     if (fs::is_directory(options.dirs[i], ec) && !fs::exists(fs::path(options.dirs[i]) / "summary.json", ec))
@@ -389,11 +388,50 @@ MergeResult merge(const MergeOptions& options) {
                                 printable(options.dirs.front())));
   std::sort(in.begin(), in.end(), [](const Input& a, const Input& b) { return a.index < b.index; });
   if (!in.empty()) check_one_run(in);
+  return in;
+}
+
+// How many replicas the group had: --replicas, else what the summaries say, else the folders given.
+int group_size(const MergeOptions& options, const std::vector<Input>& in) {
   const int count = options.replicas > 0               ? options.replicas
                     : in.front().run.replica.count > 0 ? in.front().run.replica.count
                                                        : static_cast<int>(in.size());
   if (!in.empty() && in.back().index >= count)
     throw bad_input(fmt::format("{}: replica {} of a group of {}", printable(in.back().dir), in.back().index, count));
+  return count;
+}
+
+// Lost (requests of the shards that no replica served, by trace line: a duplicate does not hide one),
+// duplicated and failed, as the merged run's warnings.
+void warn_about_coverage(ReplicaSummary& s, std::uint64_t distinct, const std::string& unread, int count,
+                         RunInfo& info) {
+  if (s.lost >= 0) {
+    std::int64_t shares = 0;
+    for (const ReplicaResult& r : s.replicas)
+      shares += r.share;
+    s.lost = std::max<std::int64_t>(0, shares - static_cast<std::int64_t>(distinct));
+  }
+  if (!unread.empty())
+    info.warnings.push_back(fmt::format("lost requests not counted: the trace cannot be read ({})", unread));
+  if (s.lost > 0)
+    info.warnings.push_back(
+        fmt::format("{} requests of the trace were served by no replica (see the replica table)", s.lost));
+  if (s.duplicated > 0)
+    info.warnings.push_back(
+        fmt::format("{} requests (trace lines) were served by more than one replica", s.duplicated));
+  if (s.failed > 0)
+    info.warnings.push_back(
+        fmt::format("{} of {} replicas failed or left no report: the figures cover the others", s.failed, count));
+}
+
+MergeResult merge(const MergeOptions& options) {
+  if (options.dirs.empty() && options.replicas <= 0) throw bad_input("merge needs at least one run folder");
+  if (options.replicas > report::kMaxSavedReplicas)
+    throw bad_input(fmt::format("--replicas {}: at most {}", options.replicas, report::kMaxSavedReplicas));
+  refuse_output_over_inputs(options);
+  std::vector<std::string> unfinished;
+  std::vector<Input> in = read_inputs(options, unfinished);
+  const int count = group_size(options, in);
   if (!options.out_dir.empty()) output::claim_dir(options.out_dir);
 
   MergeResult result;
@@ -434,24 +472,7 @@ MergeResult merge(const MergeOptions& options) {
   info.wall_s = static_cast<double>(feed(in, collector, parts, info, distinct, s.duplicated)) / 1e9;
   // The table after the rows are read: each replica's requests are those its requests.csv held.
   fold_replicas(in, count, shares, options, s);
-  // Lost: requests of the shards that no replica served, by trace line (a duplicate does not hide one).
-  if (s.lost >= 0) {
-    std::int64_t shares = 0;
-    for (const ReplicaResult& r : s.replicas)
-      shares += r.share;
-    s.lost = std::max<std::int64_t>(0, shares - static_cast<std::int64_t>(distinct));
-  }
-  if (!unread.empty())
-    info.warnings.push_back(fmt::format("lost requests not counted: the trace cannot be read ({})", unread));
-  if (s.lost > 0)
-    info.warnings.push_back(
-        fmt::format("{} requests of the trace were served by no replica (see the replica table)", s.lost));
-  if (s.duplicated > 0)
-    info.warnings.push_back(
-        fmt::format("{} requests (trace lines) were served by more than one replica", s.duplicated));
-  if (s.failed > 0)
-    info.warnings.push_back(
-        fmt::format("{} of {} replicas failed or left no report: the figures cover the others", s.failed, count));
+  warn_about_coverage(s, distinct, unread, count, info);
 
   result.run = collector.summarize(info);
   if (!options.out_dir.empty()) {

@@ -357,6 +357,137 @@ void check_request_rows(const SavedRun& run, std::uint64_t rows) {
                     run.csv_path, group_thousands(rows), run.summary_path, group_thousands(run.requests)));
 }
 
+namespace {
+
+// Where requests.csv's columns are, found by name in its header (-1: absent).
+struct RequestsCsvColumns {
+  std::size_t width = 0, ok = 0;
+  std::array<int, kStageCount + 1> us{}, cpu{};
+  std::array<std::string, kStageCount + 1> us_names, cpu_names;
+  std::vector<int> part_us, part_cpu;
+  std::vector<std::string> part_us_names, part_cpu_names;
+  int cache = -1, id = -1, line = -1, worker = -1, batch = -1, image_bytes = -1, image_pixels = -1, arrival = -1,
+      start = -1, key = -1, error = -1, version = -1;
+};
+
+RequestsCsvColumns columns_of(const std::vector<std::string>& header, const std::string& path,
+                              const std::vector<std::string>& required, const std::vector<std::string>& parts) {
+  auto need = [&](const std::string& name) {
+    const int i = CsvReader::column(header, name);
+    if (i < 0)
+      throw bad_input(
+          at_line(path, 1, fmt::format("no '{}' column in the header (is this an inferprof requests.csv?)", name)));
+    return static_cast<std::size_t>(i);
+  };
+  for (const std::string& name : required)
+    need(name);
+  RequestsCsvColumns c;
+  for (std::size_t i = 0; i <= kStageCount; ++i) {
+    c.us_names[i] = i < kStageCount ? fmt::format("{}_us", kStageNames[i]) : "total_us";
+    c.cpu_names[i] = i < kStageCount ? fmt::format("{}_cpu_us", kStageNames[i]) : "cpu_us";
+    c.us[i] = CsvReader::column(header, c.us_names[i]);
+    c.cpu[i] = CsvReader::column(header, c.cpu_names[i]);
+  }
+  need("total_us");
+  c.ok = need("ok");
+  for (const std::string& part : parts) {
+    c.part_us_names.push_back(part + "_us");
+    c.part_cpu_names.push_back(part + "_cpu_us");
+    c.part_us.push_back(CsvReader::column(header, c.part_us_names.back()));
+    c.part_cpu.push_back(CsvReader::column(header, c.part_cpu_names.back()));
+  }
+  c.width = header.size();
+  c.cache = CsvReader::column(header, "cache");
+  c.id = CsvReader::column(header, "id");
+  c.line = CsvReader::column(header, "line");
+  c.worker = CsvReader::column(header, "worker");
+  c.batch = CsvReader::column(header, "batch");
+  c.image_bytes = CsvReader::column(header, "image_bytes");
+  c.image_pixels = CsvReader::column(header, "image_pixels");
+  c.arrival = CsvReader::column(header, "arrival_us");
+  c.start = CsvReader::column(header, "start_us");
+  c.key = CsvReader::column(header, "key");
+  c.error = CsvReader::column(header, "error");
+  c.version = CsvReader::column(header, "model_version");
+  return c;
+}
+
+// The cells of one row, checked as they are read; errors name the file, the line and the column.
+class RowCells {
+ public:
+  RowCells(const std::vector<std::string>& fields, const std::string& path, std::uint64_t line)
+      : fields_(fields), path_(path), line_(line) {}
+
+  // µs from 0 (from -kMaxSavedMicros with `signed_us`) to kMaxSavedMicros; an empty cell (n/a, or no CPU
+  // clock read) or no column: nothing.
+  std::optional<double> micros(int col, const std::string& name, bool signed_us = false) const {
+    if (col < 0) return std::nullopt;
+    const std::string& f = fields_[static_cast<std::size_t>(col)];
+    if (f.empty()) return std::nullopt;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+    if (ec != std::errc() || end != f.data() + f.size() || !(v >= (signed_us ? -kMaxSavedMicros : 0.0)) ||
+        !(v <= kMaxSavedMicros))
+      throw bad_input(at_line(path_, line_,
+                              fmt::format("'{}' in column '{}' is not a number of µs from {} to {}",
+                                          printable_excerpt(f), name, signed_us ? "-1e12" : "0", kMaxSavedMicrosText)));
+    return v;
+  }
+  // A whole number up to `max`; an empty cell or no column: 0.
+  std::uint64_t count(int col, const char* name, std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) const {
+    if (col < 0) return 0;
+    const std::string& f = fields_[static_cast<std::size_t>(col)];
+    if (f.empty()) return 0;
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+    if (ec != std::errc() || end != f.data() + f.size())
+      throw bad_input(
+          at_line(path_, line_, fmt::format("'{}' is not a whole number in column '{}'", printable_excerpt(f), name)));
+    if (v > max) throw bad_input(at_line(path_, line_, fmt::format("{} in column '{}' is more than {}", v, name, max)));
+    return v;
+  }
+  // A text cell, as it was before the writer guarded it against spreadsheet formulas.
+  std::string text(int col) const { return col < 0 ? std::string() : csv_text(fields_[static_cast<std::size_t>(col)]); }
+
+ private:
+  const std::vector<std::string>& fields_;
+  const std::string& path_;
+  std::uint64_t line_;
+};
+
+// One data row into `r` (reused between rows: its vectors keep their room).
+void fill_row(const RowCells& cells, const std::vector<std::string>& fields, const RequestsCsvColumns& c,
+              RequestRow& r) {
+  constexpr auto kOverheadUs = static_cast<std::size_t>(Stage::overhead);
+  r.ok = fields[c.ok] == "true";
+  r.cache = c.cache < 0 ? std::optional<CacheOutcome>(CacheOutcome::none)
+                        : parse_cache_column(fields[static_cast<std::size_t>(c.cache)]);
+  for (std::size_t i = 0; i <= kStageCount; ++i) {
+    r.us[i] = cells.micros(c.us[i], c.us_names[i], i == kOverheadUs).value_or(0);
+    r.cpu_us[i] = cells.micros(c.cpu[i], c.cpu_names[i]).value_or(0);
+  }
+  r.has_cpu = cells.micros(c.cpu[kStageCount], c.cpu_names[kStageCount]).has_value();
+  r.id = cells.count(c.id, "id");
+  r.trace_line = cells.count(c.line, "line");
+  r.worker = cells.count(c.worker, "worker", kMaxSavedWorkers - 1);
+  r.batch = cells.count(c.batch, "batch", kMaxSavedBatch);
+  r.image_bytes = cells.count(c.image_bytes, "image_bytes");
+  r.image_pixels = cells.count(c.image_pixels, "image_pixels");
+  r.arrival_us = cells.micros(c.arrival, "arrival_us").value_or(0);
+  r.start_us = cells.micros(c.start, "start_us").value_or(0);
+  r.key = cells.text(c.key);
+  r.error = cells.text(c.error);
+  r.model_version = cells.text(c.version);
+  r.part_us.resize(c.part_us.size());
+  r.part_cpu_us.resize(c.part_us.size());
+  for (std::size_t k = 0; k < c.part_us.size(); ++k) {
+    r.part_us[k] = cells.micros(c.part_us[k], c.part_us_names[k]).value_or(0);
+    r.part_cpu_us[k] = cells.micros(c.part_cpu[k], c.part_cpu_names[k]).value_or(0);
+  }
+}
+
+}  // namespace
+
 std::uint64_t read_requests_csv(const std::string& path, const std::vector<std::string>& required,
                                 const std::function<void(const RequestRow&)>& row,
                                 const std::vector<std::string>& parts) {
@@ -365,108 +496,17 @@ std::uint64_t read_requests_csv(const std::string& path, const std::vector<std::
   CsvReader csv(*in, path);
   std::vector<std::string> fields;
   if (!csv.next(fields)) throw bad_input(at_line(path, 1, "empty file; expected a header row"));
-  auto need = [&](const std::string& name) {
-    const int i = CsvReader::column(fields, name);
-    if (i < 0)
-      throw bad_input(
-          at_line(path, 1, fmt::format("no '{}' column in the header (is this an inferprof requests.csv?)", name)));
-    return static_cast<std::size_t>(i);
-  };
-  for (const std::string& name : required)
-    need(name);
-  std::array<int, kStageCount + 1> cols{}, cpu_cols{};
-  std::array<std::string, kStageCount + 1> names, cpu_names;
-  for (std::size_t i = 0; i <= kStageCount; ++i) {
-    names[i] = i < kStageCount ? fmt::format("{}_us", kStageNames[i]) : "total_us";
-    cpu_names[i] = i < kStageCount ? fmt::format("{}_cpu_us", kStageNames[i]) : "cpu_us";
-    cols[i] = CsvReader::column(fields, names[i]);
-    cpu_cols[i] = CsvReader::column(fields, cpu_names[i]);
-  }
-  need("total_us");
-  const std::size_t ok_col = need("ok");
-  const int cache_col = CsvReader::column(fields, "cache");
-  std::vector<int> part_cols, part_cpu_cols;
-  for (const std::string& part : parts) {
-    part_cols.push_back(CsvReader::column(fields, part + "_us"));
-    part_cpu_cols.push_back(CsvReader::column(fields, part + "_cpu_us"));
-  }
-  const std::size_t width = fields.size();
-  const int id_col = CsvReader::column(fields, "id"), line_col = CsvReader::column(fields, "line"),
-            worker_col = CsvReader::column(fields, "worker"), batch_col = CsvReader::column(fields, "batch"),
-            image_bytes_col = CsvReader::column(fields, "image_bytes"),
-            image_pixels_col = CsvReader::column(fields, "image_pixels"),
-            arrival_col = CsvReader::column(fields, "arrival_us"), start_col = CsvReader::column(fields, "start_us"),
-            key_col = CsvReader::column(fields, "key"), error_col = CsvReader::column(fields, "error"),
-            version_col = CsvReader::column(fields, "model_version");
-
-  constexpr auto kOverheadUs = static_cast<std::size_t>(Stage::overhead);
+  const RequestsCsvColumns columns = columns_of(fields, path, required, parts);
   RequestRow r;
   std::uint64_t rows = 0;
   while (csv.next(fields)) {
     if (CsvReader::blank(fields)) continue;
     ++rows;
     r.line = csv.line();
-    if (fields.size() != width)
+    if (fields.size() != columns.width)
       throw bad_input(
-          at_line(path, r.line, fmt::format("{} fields, expected {} as in the header", fields.size(), width)));
-    r.ok = fields[ok_col] == "true";
-    r.cache = cache_col < 0 ? std::optional<CacheOutcome>(CacheOutcome::none)
-                            : parse_cache_column(fields[static_cast<std::size_t>(cache_col)]);
-    // One cell as µs, from 0 (from -kMaxSavedMicros with `signed_us`) to kMaxSavedMicros; an empty cell (n/a,
-    // or no CPU clock read) or no column: nothing.
-    auto cell = [&](int col, const std::string& name, bool signed_us = false) -> std::optional<double> {
-      if (col < 0) return std::nullopt;
-      const std::string& f = fields[static_cast<std::size_t>(col)];
-      if (f.empty()) return std::nullopt;
-      double v = 0;
-      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      if (ec != std::errc() || end != f.data() + f.size() || !(v >= (signed_us ? -kMaxSavedMicros : 0.0)) ||
-          !(v <= kMaxSavedMicros))
-        throw bad_input(
-            at_line(path, r.line,
-                    fmt::format("'{}' in column '{}' is not a number of µs from {} to {}", printable_excerpt(f), name,
-                                signed_us ? "-1e12" : "0", kMaxSavedMicrosText)));
-      return v;
-    };
-    for (std::size_t i = 0; i <= kStageCount; ++i) {
-      r.us[i] = cell(cols[i], names[i], i == kOverheadUs).value_or(0);
-      r.cpu_us[i] = cell(cpu_cols[i], cpu_names[i]).value_or(0);
-    }
-    r.has_cpu = cell(cpu_cols[kStageCount], cpu_names[kStageCount]).has_value();
-    // A whole number up to `max`.
-    auto count = [&](int col, const char* name,
-                     std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) -> std::uint64_t {
-      if (col < 0) return 0;
-      const std::string& f = fields[static_cast<std::size_t>(col)];
-      if (f.empty()) return 0;
-      std::uint64_t v = 0;
-      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      if (ec != std::errc() || end != f.data() + f.size())
-        throw bad_input(at_line(path, r.line,
-                                fmt::format("'{}' is not a whole number in column '{}'", printable_excerpt(f), name)));
-      if (v > max)
-        throw bad_input(at_line(path, r.line, fmt::format("{} in column '{}' is more than {}", v, name, max)));
-      return v;
-    };
-    // A text cell, as it was before the writer guarded it against spreadsheet formulas.
-    auto text = [&](int col) { return col < 0 ? std::string() : csv_text(fields[static_cast<std::size_t>(col)]); };
-    r.id = count(id_col, "id");
-    r.trace_line = count(line_col, "line");
-    r.worker = count(worker_col, "worker", kMaxSavedWorkers - 1);
-    r.batch = count(batch_col, "batch", kMaxSavedBatch);
-    r.image_bytes = count(image_bytes_col, "image_bytes");
-    r.image_pixels = count(image_pixels_col, "image_pixels");
-    r.arrival_us = cell(arrival_col, "arrival_us").value_or(0);
-    r.start_us = cell(start_col, "start_us").value_or(0);
-    r.key = text(key_col);
-    r.error = text(error_col);
-    r.model_version = text(version_col);
-    r.part_us.resize(parts.size());
-    r.part_cpu_us.resize(parts.size());
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      r.part_us[k] = cell(part_cols[k], parts[k] + "_us").value_or(0);
-      r.part_cpu_us[k] = cell(part_cpu_cols[k], parts[k] + "_cpu_us").value_or(0);
-    }
+          at_line(path, r.line, fmt::format("{} fields, expected {} as in the header", fields.size(), columns.width)));
+    fill_row(RowCells(fields, path, r.line), fields, columns, r);
     row(r);
   }
   return rows;
