@@ -421,9 +421,9 @@ class RowCells {
   // µs from 0 (from -kMaxSavedMicros with `signed_us`) to kMaxSavedMicros; an empty cell (n/a, or no CPU
   // clock read) or no column: nothing.
   std::optional<double> micros(int col, const std::string& name, bool signed_us = false) const {
-    if (col < 0) return std::nullopt;
-    const std::string& f = fields_[static_cast<std::size_t>(col)];
-    if (f.empty()) return std::nullopt;
+    const std::string* cell = raw(col);
+    if (cell == nullptr) return std::nullopt;
+    const std::string& f = *cell;
     double v = 0;
     const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
     if (ec != std::errc() || end != f.data() + f.size() || !(v >= (signed_us ? -kMaxSavedMicros : 0.0)) ||
@@ -435,9 +435,9 @@ class RowCells {
   }
   // A whole number up to `max`; an empty cell or no column: 0.
   std::uint64_t count(int col, const char* name, std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) const {
-    if (col < 0) return 0;
-    const std::string& f = fields_[static_cast<std::size_t>(col)];
-    if (f.empty()) return 0;
+    const std::string* cell = raw(col);
+    if (cell == nullptr) return 0;
+    const std::string& f = *cell;
     std::uint64_t v = 0;
     const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
     if (ec != std::errc() || end != f.data() + f.size())
@@ -450,6 +450,12 @@ class RowCells {
   std::string text(int col) const { return col < 0 ? std::string() : csv_text(fields_[static_cast<std::size_t>(col)]); }
 
  private:
+  // The cell's text; null for no column or an empty cell.
+  const std::string* raw(int col) const {
+    if (col < 0 || fields_[static_cast<std::size_t>(col)].empty()) return nullptr;
+    return &fields_[static_cast<std::size_t>(col)];
+  }
+
   const std::vector<std::string>& fields_;
   const std::string& path_;
   std::uint64_t line_;
